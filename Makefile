@@ -1,0 +1,33 @@
+# kiln — the two Quick start commands: `make demo` and `make test`. Each one installs what
+# is missing (scripts/install-deps.sh), configures and builds before doing its job.
+BUILD ?= build
+JOBS  ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build demo test install clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja \
+	  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 $(CMAKE_FLAGS)
+
+configure: deps $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/bin/kiln run gemm_bias_relu --backend=auto --shape 257x129x65 --dtype bf16 --report
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+install: build
+	cmake --install $(BUILD) --prefix $(or $(PREFIX),$(BUILD)/install)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,230 @@
+#include "CpuCompiler.h"
+
+#include "Dialect/Tile/TileDialect.h"
+#include "Transforms/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <mutex>
+
+namespace kiln::cpu {
+
+using namespace mlir;
+using detail::DiagnosticCollector;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+void initLLVMOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+/// The host's target machine. f16 elements are converted with F16C instructions; LLVM
+/// would otherwise call compiler-rt helpers that the JIT cannot count on finding.
+std::unique_ptr<llvm::TargetMachine> hostMachine(std::string* why) {
+  initLLVMOnce();
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    *why = "cannot detect the host: " + llvm::toString(jtmb.takeError());
+    return nullptr;
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    *why = "no LLVM target for the host: " + llvm::toString(tm.takeError());
+    return nullptr;
+  }
+  return std::move(*tm);
+}
+
+bool hasF16C(llvm::TargetMachine& tm) {
+  return tm.getTargetTriple().isX86() &&
+         tm.getMCSubtargetInfo()->checkFeatures("+f16c");
+}
+
+/// A private copy of the kernel's module: compiling never changes the Kernel.
+OwningOpRef<ModuleOp> cloneModule(const Kernel& k) { return k.impl().module.get().clone(); }
+
+void runTilePasses(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
+  PassManager pm(m.getContext());
+  pm.nest<tile::KernelOp>().addPass(kiln::createKilnExpandComposites());
+  pm.addPass(createCanonicalizerPass());
+  if (failed(pm.run(m)))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': tile passes failed");
+}
+
+void lowerToLoops(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
+  PassManager pm(m.getContext());
+  pm.addPass(kiln::createKilnLowerToLoops());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (failed(pm.run(m)))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to loops failed");
+}
+
+void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
+  PassManager pm(m.getContext());
+  pm.addPass(createSCFToControlFlowPass());
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true; // bf16 <-> f32 as integer ops: no soft-float helpers needed
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(pm.run(m)))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to LLVM failed");
+}
+
+void registerTranslations(MLIRContext* ctx) {
+  DialectRegistry reg;
+  registerBuiltinDialectTranslation(reg);
+  registerLLVMDialectTranslation(reg);
+  ctx->appendDialectRegistry(reg);
+}
+
+std::string print(Operation* op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+
+/// One argument's memref descriptor, as the JIT'd function's packed interface wants it:
+/// allocated ptr, aligned ptr, offset, sizes[rank], strides[rank].
+struct Descriptor {
+  void* allocated;
+  void* aligned;
+  int64_t offset = 0;
+  std::vector<int64_t> sizes, strides;
+};
+
+class CpuKernel : public detail::CompiledImpl {
+public:
+  std::unique_ptr<ExecutionEngine> engine;
+  std::shared_ptr<MLIRContext> ctx; // keeps types alive as long as the engine
+  void (*fn)(void**) = nullptr;
+
+  void launch(const std::vector<TensorView>& args) override {
+    detail::checkLaunchArgs(sig, args);
+    std::vector<Descriptor> ds(args.size());
+    std::vector<void*> packed;
+    for (size_t i = 0; i < args.size(); ++i) {
+      ds[i] = {args[i].data, args[i].data, 0, args[i].dims, args[i].effective_strides()};
+    }
+    for (auto& d : ds) {
+      packed.push_back(&d.allocated);
+      packed.push_back(&d.aligned);
+      packed.push_back(&d.offset);
+      for (auto& s : d.sizes) packed.push_back(&s);
+      for (auto& s : d.strides) packed.push_back(&s);
+    }
+    fn(packed.data());
+  }
+};
+
+} // namespace
+
+std::string describeHost() {
+  std::string why;
+  auto tm = hostMachine(&why);
+  if (!tm) return "cpu unavailable: " + why;
+  return "cpu (" + tm->getTargetTriple().str() + " " + tm->getTargetCPU().str() + " JIT" +
+         (hasF16C(*tm) ? ", f16c" : ", no f16c: f16 kernels unsupported") + ")";
+}
+
+std::string emit(const Kernel& kernel, Stage stage) {
+  if (stage == Stage::tile) return kernel.tile_ir();
+  auto m = cloneModule(kernel);
+  DiagnosticCollector diags(m->getContext());
+  runTilePasses(*m, diags, kernel.name());
+  lowerToLoops(*m, diags, kernel.name());
+  if (stage == Stage::mlir) return print(*m);
+  lowerToLLVMDialect(*m, diags, kernel.name());
+  registerTranslations(m->getContext());
+  llvm::LLVMContext llctx;
+  auto llmod = translateModuleToLLVMIR(*m, llctx, kernel.name());
+  if (!llmod) diags.fail(ErrorKind::CompileFailed, "kernel '" + kernel.name() + "': LLVM IR translation failed");
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llmod->print(os, nullptr);
+  return s;
+}
+
+std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
+  const std::string& name = kernel.name();
+  std::string why;
+  auto tm = hostMachine(&why);
+  if (!tm) throw Error(ErrorKind::Unsupported, "kernel '" + name + "': " + why);
+  for (const ArgSpec& a : kernel.signature().args)
+    if (a.dtype == DType::f16 && !hasF16C(*tm))
+      throw Error(ErrorKind::Unsupported, "kernel '" + name + "': argument '" + a.name +
+                                              "' is f16, and this CPU has no F16C conversions");
+
+  auto out = std::make_unique<CpuKernel>();
+  out->sig = kernel.signature();
+  out->backend = Backend::cpu;
+  out->ctx = kernel.impl().ctx;
+
+  auto t0 = Clock::now();
+  auto m = cloneModule(kernel);
+  DiagnosticCollector diags(m->getContext());
+  runTilePasses(*m, diags, name);
+  out->times.tile_passes_ms = detail::msSince(t0);
+
+  t0 = Clock::now();
+  lowerToLoops(*m, diags, name);
+  lowerToLLVMDialect(*m, diags, name);
+  out->times.lowering_ms = detail::msSince(t0);
+
+  t0 = Clock::now();
+  registerTranslations(m->getContext());
+  auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, tm.get());
+  ExecutionEngineOptions opts;
+  opts.transformer = transformer;
+  opts.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  opts.enableGDBNotificationListener = false;
+  opts.enablePerfNotificationListener = false;
+  auto engine = ExecutionEngine::create(*m, opts, std::move(tm));
+  if (!engine)
+    diags.fail(ErrorKind::CompileFailed,
+               "kernel '" + name + "': JIT failed: " + llvm::toString(engine.takeError()));
+  out->engine = std::move(*engine);
+  auto fn = out->engine->lookupPacked(name);
+  if (!fn)
+    diags.fail(ErrorKind::CompileFailed,
+               "kernel '" + name + "': JIT'd code has no entry: " + llvm::toString(fn.takeError()));
+  out->fn = *fn;
+  out->times.codegen_ms = detail::msSince(t0);
+  return out;
+}
+
+} // namespace kiln::cpu

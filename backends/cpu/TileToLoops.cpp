@@ -1,0 +1,383 @@
+// kiln-lower-to-loops: the CPU backend's lowering of tile kernels to plain loops.
+//
+// Tile values become statically shaped buffers allocated once at function entry (so a
+// loop body never grows the stack, and a 128x128 f32 tile is not a 64 KiB alloca on a
+// small thread stack). SSA dominance means each buffer is written only by its own op;
+// the one way a value can outlive an iteration is a loop's carried value, which gets a
+// dedicated buffer that the yield copies into. That keeps value semantics exact.
+#include "Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLOWERTOLOOPS
+#include "Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln::tile;
+
+namespace {
+
+/// Where a tile.view points: the argument's memref and the element offset per dim.
+struct ViewInfo {
+  Value base;
+  SmallVector<Value> offsets;
+  ArrayRef<int64_t> shape;
+};
+
+class KernelLowering {
+public:
+  KernelLowering(KernelOp kernel, OpBuilder& b) : kernel_(kernel), b_(b) {}
+
+  LogicalResult run();
+
+private:
+  using BodyFn = function_ref<void(OpBuilder&, Location, ValueRange)>;
+
+  Value buffer(TileType t);
+  /// A loop nest over `ubs` (index values), calling body with the induction variables.
+  void nest(Location loc, ArrayRef<Value> ubs, BodyFn body);
+  void nestStatic(Location loc, ArrayRef<int64_t> shape, BodyFn body);
+  Value cidx(Location loc, int64_t v) { return b_.create<arith::ConstantIndexOp>(loc, v); }
+  Value toF32(OpBuilder& b, Location loc, Value v);
+  Value fromF32(OpBuilder& b, Location loc, Value v, Type to);
+  Value constF32(OpBuilder& b, Location loc, double v) {
+    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(static_cast<float>(v)));
+  }
+  void fill(Location loc, Value buf, TileType t, function_ref<Value(OpBuilder&, Location)> v);
+  void copy(Location loc, Value from, Value to, TileType t);
+  /// In-bounds extent of a view along each dim: clamp(dim - offset, 0, tile).
+  SmallVector<Value> extents(Location loc, const ViewInfo& v);
+
+  LogicalResult lowerBlock(Block& block);
+  LogicalResult lowerOp(Operation* op);
+  LogicalResult lowerLoop(LoopOp op);
+  LogicalResult lowerElementwise(Operation* op);
+
+  KernelOp kernel_;
+  OpBuilder& b_;
+  func::FuncOp func_;
+  IRMapping map_;
+  DenseMap<Value, ViewInfo> views_;
+  SmallVector<Value> allocs_;
+};
+
+Value KernelLowering::buffer(TileType t) {
+  auto mt = MemRefType::get(t.getShape(), t.getElementType());
+  // Created where we are, hoisted to the function entry in run(): allocs take no
+  // operands, so moving them up is always legal.
+  Value buf = b_.create<memref::AllocOp>(kernel_.getLoc(), mt, b_.getI64IntegerAttr(64));
+  allocs_.push_back(buf);
+  return buf;
+}
+
+void KernelLowering::nest(Location loc, ArrayRef<Value> ubs, BodyFn body) {
+  SmallVector<Value> lbs(ubs.size(), cidx(loc, 0)), steps(ubs.size(), cidx(loc, 1));
+  scf::buildLoopNest(b_, loc, lbs, ubs, steps, body);
+}
+
+void KernelLowering::nestStatic(Location loc, ArrayRef<int64_t> shape, BodyFn body) {
+  SmallVector<Value> ubs;
+  for (int64_t d : shape) ubs.push_back(cidx(loc, d));
+  nest(loc, ubs, body);
+}
+
+Value KernelLowering::toF32(OpBuilder& b, Location loc, Value v) {
+  if (v.getType().isF32()) return v;
+  return b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
+}
+
+Value KernelLowering::fromF32(OpBuilder& b, Location loc, Value v, Type to) {
+  if (to.isF32()) return v;
+  return b.create<arith::TruncFOp>(loc, to, v);
+}
+
+void KernelLowering::fill(Location loc, Value buf, TileType t,
+                          function_ref<Value(OpBuilder&, Location)> v) {
+  nestStatic(loc, t.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
+    b.create<memref::StoreOp>(l, fromF32(b, l, v(b, l), t.getElementType()), buf, iv);
+  });
+}
+
+void KernelLowering::copy(Location loc, Value from, Value to, TileType t) {
+  nestStatic(loc, t.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
+    b.create<memref::StoreOp>(l, b.create<memref::LoadOp>(l, from, iv), to, iv);
+  });
+}
+
+SmallVector<Value> KernelLowering::extents(Location loc, const ViewInfo& v) {
+  SmallVector<Value> ext;
+  for (auto [d, off] : llvm::enumerate(v.offsets)) {
+    Value dim = b_.create<memref::DimOp>(loc, v.base, d);
+    Value left = b_.create<arith::SubIOp>(loc, dim, off);
+    left = b_.create<arith::MaxSIOp>(loc, left, cidx(loc, 0));
+    ext.push_back(b_.create<arith::MinSIOp>(loc, left, cidx(loc, v.shape[d])));
+  }
+  return ext;
+}
+
+LogicalResult KernelLowering::run() {
+  Location loc = kernel_.getLoc();
+  SmallVector<Type> argTypes;
+  for (unsigned i = 0; i < kernel_.getNumArguments(); ++i) {
+    TensorArgType t = kernel_.getArgType(i);
+    SmallVector<int64_t> dyn(t.getRank(), ShapedType::kDynamic);
+    auto layout = StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic, dyn);
+    argTypes.push_back(MemRefType::get(dyn, t.getElementType(), layout));
+  }
+  b_.setInsertionPoint(kernel_);
+  func_ = b_.create<func::FuncOp>(loc, kernel_.getSymName(),
+                                  b_.getFunctionType(argTypes, {}));
+  Block* body = func_.addEntryBlock();
+  for (unsigned i = 0; i < kernel_.getNumArguments(); ++i)
+    map_.map(kernel_.getArgument(i), body->getArgument(i));
+  b_.setInsertionPointToEnd(body);
+  if (failed(lowerBlock(kernel_.getBody().front()))) return failure();
+  for (Value a : llvm::reverse(allocs_)) a.getDefiningOp()->moveBefore(&body->front());
+  for (Value a : allocs_) b_.create<memref::DeallocOp>(loc, a);
+  b_.create<func::ReturnOp>(loc);
+  kernel_.erase();
+  return success();
+}
+
+LogicalResult KernelLowering::lowerBlock(Block& block) {
+  for (Operation& op : block.without_terminator())
+    if (failed(lowerOp(&op))) return failure();
+  return success();
+}
+
+LogicalResult KernelLowering::lowerOp(Operation* op) {
+  Location loc = op->getLoc();
+  return llvm::TypeSwitch<Operation*, LogicalResult>(op)
+      .Case<DimOp>([&](DimOp d) {
+        auto [arg, dim] = *kernel_.findSymbol(d.getSymbol());
+        map_.map(d.getResult(),
+                 b_.create<memref::DimOp>(loc, map_.lookup(kernel_.getArgument(arg)), dim));
+        return success();
+      })
+      .Case<GridOp>([&](GridOp g) {
+        SmallVector<Value> ubs;
+        for (Value s : g.getSizes()) ubs.push_back(map_.lookup(s));
+        LogicalResult res = success();
+        OpBuilder::InsertPoint saved = b_.saveInsertionPoint();
+        nest(loc, ubs, [&](OpBuilder& nb, Location, ValueRange ivs) {
+          for (auto [a, iv] : llvm::zip(g.getBody().front().getArguments(), ivs)) map_.map(a, iv);
+          b_.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          res = lowerBlock(g.getBody().front());
+        });
+        b_.restoreInsertionPoint(saved);
+        return res;
+      })
+      .Case<LoopOp>([&](LoopOp l) { return lowerLoop(l); })
+      .Case<ViewOp>([&](ViewOp v) {
+        ViewInfo info{map_.lookup(v.getTensor()), {}, v.getType().getShape()};
+        for (auto [d, idx] : llvm::enumerate(v.getIndices()))
+          info.offsets.push_back(
+              b_.create<arith::MulIOp>(loc, map_.lookup(idx), cidx(loc, info.shape[d])));
+        views_[v.getResult()] = info;
+        return success();
+      })
+      .Case<LoadOp>([&](LoadOp l) {
+        TileType t = l.getType();
+        const ViewInfo& v = views_.at(l.getView());
+        Value buf = buffer(t);
+        double pad = l.getPadding().convertToDouble();
+        fill(loc, buf, t, [&](OpBuilder& b, Location fl) { return constF32(b, fl, pad); });
+        nest(loc, extents(loc, v), [&](OpBuilder& b, Location il, ValueRange iv) {
+          SmallVector<Value> g;
+          for (auto [i, off] : llvm::enumerate(v.offsets))
+            g.push_back(b.create<arith::AddIOp>(il, off, iv[i]));
+          b.create<memref::StoreOp>(il, b.create<memref::LoadOp>(il, v.base, g), buf, iv);
+        });
+        map_.map(l.getResult(), buf);
+        return success();
+      })
+      .Case<StoreOp>([&](StoreOp s) {
+        const ViewInfo& v = views_.at(s.getView());
+        Value src = map_.lookup(s.getValue());
+        nest(loc, extents(loc, v), [&](OpBuilder& b, Location il, ValueRange iv) {
+          SmallVector<Value> g;
+          for (auto [i, off] : llvm::enumerate(v.offsets))
+            g.push_back(b.create<arith::AddIOp>(il, off, iv[i]));
+          b.create<memref::StoreOp>(il, b.create<memref::LoadOp>(il, src, iv), v.base, g);
+        });
+        return success();
+      })
+      .Case<FullOp>([&](FullOp f) {
+        Value buf = buffer(f.getType());
+        double v = f.getValue().convertToDouble();
+        fill(loc, buf, f.getType(), [&](OpBuilder& b, Location fl) { return constF32(b, fl, v); });
+        map_.map(f.getResult(), buf);
+        return success();
+      })
+      .Case<SplatOp>([&](SplatOp s) {
+        Value scalar = map_.lookup(s.getScalar());
+        if (scalar.getType().isIndex()) {
+          Value i64 = b_.create<arith::IndexCastOp>(loc, b_.getI64Type(), scalar);
+          scalar = b_.create<arith::SIToFPOp>(loc, b_.getF32Type(), i64);
+        }
+        Value buf = buffer(s.getType());
+        fill(loc, buf, s.getType(), [&](OpBuilder&, Location) { return scalar; });
+        map_.map(s.getResult(), buf);
+        return success();
+      })
+      .Case<DotOp>([&](DotOp d) {
+        TileType ct = d.getType();
+        Value a = map_.lookup(d.getLhs()), bm = map_.lookup(d.getRhs());
+        Value out = buffer(ct);
+        copy(loc, map_.lookup(d.getAcc()), out, ct);
+        int64_t m = ct.getShape()[0], n = ct.getShape()[1];
+        int64_t k = d.getLhs().getType().getShape()[1];
+        // i, k, j order: the innermost loop walks rows of B and C contiguously, which the
+        // LLVM loop vectoriser turns into SIMD code.
+        nestStatic(loc, {m, k, n}, [&](OpBuilder& b, Location l, ValueRange iv) {
+          Value i = iv[0], kk = iv[1], j = iv[2];
+          Value av = toF32(b, l, b.create<memref::LoadOp>(l, a, ValueRange{i, kk}));
+          Value bv = toF32(b, l, b.create<memref::LoadOp>(l, bm, ValueRange{kk, j}));
+          Value cv = b.create<memref::LoadOp>(l, out, ValueRange{i, j});
+          Value r = b.create<arith::AddFOp>(l, cv, b.create<arith::MulFOp>(l, av, bv));
+          b.create<memref::StoreOp>(l, r, out, ValueRange{i, j});
+        });
+        map_.map(d.getResult(), out);
+        return success();
+      })
+      .Case<BroadcastOp>([&](BroadcastOp bc) {
+        Value in = map_.lookup(bc.getInput());
+        Value out = buffer(bc.getType());
+        ArrayRef<int64_t> dims = bc.getDims();
+        nestStatic(loc, bc.getType().getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
+          SmallVector<Value> src;
+          for (int64_t d : dims) src.push_back(iv[d]);
+          b.create<memref::StoreOp>(l, b.create<memref::LoadOp>(l, in, src), out, iv);
+        });
+        map_.map(bc.getResult(), out);
+        return success();
+      })
+      .Case<ReduceSumOp, ReduceMaxOp>([&](auto r) {
+        bool isMax = isa<ReduceMaxOp>(r.getOperation());
+        TileType inT = r.getInput().getType(), outT = r.getType();
+        Value in = map_.lookup(r.getInput());
+        Value out = buffer(outT);
+        double init = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+        fill(loc, out, outT, [&](OpBuilder& b, Location l) { return constF32(b, l, init); });
+        int64_t dim = r.getDim();
+        nestStatic(loc, inT.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
+          SmallVector<Value> o(iv.begin(), iv.end());
+          o.erase(o.begin() + dim);
+          Value x = toF32(b, l, b.create<memref::LoadOp>(l, in, iv));
+          Value acc = toF32(b, l, b.create<memref::LoadOp>(l, out, o));
+          Value res = isMax ? b.create<arith::MaximumFOp>(l, acc, x).getResult()
+                            : b.create<arith::AddFOp>(l, acc, x).getResult();
+          b.create<memref::StoreOp>(l, fromF32(b, l, res, outT.getElementType()), out, o);
+        });
+        map_.map(r.getResult(), out);
+        return success();
+      })
+      .Case<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp,
+            MaxOp, MinOp, ScaleOp, CastOp>([&](Operation* e) { return lowerElementwise(e); })
+      .Case<ReluOp, GeluOp, SiluOp, SigmoidOp>([&](Operation* c) {
+        return c->emitOpError("is a composite: run kiln-expand-composites before "
+                              "kiln-lower-to-loops");
+      })
+      .Default([&](Operation* other) -> LogicalResult {
+        if (other->getDialect() &&
+            other->getDialect()->getNamespace() == arith::ArithDialect::getDialectNamespace()) {
+          Operation* c = b_.clone(*other, map_);
+          (void)c;
+          return success();
+        }
+        return other->emitOpError("cannot be lowered to CPU loops");
+      });
+}
+
+LogicalResult KernelLowering::lowerElementwise(Operation* op) {
+  Location loc = op->getLoc();
+  auto outT = cast<TileType>(op->getResult(0).getType());
+  SmallVector<Value> ins;
+  for (Value v : op->getOperands()) ins.push_back(map_.lookup(v));
+  Value out = buffer(outT);
+  nestStatic(loc, outT.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
+    SmallVector<Value> x;
+    for (Value in : ins) x.push_back(toF32(b, l, b.create<memref::LoadOp>(l, in, iv)));
+    Value r = llvm::TypeSwitch<Operation*, Value>(op)
+                  .Case<NegOp>([&](auto) { return b.create<arith::NegFOp>(l, x[0]); })
+                  .Case<ExpOp>([&](auto) { return b.create<math::ExpOp>(l, x[0]); })
+                  .Case<Exp2Op>([&](auto) { return b.create<math::Exp2Op>(l, x[0]); })
+                  .Case<LogOp>([&](auto) { return b.create<math::LogOp>(l, x[0]); })
+                  .Case<SqrtOp>([&](auto) { return b.create<math::SqrtOp>(l, x[0]); })
+                  .Case<RsqrtOp>([&](auto) {
+                    return b.create<arith::DivFOp>(l, constF32(b, l, 1.0),
+                                                   b.create<math::SqrtOp>(l, x[0]));
+                  })
+                  .Case<TanhOp>([&](auto) { return b.create<math::TanhOp>(l, x[0]); })
+                  .Case<AddOp>([&](auto) { return b.create<arith::AddFOp>(l, x[0], x[1]); })
+                  .Case<SubOp>([&](auto) { return b.create<arith::SubFOp>(l, x[0], x[1]); })
+                  .Case<MulOp>([&](auto) { return b.create<arith::MulFOp>(l, x[0], x[1]); })
+                  .Case<DivOp>([&](auto) { return b.create<arith::DivFOp>(l, x[0], x[1]); })
+                  .Case<MaxOp>([&](auto) { return b.create<arith::MaximumFOp>(l, x[0], x[1]); })
+                  .Case<MinOp>([&](auto) { return b.create<arith::MinimumFOp>(l, x[0], x[1]); })
+                  .Case<ScaleOp>([&](ScaleOp s) {
+                    return b.create<arith::MulFOp>(
+                        l, x[0], constF32(b, l, s.getFactor().convertToDouble()));
+                  })
+                  .Case<CastOp>([&](auto) { return x[0]; })
+                  .Default([](Operation*) { return Value(); });
+    b.create<memref::StoreOp>(l, fromF32(b, l, r, outT.getElementType()), out, iv);
+  });
+  map_.map(op->getResult(0), out);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerLoop(LoopOp l) {
+  Location loc = l.getLoc();
+  SmallVector<Value> carried;
+  for (Value init : l.getInits()) {
+    auto t = cast<TileType>(init.getType());
+    Value c = buffer(t);
+    copy(loc, map_.lookup(init), c, t);
+    carried.push_back(c);
+  }
+  auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
+  LogicalResult res = success();
+  OpBuilder::InsertPoint saved = b_.saveInsertionPoint();
+  nest(loc, {map_.lookup(l.getCount())}, [&](OpBuilder& nb, Location, ValueRange iv) {
+    map_.map(l.getInductionVar(), iv[0]);
+    for (auto [a, c] : llvm::zip(l.getCarried(), carried)) map_.map(a, c);
+    b_.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+    if (failed(res = lowerBlock(l.getBody().front()))) return;
+    // A yielded value that is itself a carried buffer (a swap) is staged through a temp
+    // so that copying one carried value cannot clobber another before it is read.
+    SmallVector<Value> src;
+    for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+      Value m = map_.lookup(v);
+      auto t = cast<TileType>(v.getType());
+      if (m != carried[i] && llvm::is_contained(carried, m)) {
+        Value tmp = buffer(t);
+        copy(loc, m, tmp, t);
+        m = tmp;
+      }
+      src.push_back(m);
+    }
+    for (auto [i, v] : llvm::enumerate(yield.getValues()))
+      if (src[i] != carried[i]) copy(loc, src[i], carried[i], cast<TileType>(v.getType()));
+  });
+  b_.restoreInsertionPoint(saved);
+  for (auto [r, c] : llvm::zip(l.getResults(), carried)) map_.map(r, c);
+  return res;
+}
+
+struct LowerToLoopsPass : kiln::impl::KilnLowerToLoopsBase<LowerToLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<KernelOp> kernels(getOperation().getOps<KernelOp>());
+    OpBuilder b(&getContext());
+    for (KernelOp k : kernels) {
+      for (Type t : k.getBody().front().getArgumentTypes())
+        if (!isa<TensorArgType>(t)) return signalPassFailure();
+      if (failed(KernelLowering(k, b).run())) return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

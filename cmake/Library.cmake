@@ -1,0 +1,28 @@
+# libkiln.so: kiln's own code plus LLVM/MLIR, linked statically and hidden. Only the
+# KILN_API symbols of namespace kiln are exported (see kiln.map and test/symbols).
+set(KILN_MLIR_SOURCES
+  lib/Compiler/Context.cpp lib/Compiler/Kernel.cpp lib/Runtime/Runtime.cpp
+  dsl/Builder.cpp backends/cpu/CpuCompiler.cpp)
+set(KILN_PLAIN_SOURCES
+  lib/Runtime/Error.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
+  lib/Verify/Compare.cpp lib/Verify/Reference.cpp
+  lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp)
+add_library(kiln SHARED ${KILN_MLIR_SOURCES} ${KILN_PLAIN_SOURCES})
+add_library(kiln::kiln ALIAS kiln)
+set_source_files_properties(${KILN_MLIR_SOURCES} PROPERTIES COMPILE_OPTIONS "${KILN_MLIR_CXX_FLAGS}")
+target_compile_definitions(kiln PRIVATE KILN_BUILDING_LIBRARY)
+target_include_directories(kiln
+  PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
+  PRIVATE ${KILN_INTERNAL_INCLUDES} ${CMAKE_SOURCE_DIR}/backends/cpu)
+target_link_libraries(kiln PRIVATE
+  KilnCpuLowering KilnTransforms KilnTileDialect Eigen3::Eigen
+  MLIRExecutionEngineUtils MLIRExecutionEngine MLIRLLVMToLLVMIRTranslation
+  MLIRBuiltinToLLVMIRTranslation MLIRSCFToControlFlow MLIRArithTransforms MLIRMathToLLVM
+  MLIRMathToLibm MLIRMemRefToLLVM MLIRArithToLLVM MLIRFuncToLLVM MLIRControlFlowToLLVM
+  MLIRReconcileUnrealizedCasts MLIRParser MLIRTransforms)
+target_link_options(kiln PRIVATE
+  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,--as-needed
+  -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/kiln.map)
+set_target_properties(kiln PROPERTIES
+  VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
+  LINK_DEPENDS ${CMAKE_SOURCE_DIR}/cmake/kiln.map)

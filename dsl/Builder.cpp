@@ -1,0 +1,379 @@
+// The DSL front end: each call builds one tile op at the current insertion point and
+// checks it at once, so a mistake is reported at the C++ line that made it.
+#include "kiln/dsl.hpp"
+
+#include "Compiler/KernelImpl.h"
+#include "Dialect/Tile/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+namespace t = kiln::tile;
+
+namespace kiln::dsl {
+
+struct BuilderState {
+  std::shared_ptr<detail::KernelImpl> impl;
+  OpBuilder b;
+  t::KernelOp kernel;
+  detail::DiagnosticCollector diags;
+  std::vector<Attribute> argNames;
+  llvm::SmallVector<bool> outputs;
+
+  explicit BuilderState(std::shared_ptr<detail::KernelImpl> k)
+      : impl(std::move(k)), b(impl->ctx.get()), diags(impl->ctx.get()) {}
+
+  std::string name() { return kernel ? kernel.getSymName().str() : "?"; }
+  Location loc(const Where& w) {
+    return FileLineColLoc::get(b.getContext(), w.file_name(), w.line(), w.column());
+  }
+  [[noreturn]] void fail(const std::string& msg) {
+    throw Error(ErrorKind::InvalidKernel, "kernel '" + name() + "': " + msg);
+  }
+  /// Verifies one freshly built op (not its regions) and turns diagnostics into an Error.
+  template <typename Op>
+  Op check(Op op) {
+    if (failed(mlir::verify(op.getOperation(), /*verifyRecursively=*/false))) {
+      std::string d = diags.take();
+      op.getOperation()->erase();
+      fail(d);
+    }
+    return op;
+  }
+  Type elt(DType d) {
+    switch (d) {
+    case DType::f32: return b.getF32Type();
+    case DType::f16: return b.getF16Type();
+    case DType::bf16: return b.getBF16Type();
+    }
+    return b.getF32Type();
+  }
+  t::TileType tileType(const Shape& s, DType d) { return t::TileType::get(b.getContext(), s, elt(d)); }
+  Tile wrap(Value v, Shape s, DType d) { return Tile(this, v.getAsOpaquePointer(), std::move(s), d); }
+  Tile wrapLike(Value v, const Tile& like) { return wrap(v, like.shape(), like.dtype()); }
+  Index wrap(Value v) { return Index(this, v.getAsOpaquePointer()); }
+};
+
+namespace {
+Value val(void* p) { return Value::getFromOpaquePointer(p); }
+Value val(const Tile& x) {
+  if (!x.state()) throw Error(ErrorKind::InvalidKernel, "use of an empty Tile (default-constructed)");
+  return val(x.value());
+}
+Value val(const Index& x) {
+  if (!x.state()) throw Error(ErrorKind::InvalidKernel, "use of an empty Index (default-constructed)");
+  return val(x.value());
+}
+BuilderState& st(const Tile& x) { val(x); return *x.state(); }
+BuilderState& st(const Index& x) { val(x); return *x.state(); }
+const Where kNoWhere = Where::current();
+} // namespace
+
+std::string Tile::str() const {
+  std::string s;
+  for (int64_t d : shape_) s += std::to_string(d) + "x";
+  return s + to_string(dtype_);
+}
+
+// ---- Index arithmetic --------------------------------------------------------------
+
+template <typename Op>
+static Index indexBinary(Index a, Index b) {
+  BuilderState& s = st(a);
+  return s.wrap(s.b.create<Op>(s.b.getUnknownLoc(), val(a), val(b)).getResult());
+}
+Index operator+(Index a, Index b) { return indexBinary<arith::AddIOp>(a, b); }
+Index operator-(Index a, Index b) { return indexBinary<arith::SubIOp>(a, b); }
+Index operator*(Index a, Index b) { return indexBinary<arith::MulIOp>(a, b); }
+Index operator+(Index a, int64_t b) { return a + Builder(st(a).kernel ? a.state() : a.state()).constant(b); }
+Index operator*(Index a, int64_t b) { return a * Builder(a.state()).constant(b); }
+Index cdiv(Index a, int64_t b) {
+  BuilderState& s = st(a);
+  if (b <= 0) s.fail("cdiv by " + std::to_string(b) + ": the tile size must be positive");
+  Value c = s.b.create<arith::ConstantIndexOp>(s.b.getUnknownLoc(), b);
+  return s.wrap(s.b.create<arith::CeilDivSIOp>(s.b.getUnknownLoc(), val(a), c).getResult());
+}
+
+// ---- Builder ----------------------------------------------------------------------
+
+Index Builder::dim(const std::string& name) {
+  if (name.empty()) s_->fail("a dim symbol needs a name");
+  return s_->wrap(s_->b.create<t::DimOp>(s_->b.getUnknownLoc(), name).getResult());
+}
+
+Index Builder::constant(int64_t v) {
+  return s_->wrap(s_->b.create<arith::ConstantIndexOp>(s_->b.getUnknownLoc(), v).getResult());
+}
+
+Tensor Builder::input(const std::string& name, std::vector<Dim> dims, DType dtype, Where w) {
+  return arg(name, std::move(dims), dtype, false, w);
+}
+Tensor Builder::output(const std::string& name, std::vector<Dim> dims, DType dtype, Where w) {
+  return arg(name, std::move(dims), dtype, true, w);
+}
+
+Tensor Builder::arg(const std::string& name, std::vector<Dim> dims, DType dtype, bool output,
+                    Where w) {
+  auto& s = *s_;
+  if (name.empty()) s.fail("an argument needs a name");
+  for (Attribute a : s.argNames)
+    if (cast<StringAttr>(a).getValue() == name) s.fail("argument name '" + name + "' is used twice");
+  if (dims.empty()) s.fail("argument '" + name + "' needs at least one dim");
+  SmallVector<Attribute> ds;
+  for (const Dim& d : dims) {
+    if (d.is_symbol()) {
+      auto op = val(d.symbol()).getDefiningOp<t::DimOp>();
+      if (!op) s.fail("argument '" + name + "': a dim must be a symbol from dims() or a constant");
+      ds.push_back(s.b.getStringAttr(op.getSymbol()));
+    } else {
+      if (d.extent() < 0) s.fail("argument '" + name + "': dim must be >= 0");
+      ds.push_back(s.b.getI64IntegerAttr(d.extent()));
+    }
+  }
+  auto type = t::TensorArgType::getChecked([&] { return emitError(s.loc(w)); }, s.b.getContext(),
+                                           s.b.getArrayAttr(ds), s.elt(dtype));
+  if (!type) s.fail("argument '" + name + "': " + s.diags.take());
+  Block& body = s.kernel.getBody().front();
+  unsigned index = body.getNumArguments();
+  body.addArgument(type, s.loc(w));
+  s.argNames.push_back(s.b.getStringAttr(name));
+  s.outputs.push_back(output);
+  return Tensor(s_, index, dtype, dims.size());
+}
+
+void Builder::grid_impl(const std::vector<Index>& sizes,
+                        const std::function<void(const std::vector<Index>&)>& body, Where w) {
+  auto& s = *s_;
+  if (sizes.empty() || sizes.size() > 3)
+    s.fail("grid must have 1, 2 or 3 dims, got " + std::to_string(sizes.size()));
+  if (s.b.getInsertionBlock() != &s.kernel.getBody().front())
+    s.fail("grid must be at the top level of the kernel, not nested");
+  SmallVector<Value> vs;
+  for (const Index& i : sizes) vs.push_back(val(i));
+  auto g = s.b.create<t::GridOp>(s.loc(w), vs);
+  OpBuilder::InsertionGuard guard(s.b);
+  Block& blk = g.getBody().front();
+  s.b.setInsertionPoint(blk.getTerminator());
+  std::vector<Index> ivs;
+  for (BlockArgument a : blk.getArguments()) ivs.push_back(s.wrap(a));
+  body(ivs);
+}
+
+View Tensor::tile(std::vector<Index> index, Shape shape, Where w) const {
+  auto& s = *s_;
+  std::string who = "argument '" + cast<StringAttr>(s.argNames.at(arg_)).getValue().str() + "'";
+  if (index.size() != rank_ || shape.size() != rank_)
+    s.fail(who + " has rank " + std::to_string(rank_) + ": tile() needs " +
+           std::to_string(rank_) + " indices and a rank-" + std::to_string(rank_) +
+           " shape, got " + std::to_string(index.size()) + " and " + std::to_string(shape.size()));
+  for (int64_t d : shape)
+    if (d <= 0) s.fail(who + ": tile dims must be positive");
+  SmallVector<Value> idx;
+  for (const Index& i : index) idx.push_back(val(i));
+  Value tensor = s.kernel.getBody().front().getArgument(arg_);
+  auto vt = t::ViewType::get(s.b.getContext(), shape, s.elt(dtype_));
+  auto op = s.check(s.b.create<t::ViewOp>(s.loc(w), vt, tensor, idx));
+  return View(s_, op.getResult().getAsOpaquePointer(), shape, dtype_);
+}
+
+Tile Builder::load(const View& v, double padding, Where w) {
+  auto& s = *s_;
+  auto op = s.check(s.b.create<t::LoadOp>(s.loc(w), s.tileType(v.shape(), v.dtype()),
+                                          val(v.value()), s.b.getF64FloatAttr(padding)));
+  return s.wrap(op.getResult(), v.shape(), v.dtype());
+}
+
+void Builder::store(const View& v, const Tile& x, Where w) {
+  auto& s = *s_;
+  if (x.dtype() != v.dtype())
+    s.fail("store of a " + x.str() + " tile into a " + to_string(v.dtype()) +
+           " view: cast() it first");
+  s.check(s.b.create<t::StoreOp>(s.loc(w), val(x), val(v.value())));
+}
+
+Tile Builder::zeros(Shape shape, DType dtype, Where w) { return full(std::move(shape), 0.0, dtype, w); }
+
+Tile Builder::full(Shape shape, double value, DType dtype, Where w) {
+  auto& s = *s_;
+  auto tt = t::TileType::getChecked([&] { return emitError(s.loc(w)); }, s.b.getContext(), ArrayRef<int64_t>(shape),
+                                    s.elt(dtype));
+  if (!tt) s.fail(s.diags.take());
+  auto op = s.b.create<t::FullOp>(s.loc(w), tt, s.b.getF64FloatAttr(value));
+  return s.wrap(op.getResult(), shape, dtype);
+}
+
+Tile Builder::splat(Index value, Shape shape, DType dtype, Where w) {
+  auto& s = *s_;
+  auto tt = t::TileType::getChecked([&] { return emitError(s.loc(w)); }, s.b.getContext(), ArrayRef<int64_t>(shape),
+                                    s.elt(dtype));
+  if (!tt) s.fail(s.diags.take());
+  auto op = s.check(s.b.create<t::SplatOp>(s.loc(w), tt, val(value)));
+  return s.wrap(op.getResult(), shape, dtype);
+}
+
+std::vector<Tile> Builder::loop(
+    Index count, int64_t stages, const std::vector<Tile>& init,
+    const std::function<std::vector<Tile>(Index, const std::vector<Tile>&)>& body, Where w) {
+  auto& s = *s_;
+  if (stages < 1) s.fail("loop stages must be >= 1, got " + std::to_string(stages));
+  SmallVector<Value> inits;
+  for (const Tile& x : init) inits.push_back(val(x));
+  auto op = s.b.create<t::LoopOp>(s.loc(w), val(count), inits, stages);
+  std::vector<Tile> carried;
+  for (auto [i, a] : llvm::enumerate(op.getCarried())) carried.push_back(s.wrapLike(a, init[i]));
+  std::vector<Tile> next;
+  {
+    OpBuilder::InsertionGuard guard(s.b);
+    s.b.setInsertionPointToEnd(&op.getBody().front());
+    next = body(s.wrap(op.getInductionVar()), carried);
+    if (next.size() != init.size())
+      s.fail("loop carries " + std::to_string(init.size()) + " tiles but its body returned " +
+             std::to_string(next.size()));
+    SmallVector<Value> ys;
+    for (size_t i = 0; i < next.size(); ++i) {
+      if (next[i].shape() != init[i].shape() || next[i].dtype() != init[i].dtype())
+        s.fail("loop carried tile #" + std::to_string(i) + " starts as " + init[i].str() +
+               " but the body returns " + next[i].str());
+      ys.push_back(val(next[i]));
+    }
+    s.b.create<t::YieldOp>(s.loc(w), ys);
+  }
+  std::vector<Tile> results;
+  for (auto [i, r] : llvm::enumerate(op.getResults())) results.push_back(s.wrapLike(r, init[i]));
+  return results;
+}
+
+Tile Builder::loop(Index count, int64_t stages, const Tile& init,
+                   const std::function<Tile(Index, const Tile&)>& body, Where w) {
+  return loop(count, stages, std::vector<Tile>{init},
+              [&](Index k, const std::vector<Tile>& c) { return std::vector<Tile>{body(k, c[0])}; },
+              w)[0];
+}
+
+// ---- Tile ops ---------------------------------------------------------------------
+
+Tile dot(const Tile& a, const Tile& b, const Tile& acc, Where w) {
+  auto& s = st(a);
+  if (a.shape().size() != 2 || b.shape().size() != 2 || acc.shape().size() != 2)
+    s.fail("dot needs rank-2 tiles, got " + a.str() + ", " + b.str() + ", " + acc.str());
+  if (a.shape()[1] != b.shape()[0])
+    s.fail("dot: K of a (" + a.str() + ") does not match K of b (" + b.str() + ")");
+  auto op = s.check(s.b.create<t::DotOp>(s.loc(w), s.tileType(acc.shape(), acc.dtype()), val(a),
+                                         val(b), val(acc)));
+  return s.wrapLike(op.getResult(), acc);
+}
+
+Tile cast(const Tile& x, DType to, Where w) {
+  auto& s = st(x);
+  if (x.dtype() == to) return x;
+  auto op = s.check(s.b.create<t::CastOp>(s.loc(w), s.tileType(x.shape(), to), val(x)));
+  return s.wrap(op.getResult(), x.shape(), to);
+}
+
+Tile scale(const Tile& x, double factor, Where w) {
+  auto& s = st(x);
+  auto op = s.check(s.b.create<t::ScaleOp>(s.loc(w), val(x), s.b.getF64FloatAttr(factor)));
+  return s.wrapLike(op.getResult(), x);
+}
+
+template <typename Op>
+static Tile unary(const Tile& x) {
+  auto& s = st(x);
+  auto op = s.check(s.b.create<Op>(s.loc(kNoWhere), val(x)));
+  return s.wrapLike(op.getResult(), x);
+}
+Tile exp(const Tile& x) { return unary<t::ExpOp>(x); }
+Tile exp2(const Tile& x) { return unary<t::Exp2Op>(x); }
+Tile log(const Tile& x) { return unary<t::LogOp>(x); }
+Tile sqrt(const Tile& x) { return unary<t::SqrtOp>(x); }
+Tile rsqrt(const Tile& x) { return unary<t::RsqrtOp>(x); }
+Tile tanh(const Tile& x) { return unary<t::TanhOp>(x); }
+Tile sigmoid(const Tile& x) { return unary<t::SigmoidOp>(x); }
+Tile relu(const Tile& x) { return unary<t::ReluOp>(x); }
+Tile gelu(const Tile& x) { return unary<t::GeluOp>(x); }
+Tile silu(const Tile& x) { return unary<t::SiluOp>(x); }
+Tile operator-(const Tile& x) { return unary<t::NegOp>(x); }
+
+template <typename Op>
+static Tile binary(const Tile& a, const Tile& b, const char* what) {
+  auto& s = st(a);
+  if (a.shape() != b.shape() || a.dtype() != b.dtype())
+    s.fail(std::string(what) + " of " + a.str() + " and " + b.str() +
+           ": tiles must match in shape and dtype (use rows()/cols() to broadcast a vector, "
+           "cast() to change dtype)");
+  auto op = s.check(s.b.create<Op>(s.loc(kNoWhere), val(a), val(b)));
+  return s.wrapLike(op.getResult(), a);
+}
+Tile operator+(const Tile& a, const Tile& b) { return binary<t::AddOp>(a, b, "add"); }
+Tile operator-(const Tile& a, const Tile& b) { return binary<t::SubOp>(a, b, "sub"); }
+Tile operator*(const Tile& a, const Tile& b) { return binary<t::MulOp>(a, b, "mul"); }
+Tile operator/(const Tile& a, const Tile& b) { return binary<t::DivOp>(a, b, "div"); }
+Tile max(const Tile& a, const Tile& b) { return binary<t::MaxOp>(a, b, "max"); }
+Tile min(const Tile& a, const Tile& b) { return binary<t::MinOp>(a, b, "min"); }
+
+Tile broadcast(const Tile& x, Shape shape, std::vector<int64_t> dims, Where w) {
+  auto& s = st(x);
+  auto op = s.check(s.b.create<t::BroadcastOp>(s.loc(w), s.tileType(shape, x.dtype()), val(x),
+                                               s.b.getDenseI64ArrayAttr(dims)));
+  return s.wrap(op.getResult(), shape, x.dtype());
+}
+
+static Tile expand(const Tile& a, const Bcast& b, const char* what) {
+  auto& s = st(a);
+  if (a.shape().size() != 2 || b.v.shape().size() != 1)
+    s.fail(std::string(what) + ": rows()/cols() broadcast a rank-1 tile against a rank-2 tile, got " +
+           a.str() + " and " + b.v.str());
+  if (b.v.shape()[0] != a.shape()[b.along])
+    s.fail(std::string(what) + ": " + (b.along == 1 ? "rows(" : "cols(") + b.v.str() +
+           ") needs length " + std::to_string(a.shape()[b.along]) + " to match " + a.str());
+  return broadcast(b.v, a.shape(), {b.along});
+}
+Tile operator+(const Tile& a, const Bcast& b) { return a + expand(a, b, "add"); }
+Tile operator-(const Tile& a, const Bcast& b) { return a - expand(a, b, "sub"); }
+Tile operator*(const Tile& a, const Bcast& b) { return a * expand(a, b, "mul"); }
+Tile operator/(const Tile& a, const Bcast& b) { return a / expand(a, b, "div"); }
+
+template <typename Op>
+static Tile reduce(const Tile& x, int64_t dim, Where w) {
+  auto& s = st(x);
+  if (x.shape().size() < 2) s.fail("reduce of " + x.str() + ": needs rank >= 2");
+  if (dim < 0 || dim >= (int64_t)x.shape().size())
+    s.fail("reduce of " + x.str() + " along dim " + std::to_string(dim) + ": out of range");
+  Shape out = x.shape();
+  out.erase(out.begin() + dim);
+  auto op = s.check(s.b.create<Op>(s.loc(w), s.tileType(out, x.dtype()), val(x),
+                                   s.b.getI64IntegerAttr(dim)));
+  return s.wrap(op.getResult(), out, x.dtype());
+}
+Tile reduce_sum(const Tile& x, int64_t dim, Where w) { return reduce<t::ReduceSumOp>(x, dim, w); }
+Tile reduce_max(const Tile& x, int64_t dim, Where w) { return reduce<t::ReduceMaxOp>(x, dim, w); }
+
+// ---- Tracing ----------------------------------------------------------------------
+
+Kernel kernel(const std::string& name, const std::function<void(Builder&)>& body) {
+  if (name.empty()) throw Error(ErrorKind::InvalidKernel, "a kernel needs a name");
+  auto impl = std::make_shared<detail::KernelImpl>();
+  impl->ctx = detail::makeContext();
+  BuilderState s(impl);
+  Location loc = NameLoc::get(s.b.getStringAttr(name));
+  impl->module = ModuleOp::create(loc);
+  s.b.setInsertionPointToEnd(impl->module->getBody());
+  s.kernel = s.b.create<t::KernelOp>(loc, name, s.b.getStrArrayAttr({}),
+                                     s.b.getDenseBoolArrayAttr({}));
+  Block* blk = new Block();
+  s.kernel.getBody().push_back(blk);
+  s.b.setInsertionPointToEnd(blk);
+  Builder k(&s);
+  body(k);
+  s.b.setInsertionPointToEnd(blk);
+  s.b.create<t::ReturnOp>(loc);
+  s.kernel.setArgNamesAttr(s.b.getArrayAttr(s.argNames));
+  s.kernel.setOutputsAttr(s.b.getDenseBoolArrayAttr(s.outputs));
+  if (failed(mlir::verify(*impl->module))) s.fail("the traced tile IR does not verify:\n" + s.diags.take());
+  impl->sig = detail::readSignature(*impl->module);
+  return Kernel(std::move(impl));
+}
+
+} // namespace kiln::dsl

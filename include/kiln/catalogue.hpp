@@ -1,0 +1,72 @@
+#pragma once
+// kiln's built-in kernels, written with the same public DSL a user writes
+// (lib/Catalogue/Kernels.cpp), each with the problem generator and Eigen reference the
+// CLI, the tests and the demo use to run and verify it.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/dtype.hpp"
+#include "kiln/export.hpp"
+#include "kiln/kernel.hpp"
+#include "kiln/runtime.hpp"
+#include "kiln/tensor.hpp"
+#include "kiln/verify.hpp"
+
+namespace kiln::catalogue {
+
+/// Tile sizes of a GEMM-shaped kernel: plain C++ values, fixed when the kernel is traced.
+struct GemmTiles {
+  int64_t m = 64, n = 64, k = 32;
+  int64_t stages = 3;
+};
+/// Tile sizes of a row-wise kernel: `rows` rows per program, `cols` columns per step.
+struct RowTiles {
+  int64_t rows = 4, cols = 256;
+};
+
+KILN_API Kernel gemm(DType dtype, GemmTiles t = {});
+KILN_API Kernel gemm_bias_relu(DType dtype, GemmTiles t = {});
+KILN_API Kernel gemm_bias_gelu(DType dtype, GemmTiles t = {});
+KILN_API Kernel softmax(DType dtype, RowTiles t = {});
+KILN_API Kernel add(DType dtype, RowTiles t = {});
+KILN_API Kernel rmsnorm(DType dtype, double eps = 1e-6, RowTiles t = {});
+
+/// Inputs on fresh random data, the output poisoned (NaN), and the reference.
+struct KILN_API Problem {
+  std::vector<HostTensor> args; ///< in signature order
+  size_t output = 0;            ///< index of the output argument
+  std::vector<double> reference;
+  double flops = 0;
+  std::vector<TensorView> views();
+};
+
+struct KILN_API Entry {
+  std::string name;
+  std::string summary;
+  std::string shape_help; ///< "MxNxK" or "MxN"
+  size_t shape_rank = 0;  ///< how many numbers --shape takes
+  std::function<Kernel(DType)> make;
+  std::function<Problem(const std::vector<int64_t>& shape, DType, uint64_t seed)> problem;
+};
+
+KILN_API const std::vector<Entry>& all();
+/// Throws kiln::Error(NotFound) listing the catalogue when `name` is unknown.
+KILN_API const Entry& find(const std::string& name);
+/// "257x129x65" -> {257, 129, 65}; throws kiln::Error(InvalidArgument) naming the rule.
+KILN_API std::vector<int64_t> parse_shape(const std::string& text, const Entry& entry);
+
+struct KILN_API RunResult {
+  verify::Report report;
+  CompileTimes compile;
+  double run_ms = 0;
+  std::string shape;
+  uint64_t seed = 0;
+};
+
+/// Trace, compile, make a fresh random problem, poison the output, run, verify.
+KILN_API RunResult run_and_verify(const Runtime& rt, const Entry& entry,
+                                  const std::vector<int64_t>& shape, DType dtype, uint64_t seed);
+
+} // namespace kiln::catalogue

@@ -1,0 +1,230 @@
+#pragma once
+// kiln's tile DSL. A kernel is a C++ function that, when traced, builds tile IR:
+//
+//   Kernel gemm_relu(Tiles t) {
+//     return kernel("gemm_relu", [=](Builder& k) {
+//       auto [M, N, K] = k.dims("M", "N", "K");
+//       auto A = k.input("A", {M, K}, bf16), B = k.input("B", {K, N}, bf16);
+//       auto C = k.output("C", {M, N}, bf16);
+//       k.grid({cdiv(M, t.m), cdiv(N, t.n)}, [&](Index i, Index j) { ... });
+//     });
+//   }
+//
+// Tile sizes are plain C++ integers (compile-time constants of the kernel); M, N, K are
+// symbolic Index values (runtime), so one compiled kernel serves every shape.
+// Mistakes (a dot with mismatched K, a store of the wrong dtype) throw kiln::Error
+// naming the kernel, the op and the rule, with the C++ source line of the call.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "kiln/dtype.hpp"
+#include "kiln/export.hpp"
+#include "kiln/kernel.hpp"
+
+namespace kiln::dsl {
+
+inline constexpr DType f32 = DType::f32;
+inline constexpr DType f16 = DType::f16;
+inline constexpr DType bf16 = DType::bf16;
+using Shape = std::vector<int64_t>;
+using Where = std::source_location;
+
+class Builder;
+struct BuilderState;
+
+/// A scalar index (a dim, a tile index, a grid size): a runtime value in the kernel.
+class KILN_API Index {
+public:
+  Index() = default;
+  Index(BuilderState* s, void* v) : s_(s), v_(v) {}
+  BuilderState* state() const { return s_; }
+  void* value() const { return v_; }
+  friend KILN_API Index operator+(Index a, Index b);
+  friend KILN_API Index operator-(Index a, Index b);
+  friend KILN_API Index operator*(Index a, Index b);
+  friend KILN_API Index operator+(Index a, int64_t b);
+  friend KILN_API Index operator*(Index a, int64_t b);
+private:
+  BuilderState* s_ = nullptr;
+  void* v_ = nullptr;
+};
+/// ceil(a / b): the number of tiles of size b covering a.
+KILN_API Index cdiv(Index a, int64_t b);
+
+/// A value-semantics tile: static shape, one dtype.
+class KILN_API Tile {
+public:
+  Tile() = default;
+  Tile(BuilderState* s, void* v, Shape shape, DType dtype)
+      : s_(s), v_(v), shape_(std::move(shape)), dtype_(dtype) {}
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  BuilderState* state() const { return s_; }
+  void* value() const { return v_; }
+  std::string str() const; ///< "128x64xbf16"
+private:
+  BuilderState* s_ = nullptr;
+  void* v_ = nullptr;
+  Shape shape_;
+  DType dtype_ = DType::f32;
+};
+
+/// A rank-1 tile marked for broadcasting inside a binary op. rows(v): v runs along the
+/// columns and is repeated for every row (a bias row). cols(v): v runs along the rows
+/// and is repeated for every column (a per-row statistic, e.g. a softmax max).
+struct Bcast {
+  Tile v;
+  int64_t along; ///< the result dim that v's elements run along
+};
+inline Bcast rows(Tile v) { return {std::move(v), 1}; }
+inline Bcast cols(Tile v) { return {std::move(v), 0}; }
+
+/// The tile-sized window of a tensor at a tile index (masked at ragged edges).
+class KILN_API View {
+public:
+  View() = default;
+  View(BuilderState* s, void* v, Shape shape, DType dtype)
+      : s_(s), v_(v), shape_(std::move(shape)), dtype_(dtype) {}
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  BuilderState* state() const { return s_; }
+  void* value() const { return v_; }
+private:
+  BuilderState* s_ = nullptr;
+  void* v_ = nullptr;
+  Shape shape_;
+  DType dtype_ = DType::f32;
+};
+
+/// A dim of a kernel argument: a symbolic Index from Builder::dims, or a constant.
+class KILN_API Dim {
+public:
+  Dim(Index symbol) : symbol_(symbol) {}
+  Dim(int64_t extent) : extent_(extent) {}
+  Dim(int extent) : extent_(extent) {}
+  const Index& symbol() const { return symbol_; }
+  int64_t extent() const { return extent_; }
+  bool is_symbol() const { return symbol_.value() != nullptr; }
+private:
+  Index symbol_;
+  int64_t extent_ = -1;
+};
+
+/// A kernel argument.
+class KILN_API Tensor {
+public:
+  Tensor() = default;
+  Tensor(BuilderState* s, unsigned arg, DType dtype, size_t rank)
+      : s_(s), arg_(arg), dtype_(dtype), rank_(rank) {}
+  /// The window of `shape` at tile index `index` (tile units, not elements).
+  View tile(std::vector<Index> index, Shape shape, Where w = Where::current()) const;
+  DType dtype() const { return dtype_; }
+private:
+  BuilderState* s_ = nullptr;
+  unsigned arg_ = 0;
+  DType dtype_ = DType::f32;
+  size_t rank_ = 0;
+};
+
+class KILN_API Builder {
+public:
+  explicit Builder(BuilderState* s) : s_(s) {}
+  BuilderState* state() const { return s_; }
+
+  /// Symbolic dims, bound at launch from the arguments that use them.
+  template <typename... Names>
+  std::array<Index, sizeof...(Names)> dims(Names... names) {
+    return {dim(std::string(names))...};
+  }
+  Index dim(const std::string& name);
+  Index constant(int64_t v);
+
+  Tensor input(const std::string& name, std::vector<Dim> dims, DType dtype,
+               Where w = Where::current());
+  Tensor output(const std::string& name, std::vector<Dim> dims, DType dtype,
+                Where w = Where::current());
+
+  /// Runs `body` once per tile index of a 1-3 dim grid; body takes that many Index.
+  template <typename F>
+  void grid(std::vector<Index> sizes, F&& body, Where w = Where::current()) {
+    grid_impl(sizes, [&](const std::vector<Index>& iv) {
+      if constexpr (std::is_invocable_v<F, Index>) body(iv.at(0));
+      else if constexpr (std::is_invocable_v<F, Index, Index>) body(iv.at(0), iv.at(1));
+      else body(iv.at(0), iv.at(1), iv.at(2));
+    }, w);
+  }
+
+  Tile load(const View& v, double padding = 0.0, Where w = Where::current());
+  void store(const View& v, const Tile& t, Where w = Where::current());
+  Tile zeros(Shape shape, DType dtype = DType::f32, Where w = Where::current());
+  Tile full(Shape shape, double value, DType dtype = DType::f32, Where w = Where::current());
+  /// A tile filled with a runtime index value converted to float (e.g. 1/N needs N).
+  Tile splat(Index value, Shape shape, DType dtype = DType::f32, Where w = Where::current());
+
+  /// A sequential loop over 0..count carrying one tile; `stages` is how deep a GPU
+  /// backend may pipeline its loads. body(k, carried) returns the next carried tile.
+  Tile loop(Index count, int64_t stages, const Tile& init,
+            const std::function<Tile(Index, const Tile&)>& body, Where w = Where::current());
+  /// The same, carrying several tiles.
+  std::vector<Tile> loop(Index count, int64_t stages, const std::vector<Tile>& init,
+                         const std::function<std::vector<Tile>(Index, const std::vector<Tile>&)>& body,
+                         Where w = Where::current());
+
+private:
+  void grid_impl(const std::vector<Index>& sizes,
+                 const std::function<void(const std::vector<Index>&)>& body, Where w);
+  Tensor arg(const std::string& name, std::vector<Dim> dims, DType dtype, bool output, Where w);
+  BuilderState* s_;
+};
+
+/// Traces `body` into a kernel named `name`. Throws kiln::Error when the program is
+/// malformed (the message names the kernel, the op and the rule, with the source line).
+KILN_API Kernel kernel(const std::string& name, const std::function<void(Builder&)>& body);
+
+// ---- Tile operations (destination-free, value semantics) --------------------------
+
+/// acc + a @ b, accumulated in f32. a: MxK, b: KxN, acc: MxN f32.
+KILN_API Tile dot(const Tile& a, const Tile& b, const Tile& acc, Where w = Where::current());
+KILN_API Tile cast(const Tile& t, DType to, Where w = Where::current());
+KILN_API Tile scale(const Tile& t, double factor, Where w = Where::current());
+KILN_API Tile exp(const Tile& t);
+KILN_API Tile exp2(const Tile& t);
+KILN_API Tile log(const Tile& t);
+KILN_API Tile sqrt(const Tile& t);
+KILN_API Tile rsqrt(const Tile& t);
+KILN_API Tile tanh(const Tile& t);
+KILN_API Tile sigmoid(const Tile& t);
+KILN_API Tile relu(const Tile& t);
+KILN_API Tile gelu(const Tile& t); ///< tanh approximation
+KILN_API Tile silu(const Tile& t);
+KILN_API Tile max(const Tile& a, const Tile& b);
+KILN_API Tile min(const Tile& a, const Tile& b);
+/// Reductions drop the reduced dim: reduce_sum(64x128, 1) is 64.
+KILN_API Tile reduce_sum(const Tile& t, int64_t dim, Where w = Where::current());
+KILN_API Tile reduce_max(const Tile& t, int64_t dim, Where w = Where::current());
+inline Tile row_sum(const Tile& t, Where w = Where::current()) { return reduce_sum(t, 1, w); }
+inline Tile row_max(const Tile& t, Where w = Where::current()) { return reduce_max(t, 1, w); }
+/// Explicit broadcast: input dim i becomes result dim dims[i].
+KILN_API Tile broadcast(const Tile& t, Shape shape, std::vector<int64_t> dims,
+                        Where w = Where::current());
+
+KILN_API Tile operator+(const Tile& a, const Tile& b);
+KILN_API Tile operator-(const Tile& a, const Tile& b);
+KILN_API Tile operator*(const Tile& a, const Tile& b);
+KILN_API Tile operator/(const Tile& a, const Tile& b);
+KILN_API Tile operator-(const Tile& a);
+KILN_API Tile operator+(const Tile& a, const Bcast& b);
+KILN_API Tile operator-(const Tile& a, const Bcast& b);
+KILN_API Tile operator*(const Tile& a, const Bcast& b);
+KILN_API Tile operator/(const Tile& a, const Bcast& b);
+inline Tile operator+(const Bcast& a, const Tile& b) { return b + a; }
+inline Tile operator*(const Bcast& a, const Tile& b) { return b * a; }
+inline Tile operator*(const Tile& a, double f) { return scale(a, f); }
+inline Tile operator*(double f, const Tile& a) { return scale(a, f); }
+
+} // namespace kiln::dsl

@@ -1,0 +1,30 @@
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "kiln/export.hpp"
+
+namespace kiln {
+
+/// Element types a kernel argument may have. Accumulation is always f32.
+enum class DType : uint8_t { f32, f16, bf16 };
+
+constexpr int64_t size_of(DType t) { return t == DType::f32 ? 4 : 2; }
+KILN_API const char* to_string(DType t);
+/// "f32", "f16", "bf16" -> DType; anything else -> nullopt.
+KILN_API std::optional<DType> parse_dtype(std::string_view name);
+
+/// Round-to-nearest-even conversions, NaN preserved (quiet). Written here so that the
+/// host reference and the JIT'd kernels agree bit for bit on what an input element is.
+KILN_API uint16_t f32_to_bf16(float v);
+KILN_API float bf16_to_f32(uint16_t v);
+KILN_API uint16_t f32_to_f16(float v);
+KILN_API float f16_to_f32(uint16_t v);
+
+/// Reads element `i` of a buffer of type `t` as float / writes it from float (rounded).
+KILN_API float load_as_f32(const void* data, DType t, int64_t i);
+KILN_API void store_from_f32(void* data, DType t, int64_t i, float v);
+
+} // namespace kiln

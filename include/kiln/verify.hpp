@@ -1,0 +1,37 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/dtype.hpp"
+#include "kiln/export.hpp"
+#include "kiln/tensor.hpp"
+
+namespace kiln::verify {
+
+/// Pass rule: relative L2 error ||out - ref|| / ||ref|| <= rel_l2, every element finite.
+struct KILN_API Tolerance {
+  double rel_l2 = 1e-5;
+  /// The default for an output dtype: f32 1e-5, f16 and bf16 1e-2 (docs/verifier.md).
+  static Tolerance for_dtype(DType t);
+};
+
+struct KILN_API Report {
+  bool ok = false;
+  double rel_l2 = 0;     ///< ||out-ref||_2 / ||ref||_2 (absolute L2 when ||ref|| == 0)
+  double max_abs = 0;    ///< max |out-ref| over finite elements
+  int64_t worst_index = -1;   ///< flat index of max_abs
+  int64_t nonfinite = 0;      ///< NaN or Inf elements in the output (never pass)
+  int64_t first_nonfinite = -1;
+  int64_t numel = 0;
+  Tolerance tolerance;
+  /// One line: "reference_ok=true rel_l2=3.1e-07 max_abs=1.2e-06 ..." or the reason.
+  std::string summary() const;
+};
+
+/// Compare an output (any dtype, read through its view's strides) with a reference
+/// computed in double precision, element for element in row-major order.
+KILN_API Report compare(const TensorView& out, const std::vector<double>& ref,
+                        Tolerance tol);
+
+} // namespace kiln::verify

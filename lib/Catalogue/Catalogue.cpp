@@ -1,0 +1,155 @@
+#include "kiln/catalogue.hpp"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "kiln/error.hpp"
+#include "kiln/reference.hpp"
+
+namespace kiln::catalogue {
+
+std::vector<TensorView> Problem::views() {
+  std::vector<TensorView> v;
+  for (auto& a : args) v.push_back(a.view());
+  return v;
+}
+
+namespace {
+
+// Seeds per argument differ so A and B never hold the same numbers.
+HostTensor random(DType dt, std::vector<int64_t> dims, uint64_t seed) {
+  HostTensor t(dt, std::move(dims));
+  t.fill_random(seed);
+  return t;
+}
+HostTensor poisoned(DType dt, std::vector<int64_t> dims) {
+  HostTensor t(dt, std::move(dims));
+  t.poison();
+  return t;
+}
+
+Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, reference::Epilogue epi) {
+  int64_t M = s[0], N = s[1], K = s[2];
+  Problem p;
+  p.args.push_back(random(dt, {M, K}, seed));
+  p.args.push_back(random(dt, {K, N}, seed + 1));
+  if (epi != reference::Epilogue::none) p.args.push_back(random(dt, {N}, seed + 2));
+  p.args.push_back(poisoned(dt, {M, N}));
+  p.output = p.args.size() - 1;
+  TensorView a = p.args[0].view(), b = p.args[1].view();
+  TensorView bias = epi != reference::Epilogue::none ? p.args[2].view() : TensorView{};
+  p.reference = reference::gemm(a, b, epi != reference::Epilogue::none ? &bias : nullptr, epi);
+  p.flops = 2.0 * M * N * K;
+  return p;
+}
+
+std::vector<Entry> makeAll() {
+  using reference::Epilogue;
+  std::vector<Entry> e;
+  auto gemmEntry = [&](std::string name, std::string summary, Kernel (*make)(DType, GemmTiles),
+                       Epilogue epi) {
+    e.push_back({name, summary, "MxNxK", 3, [make](DType d) { return make(d, GemmTiles{}); },
+                 [epi](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+                   return gemmProblem(s, d, seed, epi);
+                 }});
+  };
+  gemmEntry("gemm", "C = A @ B (f32 accumulate)", gemm, Epilogue::none);
+  gemmEntry("gemm_bias_relu", "C = relu(A @ B + bias)", gemm_bias_relu, Epilogue::bias_relu);
+  gemmEntry("gemm_bias_gelu", "C = gelu(A @ B + bias), tanh approximation", gemm_bias_gelu,
+            Epilogue::bias_gelu);
+  e.push_back({"softmax", "Y = softmax(X) along each row (online, any N)", "MxN", 2,
+               [](DType d) { return softmax(d); },
+               [](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+                 Problem p;
+                 p.args.push_back(random(d, {s[0], s[1]}, seed));
+                 p.args.push_back(poisoned(d, {s[0], s[1]}));
+                 p.output = 1;
+                 p.reference = reference::softmax(p.args[0].view());
+                 p.flops = 5.0 * s[0] * s[1];
+                 return p;
+               }});
+  e.push_back({"add", "Z = X + Y elementwise", "MxN", 2, [](DType d) { return add(d); },
+               [](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+                 Problem p;
+                 p.args.push_back(random(d, {s[0], s[1]}, seed));
+                 p.args.push_back(random(d, {s[0], s[1]}, seed + 1));
+                 p.args.push_back(poisoned(d, {s[0], s[1]}));
+                 p.output = 2;
+                 p.reference = reference::add(p.args[0].view(), p.args[1].view());
+                 p.flops = 1.0 * s[0] * s[1];
+                 return p;
+               }});
+  e.push_back({"rmsnorm", "Y = X / sqrt(mean(X^2) + 1e-6) * W per row", "MxN", 2,
+               [](DType d) { return rmsnorm(d); },
+               [](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+                 Problem p;
+                 p.args.push_back(random(d, {s[0], s[1]}, seed));
+                 p.args.push_back(random(d, {s[1]}, seed + 1));
+                 p.args.push_back(poisoned(d, {s[0], s[1]}));
+                 p.output = 2;
+                 p.reference = reference::rmsnorm(p.args[0].view(), p.args[1].view(), 1e-6);
+                 p.flops = 4.0 * s[0] * s[1];
+                 return p;
+               }});
+  return e;
+}
+
+} // namespace
+
+const std::vector<Entry>& all() {
+  static const std::vector<Entry> entries = makeAll();
+  return entries;
+}
+
+const Entry& find(const std::string& name) {
+  std::string names;
+  for (const Entry& e : all()) {
+    if (e.name == name) return e;
+    names += (names.empty() ? "" : ", ") + e.name;
+  }
+  throw Error(ErrorKind::NotFound, "unknown kernel '" + name + "' (the catalogue has: " + names + ")");
+}
+
+std::vector<int64_t> parse_shape(const std::string& text, const Entry& entry) {
+  std::vector<int64_t> out;
+  size_t pos = 0;
+  auto bad = [&](const std::string& why) -> Error {
+    return Error(ErrorKind::InvalidArgument, "kernel '" + entry.name + "': shape '" + text +
+                                                 "' " + why + " (expected " + entry.shape_help +
+                                                 ", e.g. " + (entry.shape_rank == 3 ? "257x129x65" : "127x1000") + ")");
+  };
+  while (pos <= text.size()) {
+    size_t x = text.find('x', pos);
+    std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos)
+      throw bad("has a part '" + part + "' that is not a positive integer");
+    if (part.size() > 12) throw bad("has a dim too large");
+    int64_t v = std::stoll(part);
+    if (v <= 0) throw bad("has a dim that is not positive");
+    out.push_back(v);
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  if (out.size() != entry.shape_rank)
+    throw bad("has " + std::to_string(out.size()) + " dims");
+  return out;
+}
+
+RunResult run_and_verify(const Runtime& rt, const Entry& entry, const std::vector<int64_t>& shape,
+                         DType dtype, uint64_t seed) {
+  RunResult r;
+  r.seed = seed;
+  for (size_t i = 0; i < shape.size(); ++i) r.shape += (i ? "x" : "") + std::to_string(shape[i]);
+  Kernel k = entry.make(dtype);
+  CompiledKernel ck = rt.compile(k);
+  r.compile = ck.times();
+  Problem p = entry.problem(shape, dtype, seed);
+  auto views = p.views();
+  auto t0 = std::chrono::steady_clock::now();
+  ck.launch(views);
+  r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.report = verify::compare(views[p.output], p.reference, verify::Tolerance::for_dtype(dtype));
+  return r;
+}
+
+} // namespace kiln::catalogue

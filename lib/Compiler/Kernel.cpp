@@ -1,0 +1,81 @@
+#include "Compiler/KernelImpl.h"
+#include "Dialect/Tile/TileDialect.h"
+
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln {
+
+static DType toDType(mlir::Type t) {
+  if (t.isBF16()) return DType::bf16;
+  if (t.isF16()) return DType::f16;
+  return DType::f32;
+}
+
+std::string ArgSpec::str() const {
+  std::string s = std::string(output ? "out " : "in ") + name + ": " + to_string(dtype) + "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i].str();
+  return s + "]";
+}
+
+std::string KernelSignature::str() const {
+  std::string s = name + "(";
+  for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i].str();
+  return s + ")";
+}
+
+Kernel::Kernel(std::shared_ptr<const detail::KernelImpl> impl) : impl_(std::move(impl)) {}
+const std::string& Kernel::name() const { return impl_->sig.name; }
+const KernelSignature& Kernel::signature() const { return impl_->sig; }
+
+std::string Kernel::tile_ir() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  impl_->module.get().print(os);
+  return s;
+}
+
+Kernel Kernel::from_tile_ir(const std::string& text, const std::string& kernel_name) {
+  auto impl = std::make_shared<detail::KernelImpl>();
+  impl->ctx = detail::makeContext();
+  detail::DiagnosticCollector diags(impl->ctx.get());
+  impl->module = mlir::parseSourceString<mlir::ModuleOp>(text, impl->ctx.get());
+  if (!impl->module) diags.fail(ErrorKind::InvalidKernel, "tile IR does not parse");
+  auto kernels = llvm::to_vector(impl->module->getOps<tile::KernelOp>());
+  if (!kernel_name.empty()) {
+    llvm::erase_if(kernels, [&](tile::KernelOp k) { return k.getSymName() != kernel_name; });
+    // Keep only the requested kernel so the module holds exactly one.
+    for (auto k : llvm::to_vector(impl->module->getOps<tile::KernelOp>()))
+      if (k.getSymName() != kernel_name) k.erase();
+  }
+  if (kernels.size() != 1)
+    throw Error(ErrorKind::InvalidKernel,
+                "tile IR must hold exactly one tile.kernel" +
+                    (kernel_name.empty() ? std::string() : " named '" + kernel_name + "'") +
+                    ", found " + std::to_string(kernels.size()));
+  impl->sig = detail::readSignature(*impl->module);
+  return Kernel(std::move(impl));
+}
+
+namespace detail {
+
+KernelSignature readSignature(mlir::ModuleOp module) {
+  auto k = *module.getOps<tile::KernelOp>().begin();
+  KernelSignature sig;
+  sig.name = k.getSymName().str();
+  for (unsigned i = 0; i < k.getNumArguments(); ++i) {
+    auto t = k.getArgType(i);
+    ArgSpec a;
+    a.name = k.getArgName(i).str();
+    a.dtype = toDType(t.getElementType());
+    a.output = k.isOutput(i);
+    for (unsigned d = 0; d < t.getRank(); ++d)
+      a.dims.push_back(DimSpec{t.getDimSymbol(d).str(), t.getDimConstant(d)});
+    sig.args.push_back(std::move(a));
+  }
+  return sig;
+}
+
+} // namespace detail
+} // namespace kiln

@@ -1,0 +1,60 @@
+#pragma once
+// Internal: what a kiln::Kernel holds, and the compiled-kernel interface backends
+// implement. MLIR types live here, never in include/kiln.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kiln/error.hpp"
+#include "kiln/kernel.hpp"
+#include "kiln/runtime.hpp"
+#include "Runtime/Launch.h"
+#include <chrono>
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace kiln::detail {
+
+/// A context with every dialect kiln's pipelines use loaded, threading off (start-up
+/// cost matters more than parallel passes for one small kernel).
+std::shared_ptr<mlir::MLIRContext> makeContext();
+
+struct KernelImpl {
+  std::shared_ptr<mlir::MLIRContext> ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  KernelSignature sig;
+};
+
+/// Reads a kernel's signature from its tile.kernel op (the only kernel in `module`).
+KernelSignature readSignature(mlir::ModuleOp module);
+
+/// Collects MLIR diagnostics emitted while alive, so failures become kiln::Errors with
+/// the IR location and message instead of text on stderr.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext* ctx);
+  ~DiagnosticCollector();
+  std::string take(); ///< all messages so far, one per line, with locations
+  [[noreturn]] void fail(ErrorKind kind, const std::string& what);
+
+private:
+  mlir::MLIRContext* ctx_;
+  uint64_t id_;
+  std::string messages_;
+};
+
+struct CompiledImpl {
+  virtual ~CompiledImpl() = default;
+  virtual void launch(const std::vector<TensorView>& args) = 0;
+  KernelSignature sig;
+  Backend backend = Backend::cpu;
+  CompileTimes times;
+};
+
+/// Milliseconds since `t0` on the steady clock the profiler uses.
+double msSince(std::chrono::steady_clock::time_point t0);
+
+} // namespace kiln::detail

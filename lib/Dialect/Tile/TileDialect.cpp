@@ -1,0 +1,150 @@
+#include "Dialect/Tile/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace kiln::tile;
+
+#include "Dialect/Tile/TileDialect.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "Dialect/Tile/TileTypes.cpp.inc"
+
+void TileDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "Dialect/Tile/TileTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "Dialect/Tile/TileOps.cpp.inc"
+      >();
+}
+
+bool kiln::tile::isSupportedElementType(Type t) { return t.isF32() || t.isF16() || t.isBF16(); }
+
+static LogicalResult checkElementType(function_ref<InFlightDiagnostic()> emitError, Type t,
+                                      StringRef what) {
+  if (!isSupportedElementType(t))
+    return emitError() << what << " element type must be f32, f16 or bf16, got " << t;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// !tile.tensor<[M, 128], bf16>
+//===----------------------------------------------------------------------===//
+
+StringRef TensorArgType::getDimSymbol(unsigned i) const {
+  if (auto s = dyn_cast<StringAttr>(getDims()[i])) return s.getValue();
+  return {};
+}
+
+int64_t TensorArgType::getDimConstant(unsigned i) const {
+  if (auto c = dyn_cast<IntegerAttr>(getDims()[i])) return c.getInt();
+  return -1;
+}
+
+Type TensorArgType::parse(AsmParser& p) {
+  SmallVector<Attribute> dims;
+  auto parseDim = [&]() -> ParseResult {
+    int64_t c;
+    OptionalParseResult r = p.parseOptionalInteger(c);
+    if (r.has_value()) {
+      if (failed(*r)) return failure();
+      dims.push_back(p.getBuilder().getI64IntegerAttr(c));
+      return success();
+    }
+    StringRef name;
+    if (p.parseKeyword(&name)) return failure();
+    dims.push_back(p.getBuilder().getStringAttr(name));
+    return success();
+  };
+  Type elt;
+  if (p.parseLess() ||
+      p.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseDim) || p.parseComma() ||
+      p.parseType(elt) || p.parseGreater())
+    return {};
+  return p.getChecked<TensorArgType>(p.getContext(), p.getBuilder().getArrayAttr(dims), elt);
+}
+
+void TensorArgType::print(AsmPrinter& p) const {
+  p << "<[";
+  llvm::interleaveComma(getDims(), p, [&](Attribute a) {
+    if (auto s = dyn_cast<StringAttr>(a)) p << s.getValue();
+    else p << cast<IntegerAttr>(a).getInt();
+  });
+  p << "], " << getElementType() << ">";
+}
+
+LogicalResult TensorArgType::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr dims,
+                                 Type elt) {
+  if (dims.empty()) return emitError() << "tensor must have rank >= 1";
+  for (Attribute a : dims) {
+    if (auto c = dyn_cast<IntegerAttr>(a)) {
+      if (c.getInt() < 0) return emitError() << "tensor dim must be >= 0, got " << c.getInt();
+    } else if (auto s = dyn_cast<StringAttr>(a)) {
+      if (s.getValue().empty()) return emitError() << "tensor dim symbol must not be empty";
+    } else {
+      return emitError() << "tensor dim must be a symbol name or an integer";
+    }
+  }
+  return checkElementType(emitError, elt, "tensor");
+}
+
+//===----------------------------------------------------------------------===//
+// !tile.view<128x64xbf16> and !tile.tile<128x64xf32>
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseShapeAndType(AsmParser& p, SmallVectorImpl<int64_t>& shape, Type& elt) {
+  if (p.parseLess() || p.parseDimensionList(shape, /*allowDynamic=*/false) ||
+      p.parseType(elt) || p.parseGreater())
+    return failure();
+  return success();
+}
+
+static void printShapeAndType(AsmPrinter& p, ArrayRef<int64_t> shape, Type elt) {
+  p << "<";
+  for (int64_t d : shape) p << d << "x";
+  p << elt << ">";
+}
+
+static LogicalResult verifyShape(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayRef<int64_t> shape, Type elt, StringRef what) {
+  if (shape.empty() || shape.size() > 3)
+    return emitError() << what << " rank must be 1, 2 or 3, got " << shape.size();
+  for (int64_t d : shape)
+    if (d <= 0) return emitError() << what << " dims must be positive, got " << d;
+  return checkElementType(emitError, elt, what);
+}
+
+Type ViewType::parse(AsmParser& p) {
+  SmallVector<int64_t> shape;
+  Type elt;
+  if (parseShapeAndType(p, shape, elt)) return {};
+  return p.getChecked<ViewType>(p.getContext(), shape, elt);
+}
+void ViewType::print(AsmPrinter& p) const { printShapeAndType(p, getShape(), getElementType()); }
+LogicalResult ViewType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> shape, Type elt) {
+  return verifyShape(emitError, shape, elt, "view");
+}
+
+Type TileType::parse(AsmParser& p) {
+  SmallVector<int64_t> shape;
+  Type elt;
+  if (parseShapeAndType(p, shape, elt)) return {};
+  return p.getChecked<TileType>(p.getContext(), shape, elt);
+}
+void TileType::print(AsmPrinter& p) const { printShapeAndType(p, getShape(), getElementType()); }
+LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> shape, Type elt) {
+  return verifyShape(emitError, shape, elt, "tile");
+}
+int64_t TileType::getNumElements() const {
+  int64_t n = 1;
+  for (int64_t d : getShape()) n *= d;
+  return n;
+}

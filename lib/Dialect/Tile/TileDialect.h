@@ -1,0 +1,25 @@
+#pragma once
+// The `tile` dialect: kiln's tile-level IR. Internal header (MLIR types); never
+// included from include/kiln.
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "Dialect/Tile/TileDialect.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "Dialect/Tile/TileTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "Dialect/Tile/TileOps.h.inc"
+
+namespace kiln::tile {
+/// f32, f16 or bf16: the element types tiles and tensors may have.
+bool isSupportedElementType(mlir::Type t);
+} // namespace kiln::tile

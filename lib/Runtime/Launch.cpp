@@ -1,0 +1,56 @@
+#include "Runtime/Launch.h"
+
+#include "kiln/error.hpp"
+
+namespace kiln::detail {
+
+namespace {
+[[noreturn]] void bad(const KernelSignature& sig, const std::string& msg) {
+  throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': " + msg);
+}
+} // namespace
+
+Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args) {
+  if (args.size() != sig.args.size())
+    bad(sig, "expects " + std::to_string(sig.args.size()) + " arguments (" + sig.str() +
+                 "), got " + std::to_string(args.size()));
+  Bindings bound;
+  std::map<std::string, std::string> boundBy; // symbol -> "argument 'A' dim 1"
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgSpec& spec = sig.args[i];
+    const TensorView& v = args[i];
+    std::string who = "argument '" + spec.name + "'";
+    if (v.rank() != static_cast<int64_t>(spec.dims.size()))
+      bad(sig, who + " must have rank " + std::to_string(spec.dims.size()) + " (" +
+                   spec.str() + "), got rank " + std::to_string(v.rank()));
+    if (v.dtype != spec.dtype)
+      bad(sig, who + " must be " + to_string(spec.dtype) + ", got " + to_string(v.dtype));
+    if (!v.strides.empty() && v.strides.size() != v.dims.size())
+      bad(sig, who + " has " + std::to_string(v.strides.size()) + " strides for " +
+                   std::to_string(v.dims.size()) + " dims");
+    std::vector<int64_t> strides = v.effective_strides();
+    for (size_t d = 0; d < spec.dims.size(); ++d) {
+      std::string where = who + " dim " + std::to_string(d);
+      int64_t extent = v.dims[d];
+      if (extent < 0) bad(sig, where + " is negative (" + std::to_string(extent) + ")");
+      const DimSpec& ds = spec.dims[d];
+      if (!ds.is_symbol() && extent != ds.extent)
+        bad(sig, where + " must be " + std::to_string(ds.extent) + ", got " +
+                     std::to_string(extent));
+      if (ds.is_symbol()) {
+        auto [it, fresh] = bound.emplace(ds.symbol, extent);
+        if (fresh) boundBy[ds.symbol] = where;
+        else if (it->second != extent)
+          bad(sig, where + " is " + std::to_string(extent) + " but " + ds.symbol + " = " +
+                       std::to_string(it->second) + " (from " + boundBy[ds.symbol] + ")");
+      }
+      if (strides[d] < 0 || (strides[d] == 0 && extent > 1))
+        bad(sig, where + " has stride " + std::to_string(strides[d]) +
+                     ": strides must be positive (0 only for a dim of extent 1)");
+    }
+    if (v.data == nullptr && v.numel() > 0) bad(sig, who + " has null data");
+  }
+  return bound;
+}
+
+} // namespace kiln::detail

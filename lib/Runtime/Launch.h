@@ -1,0 +1,21 @@
+#pragma once
+// Internal, MLIR-free: checking launch arguments against a kernel's signature.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/kernel.hpp"
+#include "kiln/tensor.hpp"
+
+namespace kiln::detail {
+
+/// Symbol values bound at launch: "M" -> 129.
+using Bindings = std::map<std::string, int64_t>;
+
+/// Checks `args` against `sig`: count, rank, dtype, constant dims, agreement of every use
+/// of a symbol, strides (positive, or zero only on a dim of extent <= 1), null data with
+/// elements. Returns the bound symbols; throws kiln::Error(InvalidArgument) naming the
+/// kernel, the argument and the rule.
+Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args);
+
+} // namespace kiln::detail

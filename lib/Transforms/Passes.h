@@ -1,0 +1,17 @@
+#pragma once
+// kiln's passes (internal header). One flag prefix: `kiln-`.
+#include "Dialect/Tile/TileDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+
+namespace kiln {
+#define GEN_PASS_DECL
+#include "Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "Transforms/Passes.h.inc"
+} // namespace kiln

@@ -1,0 +1,134 @@
+#include "kiln/reference.hpp"
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <numbers>
+
+#include "kiln/error.hpp"
+
+namespace kiln::reference {
+
+namespace {
+
+using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+[[noreturn]] void fail(const char* fn, const std::string& what) {
+  throw Error(ErrorKind::InvalidArgument, std::string("reference::") + fn + ": " + what);
+}
+
+void check_view(const char* fn, const char* name, const TensorView& v, int64_t rank) {
+  if (v.rank() != rank)
+    fail(fn, std::string(name) + " must be rank " + std::to_string(rank) + ", got " +
+                 v.describe());
+  if (!v.strides.empty() && v.strides.size() != v.dims.size())
+    fail(fn, std::string(name) + " has " + std::to_string(v.strides.size()) +
+                 " strides for rank " + std::to_string(rank));
+  for (int64_t d : v.dims)
+    if (d < 0) fail(fn, std::string(name) + " has a negative dim: " + v.describe());
+  if (v.numel() > 0 && v.data == nullptr)
+    fail(fn, std::string(name) + " has a null data pointer: " + v.describe());
+}
+
+Matrix read_matrix(const char* fn, const char* name, const TensorView& v) {
+  check_view(fn, name, v, 2);
+  const std::vector<int64_t> st = v.effective_strides();
+  Matrix m(v.dims[0], v.dims[1]);
+  for (int64_t i = 0; i < v.dims[0]; ++i)
+    for (int64_t j = 0; j < v.dims[1]; ++j)
+      m(i, j) = load_as_f32(v.data, v.dtype, i * st[0] + j * st[1]);
+  return m;
+}
+
+Eigen::RowVectorXd read_vector(const char* fn, const char* name, const TensorView& v,
+                               int64_t expected_len) {
+  check_view(fn, name, v, 1);
+  if (v.dims[0] != expected_len)
+    fail(fn, std::string(name) + " must have length " + std::to_string(expected_len) +
+                 ", got " + v.describe());
+  const int64_t s = v.effective_strides()[0];
+  Eigen::RowVectorXd r(expected_len);
+  for (int64_t i = 0; i < expected_len; ++i) r(i) = load_as_f32(v.data, v.dtype, i * s);
+  return r;
+}
+
+// Any rank, row-major order; for the elementwise references.
+std::vector<double> read_flat(const char* fn, const char* name, const TensorView& v) {
+  check_view(fn, name, v, v.rank());
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(v.numel()));
+  std::vector<int64_t> idx(v.dims.size(), 0);
+  for (int64_t i = 0, n = v.numel(); i < n; ++i) {
+    out.push_back(load_as_f32(v.data, v.dtype, v.offset_of(idx)));
+    for (size_t k = idx.size(); k-- > 0;) {
+      if (++idx[k] < v.dims[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return out;
+}
+
+std::vector<double> to_vector(const Matrix& m) {
+  return std::vector<double>(m.data(), m.data() + m.size());
+}
+
+} // namespace
+
+double gelu(double x) {
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+std::vector<double> gemm(const TensorView& a, const TensorView& b, const TensorView* bias,
+                         Epilogue epilogue) {
+  const Matrix ma = read_matrix("gemm", "A", a);
+  const Matrix mb = read_matrix("gemm", "B", b);
+  if (ma.cols() != mb.rows())
+    fail("gemm", "A.dims[1] must equal B.dims[0] (K), got A " + a.describe() + " and B " +
+                     b.describe());
+  Matrix c = ma * mb;
+  if (epilogue == Epilogue::none) return to_vector(c);
+
+  if (bias == nullptr) fail("gemm", "bias is required for a bias_relu/bias_gelu epilogue");
+  c.rowwise() += read_vector("gemm", "bias", *bias, c.cols());
+  if (epilogue == Epilogue::bias_relu)
+    c = c.cwiseMax(0.0);
+  else
+    c = c.unaryExpr([](double x) { return gelu(x); });
+  return to_vector(c);
+}
+
+std::vector<double> softmax(const TensorView& x) {
+  Matrix m = read_matrix("softmax", "X", x);
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    if (m.cols() == 0) break;
+    // Subtracting the row max keeps exp() finite for large inputs.
+    auto row = m.row(i);
+    row = (row.array() - row.maxCoeff()).exp().matrix();
+    row /= row.sum();
+  }
+  return to_vector(m);
+}
+
+std::vector<double> add(const TensorView& x, const TensorView& y) {
+  if (x.dims != y.dims)
+    fail("add", "X and Y must have the same dims, got X " + x.describe() + " and Y " +
+                    y.describe());
+  std::vector<double> out = read_flat("add", "X", x);
+  const std::vector<double> yv = read_flat("add", "Y", y);
+  for (size_t i = 0; i < out.size(); ++i) out[i] += yv[i];
+  return out;
+}
+
+std::vector<double> rmsnorm(const TensorView& x, const TensorView& w, double eps) {
+  if (!(eps >= 0)) fail("rmsnorm", "eps must be >= 0, got " + std::to_string(eps));
+  Matrix m = read_matrix("rmsnorm", "X", x);
+  const Eigen::RowVectorXd wv = read_vector("rmsnorm", "W", w, m.cols());
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    if (m.cols() == 0) break;
+    const double ms = m.row(i).squaredNorm() / static_cast<double>(m.cols());
+    m.row(i) = m.row(i).cwiseProduct(wv) / std::sqrt(ms + eps);
+  }
+  return to_vector(m);
+}
+
+} // namespace kiln::reference

@@ -1,0 +1,161 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "kiln/error.hpp"
+#include "kiln/reference.hpp"
+
+using namespace kiln;
+using Catch::Contains;
+
+namespace {
+
+HostTensor make(DType dt, std::vector<int64_t> dims, std::vector<float> values) {
+  HostTensor t(dt, std::move(dims));
+  REQUIRE(int64_t(values.size()) == t.numel());
+  for (size_t i = 0; i < values.size(); ++i) t.set(int64_t(i), values[i]);
+  return t;
+}
+
+void require_close(const std::vector<double>& got, const std::vector<double>& want,
+                   double tol = 1e-12) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("index " << i);
+    REQUIRE(got[i] == Approx(want[i]).margin(tol));
+  }
+}
+
+// Runs `fn`, which must throw an InvalidArgument kiln::Error mentioning `needle`.
+template <typename Fn>
+void require_invalid(Fn fn, const std::string& needle) {
+  try {
+    fn();
+    FAIL("expected kiln::Error");
+  } catch (const Error& e) {
+    REQUIRE(e.kind() == ErrorKind::InvalidArgument);
+    REQUIRE_THAT(e.what(), Contains(needle));
+  }
+}
+
+} // namespace
+
+TEST_CASE("gelu matches the tanh approximation at known points", "[reference]") {
+  REQUIRE(reference::gelu(0.0) == 0.0);
+  REQUIRE(reference::gelu(1.0) == Approx(0.8411919906082768).epsilon(1e-14));
+  REQUIRE(reference::gelu(-1.0) == Approx(-0.15880800939172324).epsilon(1e-14));
+  REQUIRE(reference::gelu(3.0) == Approx(2.996362607918227).epsilon(1e-14));
+}
+
+TEST_CASE("reference gemm multiplies a hand-computed 2x3 by 3x2", "[reference]") {
+  HostTensor a = make(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  HostTensor b = make(DType::f32, {3, 2}, {7, 8, 9, 10, 11, 12});
+  require_close(reference::gemm(a.view(), b.view(), nullptr, reference::Epilogue::none),
+                {58, 64, 139, 154});
+}
+
+TEST_CASE("reference gemm applies bias then relu", "[reference]") {
+  HostTensor a = make(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  HostTensor b = make(DType::f32, {3, 2}, {7, 8, 9, 10, 11, 12});
+  HostTensor bias = make(DType::f32, {2}, {-60, -150});
+  TensorView bv = bias.view();
+  require_close(reference::gemm(a.view(), b.view(), &bv, reference::Epilogue::bias_relu),
+                {0, 0, 79, 4});
+}
+
+TEST_CASE("reference gemm applies bias then gelu", "[reference]") {
+  HostTensor a = make(DType::f32, {2, 3}, {1, 0, 0, 0, 1, 0});
+  HostTensor b = make(DType::f32, {3, 2}, {1, -1, 2, 0, 5, 5});
+  HostTensor bias = make(DType::f32, {2}, {0.5f, -0.5f});
+  TensorView bv = bias.view();
+  // A@B + bias = [[1.5, -1.5], [2.5, -0.5]]
+  require_close(reference::gemm(a.view(), b.view(), &bv, reference::Epilogue::bias_gelu),
+                {1.3995715769802328, -0.10042842301976707, 2.484915733910001,
+                 -0.15428599017485606});
+}
+
+TEST_CASE("reference gemm reads narrow dtypes and strided operands", "[reference]") {
+  HostTensor a = make(DType::bf16, {2, 3}, {1, 2, 3, 4, 5, 6});
+  // B^T stored row-major as 2x3; viewing it with swapped strides gives B (3x2).
+  HostTensor bt = make(DType::f16, {2, 3}, {7, 9, 11, 8, 10, 12});
+  TensorView b{bt.data(), DType::f16, {3, 2}, {1, 3}};
+  require_close(reference::gemm(a.view(), b, nullptr, reference::Epilogue::none),
+                {58, 64, 139, 154});
+
+  // bf16 inputs are used as rounded: 1.00390625 is a tie that rounds to 1.
+  HostTensor x = make(DType::bf16, {1, 1}, {1.00390625f});
+  HostTensor y = make(DType::f32, {1, 1}, {1});
+  REQUIRE(reference::gemm(x.view(), y.view(), nullptr, reference::Epilogue::none)[0] == 1.0);
+}
+
+TEST_CASE("reference softmax matches a hand case and rows sum to one", "[reference]") {
+  HostTensor x = make(DType::f32, {2, 3}, {1, 2, 3, 1000, 1000, 1000});
+  require_close(reference::softmax(x.view()),
+                {0.09003057317038046, 0.24472847105479767, 0.6652409557748219,
+                 1.0 / 3, 1.0 / 3, 1.0 / 3});
+
+  HostTensor r(DType::f32, {7, 129});
+  r.fill_random(5, -20.0f, 20.0f);
+  const std::vector<double> s = reference::softmax(r.view());
+  for (int m = 0; m < 7; ++m) {
+    double sum = 0;
+    for (int n = 0; n < 129; ++n) {
+      REQUIRE(s[size_t(m * 129 + n)] >= 0.0);
+      sum += s[size_t(m * 129 + n)];
+    }
+    REQUIRE(sum == Approx(1.0).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("reference rmsnorm matches a hand case", "[reference]") {
+  HostTensor x = make(DType::f32, {2, 2}, {3, 4, 1, 1});
+  HostTensor w = make(DType::f32, {2}, {1, 2});
+  // Row 0: rms = sqrt(12.5); row 1 with eps = 3: sqrt(1 + 3) = 2.
+  require_close(reference::rmsnorm(x.view(), w.view(), 0.0),
+                {3 / std::sqrt(12.5), 8 / std::sqrt(12.5), 1, 2});
+  require_close(reference::rmsnorm(x.view(), w.view(), 3.0),
+                {3 / std::sqrt(15.5), 8 / std::sqrt(15.5), 0.5, 1});
+}
+
+TEST_CASE("reference add sums elementwise through any strides", "[reference]") {
+  HostTensor x = make(DType::f32, {2, 2}, {1, 2, 3, 4});
+  HostTensor y = make(DType::f16, {2, 2}, {10, 20, 30, 40});
+  require_close(reference::add(x.view(), y.view()), {11, 22, 33, 44});
+
+  TensorView yt{y.data(), DType::f16, {2, 2}, {1, 2}}; // transpose of y
+  require_close(reference::add(x.view(), yt), {11, 32, 23, 44});
+
+  HostTensor p = make(DType::f32, {2, 1, 2}, {1, 2, 3, 4});
+  require_close(reference::add(p.view(), p.view()), {2, 4, 6, 8});
+}
+
+TEST_CASE("reference shape errors throw InvalidArgument naming the argument", "[reference]") {
+  HostTensor a23(DType::f32, {2, 3}), b32(DType::f32, {3, 2}), b22(DType::f32, {2, 2});
+  HostTensor v3(DType::f32, {3}), v2(DType::f32, {2}), t3(DType::f32, {2, 2, 2});
+  TensorView bias3 = v3.view(), matrix_bias = b22.view();
+  using reference::Epilogue;
+
+  require_invalid([&] { reference::gemm(v3.view(), b32.view(), nullptr, Epilogue::none); },
+                  "reference::gemm: A must be rank 2");
+  require_invalid([&] { reference::gemm(a23.view(), v3.view(), nullptr, Epilogue::none); },
+                  "B must be rank 2");
+  require_invalid([&] { reference::gemm(a23.view(), b22.view(), nullptr, Epilogue::none); },
+                  "A.dims[1] must equal B.dims[0]");
+  require_invalid([&] { reference::gemm(a23.view(), b32.view(), &bias3, Epilogue::bias_relu); },
+                  "bias must have length 2");
+  require_invalid(
+      [&] { reference::gemm(a23.view(), b32.view(), &matrix_bias, Epilogue::bias_gelu); },
+      "bias must be rank 1");
+  require_invalid([&] { reference::gemm(a23.view(), b32.view(), nullptr, Epilogue::bias_relu); },
+                  "bias is required");
+  require_invalid([&] { reference::softmax(t3.view()); }, "reference::softmax: X must be rank 2");
+  require_invalid([&] { reference::add(a23.view(), b32.view()); },
+                  "reference::add: X and Y must have the same dims");
+  require_invalid([&] { reference::rmsnorm(a23.view(), v2.view(), 1e-6); },
+                  "reference::rmsnorm: W must have length 3");
+  require_invalid([&] { reference::rmsnorm(a23.view(), v3.view(), -1.0); }, "eps");
+
+  TensorView bad_strides{a23.data(), DType::f32, {2, 3}, {1}};
+  require_invalid([&] { reference::softmax(bad_strides); }, "X has 1 strides for rank 2");
+}

