@@ -29,8 +29,11 @@ struct BuilderState {
   Location loc(const Where& w) {
     return FileLineColLoc::get(b.getContext(), w.file_name(), w.line(), w.column());
   }
+  const Where* site = nullptr; ///< the user's call being traced, for error messages
   [[noreturn]] void fail(const std::string& msg) {
-    throw Error(ErrorKind::InvalidKernel, "kernel '" + name() + "': " + msg);
+    std::string at;
+    if (site) at = " (at " + std::string(site->file_name()) + ":" + std::to_string(site->line()) + ")";
+    throw Error(ErrorKind::InvalidKernel, "kernel '" + name() + "': " + msg + at);
   }
   /// Verifies one freshly built op (not its regions) and turns diagnostics into an Error.
   template <typename Op>
@@ -57,6 +60,13 @@ struct BuilderState {
 };
 
 namespace {
+/// Marks the DSL call being traced so a failure names the user's source line.
+struct SiteGuard {
+  BuilderState& s;
+  const Where* saved;
+  SiteGuard(BuilderState& st, const Where& w) : s(st), saved(st.site) { s.site = &w; }
+  ~SiteGuard() { s.site = saved; }
+};
 Value val(void* p) { return Value::getFromOpaquePointer(p); }
 Value val(const Tile& x) {
   if (!x.state()) throw Error(ErrorKind::InvalidKernel, "use of an empty Tile (default-constructed)");
@@ -117,6 +127,7 @@ Tensor Builder::output(const std::string& name, std::vector<Dim> dims, DType dty
 Tensor Builder::arg(const std::string& name, std::vector<Dim> dims, DType dtype, bool output,
                     Where w) {
   auto& s = *s_;
+  SiteGuard site(s, w);
   if (name.empty()) s.fail("an argument needs a name");
   for (Attribute a : s.argNames)
     if (cast<StringAttr>(a).getValue() == name) s.fail("argument name '" + name + "' is used twice");
@@ -146,6 +157,7 @@ Tensor Builder::arg(const std::string& name, std::vector<Dim> dims, DType dtype,
 void Builder::grid_impl(const std::vector<Index>& sizes,
                         const std::function<void(const std::vector<Index>&)>& body, Where w) {
   auto& s = *s_;
+  SiteGuard site(s, w);
   if (sizes.empty() || sizes.size() > 3)
     s.fail("grid must have 1, 2 or 3 dims, got " + std::to_string(sizes.size()));
   if (s.b.getInsertionBlock() != &s.kernel.getBody().front())
@@ -163,6 +175,7 @@ void Builder::grid_impl(const std::vector<Index>& sizes,
 
 View Tensor::tile(std::vector<Index> index, Shape shape, Where w) const {
   auto& s = *s_;
+  SiteGuard site(s, w);
   std::string who = "argument '" + cast<StringAttr>(s.argNames.at(arg_)).getValue().str() + "'";
   if (index.size() != rank_ || shape.size() != rank_)
     s.fail(who + " has rank " + std::to_string(rank_) + ": tile() needs " +
@@ -180,6 +193,7 @@ View Tensor::tile(std::vector<Index> index, Shape shape, Where w) const {
 
 Tile Builder::load(const View& v, double padding, Where w) {
   auto& s = *s_;
+  SiteGuard site(s, w);
   auto op = s.check(s.b.create<t::LoadOp>(s.loc(w), s.tileType(v.shape(), v.dtype()),
                                           val(v.value()), s.b.getF64FloatAttr(padding)));
   return s.wrap(op.getResult(), v.shape(), v.dtype());
@@ -187,6 +201,7 @@ Tile Builder::load(const View& v, double padding, Where w) {
 
 void Builder::store(const View& v, const Tile& x, Where w) {
   auto& s = *s_;
+  SiteGuard site(s, w);
   if (x.dtype() != v.dtype())
     s.fail("store of a " + x.str() + " tile into a " + to_string(v.dtype()) +
            " view: cast() it first");
@@ -197,6 +212,7 @@ Tile Builder::zeros(Shape shape, DType dtype, Where w) { return full(std::move(s
 
 Tile Builder::full(Shape shape, double value, DType dtype, Where w) {
   auto& s = *s_;
+  SiteGuard site(s, w);
   auto tt = t::TileType::getChecked([&] { return emitError(s.loc(w)); }, s.b.getContext(), ArrayRef<int64_t>(shape),
                                     s.elt(dtype));
   if (!tt) s.fail(s.diags.take());
@@ -206,6 +222,7 @@ Tile Builder::full(Shape shape, double value, DType dtype, Where w) {
 
 Tile Builder::splat(Index value, Shape shape, DType dtype, Where w) {
   auto& s = *s_;
+  SiteGuard site(s, w);
   auto tt = t::TileType::getChecked([&] { return emitError(s.loc(w)); }, s.b.getContext(), ArrayRef<int64_t>(shape),
                                     s.elt(dtype));
   if (!tt) s.fail(s.diags.take());
@@ -217,6 +234,7 @@ std::vector<Tile> Builder::loop(
     Index count, int64_t stages, const std::vector<Tile>& init,
     const std::function<std::vector<Tile>(Index, const std::vector<Tile>&)>& body, Where w) {
   auto& s = *s_;
+  SiteGuard site(s, w);
   if (stages < 1) s.fail("loop stages must be >= 1, got " + std::to_string(stages));
   SmallVector<Value> inits;
   for (const Tile& x : init) inits.push_back(val(x));
@@ -256,6 +274,7 @@ Tile Builder::loop(Index count, int64_t stages, const Tile& init,
 
 Tile dot(const Tile& a, const Tile& b, const Tile& acc, Where w) {
   auto& s = st(a);
+  SiteGuard site(s, w);
   if (a.shape().size() != 2 || b.shape().size() != 2 || acc.shape().size() != 2)
     s.fail("dot needs rank-2 tiles, got " + a.str() + ", " + b.str() + ", " + acc.str());
   if (a.shape()[1] != b.shape()[0])
@@ -267,6 +286,7 @@ Tile dot(const Tile& a, const Tile& b, const Tile& acc, Where w) {
 
 Tile cast(const Tile& x, DType to, Where w) {
   auto& s = st(x);
+  SiteGuard site(s, w);
   if (x.dtype() == to) return x;
   auto op = s.check(s.b.create<t::CastOp>(s.loc(w), s.tileType(x.shape(), to), val(x)));
   return s.wrap(op.getResult(), x.shape(), to);
@@ -274,6 +294,7 @@ Tile cast(const Tile& x, DType to, Where w) {
 
 Tile scale(const Tile& x, double factor, Where w) {
   auto& s = st(x);
+  SiteGuard site(s, w);
   auto op = s.check(s.b.create<t::ScaleOp>(s.loc(w), val(x), s.b.getF64FloatAttr(factor)));
   return s.wrapLike(op.getResult(), x);
 }
@@ -315,6 +336,7 @@ Tile min(const Tile& a, const Tile& b) { return binary<t::MinOp>(a, b, "min"); }
 
 Tile broadcast(const Tile& x, Shape shape, std::vector<int64_t> dims, Where w) {
   auto& s = st(x);
+  SiteGuard site(s, w);
   auto op = s.check(s.b.create<t::BroadcastOp>(s.loc(w), s.tileType(shape, x.dtype()), val(x),
                                                s.b.getDenseI64ArrayAttr(dims)));
   return s.wrap(op.getResult(), shape, x.dtype());
@@ -338,6 +360,7 @@ Tile operator/(const Tile& a, const Bcast& b) { return a / expand(a, b, "div"); 
 template <typename Op>
 static Tile reduce(const Tile& x, int64_t dim, Where w) {
   auto& s = st(x);
+  SiteGuard site(s, w);
   if (x.shape().size() < 2) s.fail("reduce of " + x.str() + ": needs rank >= 2");
   if (dim < 0 || dim >= (int64_t)x.shape().size())
     s.fail("reduce of " + x.str() + " along dim " + std::to_string(dim) + ": out of range");

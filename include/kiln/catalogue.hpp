@@ -59,8 +59,10 @@ KILN_API std::vector<int64_t> parse_shape(const std::string& text, const Entry& 
 
 struct KILN_API RunResult {
   verify::Report report;
+  double trace_ms = 0;  ///< building the tile IR from the DSL
   CompileTimes compile;
-  double run_ms = 0;
+  double run_ms = 0;    ///< first run, on the host clock (warm timing is `kiln bench`, issue 4)
+  double flops = 0;
   std::string shape;
   uint64_t seed = 0;
 };

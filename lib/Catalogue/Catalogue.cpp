@@ -140,12 +140,15 @@ RunResult run_and_verify(const Runtime& rt, const Entry& entry, const std::vecto
   RunResult r;
   r.seed = seed;
   for (size_t i = 0; i < shape.size(); ++i) r.shape += (i ? "x" : "") + std::to_string(shape[i]);
+  auto t0 = std::chrono::steady_clock::now();
   Kernel k = entry.make(dtype);
+  r.trace_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   CompiledKernel ck = rt.compile(k);
   r.compile = ck.times();
   Problem p = entry.problem(shape, dtype, seed);
+  r.flops = p.flops;
   auto views = p.views();
-  auto t0 = std::chrono::steady_clock::now();
+  t0 = std::chrono::steady_clock::now();
   ck.launch(views);
   r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.report = verify::compare(views[p.output], p.reference, verify::Tolerance::for_dtype(dtype));

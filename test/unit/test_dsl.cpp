@@ -1,0 +1,217 @@
+// The DSL traces readable C++ into tile IR, and refuses malformed programs with an error
+// that names the kernel, the rule and the user's source line.
+#include <catch2/catch.hpp>
+
+#include "kiln/catalogue.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/error.hpp"
+
+using namespace kiln;
+using namespace kiln::dsl;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Runs `f`, expects a kiln::Error of `kind`, returns its message.
+template <typename F>
+std::string errorOf(F&& f, ErrorKind kind = ErrorKind::InvalidKernel) {
+  try {
+    f();
+  } catch (const Error& e) {
+    CHECK(e.kind() == kind);
+    return e.what();
+  }
+  FAIL("expected a kiln::Error");
+  return {};
+}
+
+// A minimal valid kernel body around `inner`, which gets i, X, Y.
+Kernel withXY(const std::string& name,
+              const std::function<void(Builder&, Index, Tensor&, Tensor&)>& inner) {
+  return kernel(name, [&](Builder& k) {
+    auto [M, N] = k.dims("M", "N");
+    auto X = k.input("X", {M, N}, f32);
+    auto Y = k.output("Y", {M, N}, f32);
+    k.grid({cdiv(M, 4)}, [&](Index i) { inner(k, i, X, Y); });
+  });
+}
+
+} // namespace
+
+TEST_CASE("a traced GEMM has symbolic dims and a signature naming its arguments", "[dsl]") {
+  Kernel k = catalogue::gemm_bias_relu(DType::bf16);
+  CHECK(k.name() == "gemm_bias_relu");
+  CHECK(k.signature().str() ==
+        "gemm_bias_relu(in A: bf16[M, K], in B: bf16[K, N], in bias: bf16[N], out C: bf16[M, N])");
+  std::string ir = k.tile_ir();
+  CHECK_THAT(ir, Contains("tile.kernel @gemm_bias_relu(in %A: !tile.tensor<[M, K], bf16>"));
+  CHECK_THAT(ir, Contains("out %C: !tile.tensor<[M, N], bf16>"));
+  CHECK_THAT(ir, Contains("tile.dot"));
+  CHECK_THAT(ir, Contains("tile.relu"));
+  CHECK_THAT(ir, Contains("tile.broadcast"));
+  CHECK_THAT(ir, Contains("stages 3"));
+}
+
+TEST_CASE("tile sizes are plain C++ values baked into the traced IR", "[dsl]") {
+  std::string ir = catalogue::gemm(DType::f32, {.m = 32, .n = 16, .k = 8, .stages = 2}).tile_ir();
+  CHECK_THAT(ir, Contains("<32x8xf32>"));
+  CHECK_THAT(ir, Contains("<8x16xf32>"));
+  CHECK_THAT(ir, Contains("<32x16xf32>"));
+  CHECK_THAT(ir, Contains("stages 2"));
+}
+
+TEST_CASE("a kernel round-trips through its tile IR text", "[dsl]") {
+  Kernel k = catalogue::softmax(DType::f16);
+  Kernel back = Kernel::from_tile_ir(k.tile_ir());
+  CHECK(back.signature().str() == k.signature().str());
+  CHECK(back.tile_ir() == k.tile_ir());
+}
+
+TEST_CASE("unparsable tile IR is an InvalidKernel error with its location", "[dsl][errors]") {
+  auto msg = errorOf([] { Kernel::from_tile_ir("tile.kernel @k(in %X : !tile.tensor<[M], i32>) {}"); });
+  CHECK_THAT(msg, Contains("does not parse"));
+  CHECK_THAT(msg, Contains("element type must be f32, f16 or bf16"));
+  CHECK_THAT(errorOf([] { Kernel::from_tile_ir(""); }), Contains("exactly one tile.kernel"));
+}
+
+TEST_CASE("a dot with mismatched K names the kernel, the rule and the source line", "[dsl][errors]") {
+  int line = __LINE__ + 3;
+  auto msg = errorOf([] {
+    withXY("bad_dot", [](Builder& k, Index, Tensor&, Tensor&) {
+      (void)dot(k.zeros({4, 8}), k.zeros({16, 4}), k.zeros({4, 4}));
+    });
+  });
+  CHECK_THAT(msg, Contains("kernel 'bad_dot'"));
+  CHECK_THAT(msg, Contains("K of a (4x8xf32) does not match K of b (16x4xf32)"));
+  CHECK_THAT(msg, Contains("test_dsl.cpp:" + std::to_string(line)));
+}
+
+TEST_CASE("a dot into a non-f32 accumulator is rejected by the tile verifier", "[dsl][errors]") {
+  auto msg = errorOf([] {
+    withXY("bf16_acc", [](Builder& k, Index, Tensor&, Tensor&) {
+      (void)dot(k.zeros({4, 8}, bf16), k.zeros({8, 4}, bf16), k.zeros({4, 4}, bf16));
+    });
+  });
+  CHECK_THAT(msg, Contains("'tile.dot' op accumulator must be f32"));
+  CHECK_THAT(msg, Contains("test_dsl.cpp"));
+}
+
+TEST_CASE("storing a tile of another dtype asks for a cast", "[dsl][errors]") {
+  auto msg = errorOf([] {
+    withXY("bad_store", [](Builder& k, Index i, Tensor&, Tensor& Y) {
+      k.store(Y.tile({i, i}, {4, 4}), k.zeros({4, 4}, bf16));
+    });
+  });
+  CHECK_THAT(msg, Contains("store of a 4x4xbf16 tile into a f32 view: cast() it first"));
+}
+
+TEST_CASE("storing a tile of another shape is rejected", "[dsl][errors]") {
+  auto msg = errorOf([] {
+    withXY("bad_shape", [](Builder& k, Index i, Tensor&, Tensor& Y) {
+      k.store(Y.tile({i, i}, {4, 4}), k.zeros({4, 8}));
+    });
+  });
+  CHECK_THAT(msg, Contains("tile shape 4x8 does not match view shape 4x4"));
+}
+
+TEST_CASE("elementwise ops on mismatched tiles point to rows()/cols()", "[dsl][errors]") {
+  auto msg = errorOf([] {
+    withXY("bad_add", [](Builder& k, Index, Tensor&, Tensor&) { (void)(k.zeros({4, 8}) + k.zeros({8})); });
+  });
+  CHECK_THAT(msg, Contains("add of 4x8xf32 and 8xf32"));
+  CHECK_THAT(msg, Contains("rows()/cols()"));
+}
+
+TEST_CASE("a broadcast vector of the wrong length is rejected", "[dsl][errors]") {
+  auto msg = errorOf([] {
+    withXY("bad_rows", [](Builder& k, Index, Tensor&, Tensor&) { (void)(k.zeros({4, 8}) + rows(k.zeros({4}))); });
+  });
+  CHECK_THAT(msg, Contains("rows(4xf32) needs length 8"));
+}
+
+TEST_CASE("tile() with the wrong number of indices names the argument", "[dsl][errors]") {
+  auto msg = errorOf([] {
+    withXY("bad_view", [](Builder&, Index i, Tensor& X, Tensor&) { (void)X.tile({i}, {4}); });
+  });
+  CHECK_THAT(msg, Contains("argument 'X' has rank 2"));
+}
+
+TEST_CASE("grids of more than three dims and nested grids are rejected", "[dsl][errors]") {
+  CHECK_THAT(errorOf([] {
+    kernel("g4", [](Builder& k) {
+      auto [M] = k.dims("M");
+      k.output("Y", {M}, f32);
+      k.grid({M, M, M, M}, [](Index, Index, Index) {});
+    });
+  }), Contains("grid must have 1, 2 or 3 dims, got 4"));
+  CHECK_THAT(errorOf([] {
+    kernel("nested", [](Builder& k) {
+      auto [M] = k.dims("M");
+      k.output("Y", {M}, f32);
+      k.grid({M}, [&](Index) { k.grid({M}, [](Index) {}); });
+    });
+  }), Contains("grid must be at the top level"));
+}
+
+TEST_CASE("a loop body must return tiles shaped like the ones it carries", "[dsl][errors]") {
+  auto msg = errorOf([] {
+    withXY("bad_loop", [](Builder& k, Index i, Tensor&, Tensor&) {
+      (void)k.loop(i, 2, k.zeros({4, 4}), [&](Index, const Tile&) { return k.zeros({4, 8}); });
+    });
+  });
+  CHECK_THAT(msg, Contains("starts as 4x4xf32 but the body returns 4x8xf32"));
+  CHECK_THAT(errorOf([] {
+    withXY("bad_stages", [](Builder& k, Index i, Tensor&, Tensor&) {
+      (void)k.loop(i, 0, k.zeros({4}), [](Index, const Tile& t) { return t; });
+    });
+  }), Contains("loop stages must be >= 1"));
+}
+
+TEST_CASE("argument names must be unique and a kernel must write an output", "[dsl][errors]") {
+  CHECK_THAT(errorOf([] {
+    kernel("dup", [](Builder& k) {
+      auto [M] = k.dims("M");
+      k.input("X", {M}, f32);
+      k.output("X", {M}, f32);
+    });
+  }), Contains("argument name 'X' is used twice"));
+  CHECK_THAT(errorOf([] {
+    kernel("no_out", [](Builder& k) {
+      auto [M] = k.dims("M");
+      k.input("X", {M}, f32);
+    });
+  }), Contains("has no 'out' argument"));
+  CHECK_THAT(errorOf([] { kernel("", [](Builder&) {}); }), Contains("needs a name"));
+}
+
+TEST_CASE("a dim symbol no argument uses is reported at verification", "[dsl][errors]") {
+  auto msg = errorOf([] {
+    kernel("orphan", [](Builder& k) {
+      auto [M, Q] = k.dims("M", "Q");
+      auto Y = k.output("Y", {M}, f32);
+      k.grid({Q}, [&](Index i) { k.store(Y.tile({i}, {4}), k.zeros({4})); });
+    });
+  });
+  CHECK_THAT(msg, Contains("symbol 'Q' is not a dim of any argument of @orphan"));
+}
+
+TEST_CASE("reductions reject out-of-range dims and vectors", "[dsl][errors]") {
+  CHECK_THAT(errorOf([] {
+    withXY("bad_reduce", [](Builder& k, Index, Tensor&, Tensor&) { (void)reduce_sum(k.zeros({4, 4}), 2); });
+  }), Contains("along dim 2: out of range"));
+  CHECK_THAT(errorOf([] {
+    withXY("bad_reduce1", [](Builder& k, Index, Tensor&, Tensor&) { (void)row_max(k.zeros({4})); });
+  }), Contains("needs rank >= 2"));
+}
+
+TEST_CASE("unsupported tile shapes and dtypes are rejected where they are made", "[dsl][errors]") {
+  CHECK_THAT(errorOf([] {
+    withXY("bad_full", [](Builder& k, Index, Tensor&, Tensor&) { (void)k.zeros({2, 2, 2, 2}); });
+  }), Contains("tile rank must be 1, 2 or 3"));
+  CHECK_THAT(errorOf([] {
+    withXY("bad_cdiv", [](Builder&, Index i, Tensor&, Tensor&) { (void)cdiv(i, 0); });
+  }), Contains("the tile size must be positive"));
+  CHECK_THAT(errorOf([] {
+    withXY("empty_tile", [](Builder&, Index, Tensor&, Tensor&) { (void)exp(Tile()); });
+  }), Contains("empty Tile"));
+}

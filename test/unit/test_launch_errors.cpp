@@ -1,0 +1,122 @@
+// Launch arguments are checked before a kernel runs; each mistake is a kiln::Error that
+// names the kernel, the argument and the rule broken.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "kiln/catalogue.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/error.hpp"
+#include "kiln/reference.hpp"
+#include "kiln/runtime.hpp"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct Gemm {
+  CompiledKernel ck = Runtime::create(Backend::cpu).compile(catalogue::gemm(DType::f32));
+  HostTensor a{DType::f32, {8, 5}}, b{DType::f32, {5, 6}}, c{DType::f32, {8, 6}};
+};
+
+std::string launchError(const CompiledKernel& ck, const std::vector<TensorView>& args) {
+  try {
+    ck.launch(args);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidArgument);
+    return e.what();
+  }
+  FAIL("expected the launch to be rejected");
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("a launch with the wrong number of arguments lists the signature", "[launch][errors]") {
+  Gemm g;
+  auto msg = launchError(g.ck, {g.a.view(), g.b.view()});
+  CHECK_THAT(msg, Contains("kernel 'gemm': expects 3 arguments"));
+  CHECK_THAT(msg, Contains("out C: f32[M, N]"));
+}
+
+TEST_CASE("a launch with the wrong rank names the argument", "[launch][errors]") {
+  Gemm g;
+  HostTensor v(DType::f32, {40});
+  CHECK_THAT(launchError(g.ck, {g.a.view(), v.view(), g.c.view()}),
+             Contains("argument 'B' must have rank 2"));
+}
+
+TEST_CASE("a launch with the wrong dtype names the argument and both dtypes", "[launch][errors]") {
+  Gemm g;
+  HostTensor b16(DType::bf16, {5, 6});
+  CHECK_THAT(launchError(g.ck, {g.a.view(), b16.view(), g.c.view()}),
+             Contains("argument 'B' must be f32, got bf16"));
+}
+
+TEST_CASE("disagreeing uses of a dim symbol name both arguments", "[launch][errors]") {
+  Gemm g;
+  HostTensor b(DType::f32, {7, 6});
+  CHECK_THAT(launchError(g.ck, {g.a.view(), b.view(), g.c.view()}),
+             Contains("argument 'B' dim 0 is 7 but K = 5 (from argument 'A' dim 1)"));
+  HostTensor c(DType::f32, {8, 9});
+  CHECK_THAT(launchError(g.ck, {g.a.view(), g.b.view(), c.view()}),
+             Contains("argument 'C' dim 1 is 9 but N = 6"));
+}
+
+TEST_CASE("a constant dim must match exactly", "[launch][errors]") {
+  using namespace kiln::dsl;
+  Kernel k = kernel("fixed", [](Builder& b) {
+    auto [M] = b.dims("M");
+    auto X = b.input("X", {M, 64}, f32);
+    auto Y = b.output("Y", {M, 64}, f32);
+    b.grid({cdiv(M, 4)}, [&](Index i) {
+      b.store(Y.tile({i, b.constant(0)}, {4, 64}), b.load(X.tile({i, b.constant(0)}, {4, 64})));
+    });
+  });
+  CompiledKernel ck = Runtime::create(Backend::cpu).compile(k);
+  HostTensor x(DType::f32, {3, 63}), y(DType::f32, {3, 64});
+  CHECK_THAT(launchError(ck, {x.view(), y.view()}), Contains("argument 'X' dim 1 must be 64, got 63"));
+}
+
+TEST_CASE("negative, zero and mismatched strides are rejected", "[launch][errors]") {
+  Gemm g;
+  TensorView b = g.b.view();
+  b.strides = {-6, 1};
+  CHECK_THAT(launchError(g.ck, {g.a.view(), b, g.c.view()}),
+             Contains("argument 'B' dim 0 has stride -6: strides must be positive"));
+  b.strides = {0, 1};
+  CHECK_THAT(launchError(g.ck, {g.a.view(), b, g.c.view()}), Contains("has stride 0"));
+  b.strides = {6};
+  CHECK_THAT(launchError(g.ck, {g.a.view(), b, g.c.view()}), Contains("has 1 strides for 2 dims"));
+}
+
+TEST_CASE("null data with elements and negative dims are rejected", "[launch][errors]") {
+  Gemm g;
+  TensorView a = g.a.view();
+  a.data = nullptr;
+  CHECK_THAT(launchError(g.ck, {a, g.b.view(), g.c.view()}), Contains("argument 'A' has null data"));
+  TensorView c = g.c.view();
+  c.dims = {-8, 6};
+  CHECK_THAT(launchError(g.ck, {g.a.view(), g.b.view(), c}), Contains("argument 'C' dim 0 is negative"));
+}
+
+TEST_CASE("a rejected launch writes nothing and the kernel stays usable", "[launch][errors]") {
+  Gemm g;
+  g.a.fill_random(1);
+  g.b.fill_random(2);
+  g.c.poison();
+  HostTensor bad(DType::f32, {9, 6});
+  launchError(g.ck, {g.a.view(), g.b.view(), bad.view()});
+  for (int64_t i = 0; i < g.c.numel(); ++i) REQUIRE(std::isnan(g.c.get(i)));
+  g.ck.launch({g.a.view(), g.b.view(), g.c.view()});
+  auto ref = reference::gemm(g.a.view(), g.b.view(), nullptr, reference::Epilogue::none);
+  CHECK(verify::compare(g.c.view(), ref, verify::Tolerance::for_dtype(DType::f32)).ok);
+}
+
+TEST_CASE("empty tensors launch and do nothing", "[launch]") {
+  Gemm g;
+  HostTensor a(DType::f32, {0, 5}), c(DType::f32, {0, 6});
+  g.ck.launch({a.view(), g.b.view(), c.view()});
+  SUCCEED("a 0-row GEMM ran");
+}
