@@ -21,7 +21,10 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	$(BUILD)/bin/kiln run gemm_bias_relu --backend=auto --shape 257x129x65 --dtype bf16 --report
+	@echo "== the kernel, traced from the C++ DSL into tile IR =="
+	$(BUILD)/bin/kiln compile gemm_bias_relu --emit=tile --dtype bf16
+	@echo "== trace -> compile -> run on fresh random data -> verify against Eigen (f64) =="
+	$(BUILD)/bin/kiln run gemm_bias_relu --backend=auto --shape 257x129x65 --dtype bf16
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

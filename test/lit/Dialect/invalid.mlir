@@ -1,0 +1,582 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+// One case per diagnostic of the tile dialect: the type verifiers (TileDialect.cpp),
+// the op verifiers and custom parsers (TileOps.cpp), and a few ODS-generated checks.
+
+//===----------------------------------------------------------------------===//
+// Types: !tile.tile, !tile.view, !tile.tensor
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{tile element type must be f32, f16 or bf16, got 'i32'}}
+func.func private @tile_i32(!tile.tile<4x4xi32>)
+
+// -----
+
+// expected-error @+1 {{tile rank must be 1, 2 or 3, got 0}}
+func.func private @tile_rank0(!tile.tile<f32>)
+
+// -----
+
+// expected-error @+1 {{tile rank must be 1, 2 or 3, got 4}}
+func.func private @tile_rank4(!tile.tile<2x2x2x2xf32>)
+
+// -----
+
+// expected-error @+1 {{tile dims must be positive, got 0}}
+func.func private @tile_zero_dim(!tile.tile<4x0xf32>)
+
+// -----
+
+// A negative or dynamic extent never reaches the verifier: the shape parser refuses it.
+// expected-error @+1 {{expected static shape}}
+func.func private @tile_dynamic_dim(!tile.tile<?x4xf32>)
+
+// -----
+
+// expected-error @+1 {{view element type must be f32, f16 or bf16, got 'f64'}}
+func.func private @view_f64(!tile.view<8xf64>)
+
+// -----
+
+// expected-error @+1 {{view rank must be 1, 2 or 3, got 4}}
+func.func private @view_rank4(!tile.view<1x2x3x4xbf16>)
+
+// -----
+
+// expected-error @+1 {{view rank must be 1, 2 or 3, got 0}}
+func.func private @view_rank0(!tile.view<bf16>)
+
+// -----
+
+// expected-error @+1 {{view dims must be positive, got 0}}
+func.func private @view_zero_dim(!tile.view<0xf16>)
+
+// -----
+
+// expected-error @+1 {{tensor must have rank >= 1}}
+tile.kernel @tensor_rank0(in %A : !tile.tensor<[], f32>, out %B : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// expected-error @+1 {{tensor dim must be >= 0, got -3}}
+tile.kernel @tensor_negative_dim(in %A : !tile.tensor<[M, -3], f32>, out %B : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// expected-error @+1 {{tensor element type must be f32, f16 or bf16, got 'i8'}}
+tile.kernel @tensor_i8(in %A : !tile.tensor<[M], i8>, out %B : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// A dim is a bare symbol name or an integer; a string is not accepted.
+// expected-error @+1 {{expected valid keyword}}
+func.func private @tensor_string_dim(!tile.tensor<["M"], f32>)
+
+//===----------------------------------------------------------------------===//
+// tile.kernel
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument 'A' must be a !tile.tensor, got '!tile.tile<4xf32>'}}
+tile.kernel @arg_not_tensor(in %A : !tile.tile<4xf32>, out %B : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument 'n' must be a !tile.tensor, got 'index'}}
+tile.kernel @arg_index(in %n : index, out %B : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op has no 'out' argument: a kernel must write something}}
+tile.kernel @no_out(in %A : !tile.tensor<[M], f32>, in %B : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op has no 'out' argument: a kernel must write something}}
+tile.kernel @no_args() {
+}
+
+// -----
+
+// expected-error @+1 {{expected 'in' or 'out' before argument}}
+tile.kernel @bad_role(inout %A : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// The role keyword is required.
+// expected-error @+1 {{expected valid keyword}}
+tile.kernel @missing_role(%A : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// Argument names are the SSA names, so in the custom form a repeated name is already a
+// parse error; the verifier's check is reached through the generic form below.
+// expected-note @+1 {{previously referenced here}}
+tile.kernel @dup_ssa(in %A : !tile.tensor<[M], f32>,
+                     // expected-error @+1 {{region entry argument '%A' is already in use}}
+                     out %A : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument name 'A' is used twice}}
+"tile.kernel"() <{arg_names = ["A", "A"], outputs = array<i1: false, true>, sym_name = "dup_name"}> ({
+^bb0(%a: !tile.tensor<[M], f32>, %b: !tile.tensor<[M], f32>):
+  "tile.return"() : () -> ()
+}) : () -> ()
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op needs one name and one in/out role per argument}}
+"tile.kernel"() <{arg_names = ["A"], outputs = array<i1: false, true>, sym_name = "few_names"}> ({
+^bb0(%a: !tile.tensor<[M], f32>, %b: !tile.tensor<[M], f32>):
+  "tile.return"() : () -> ()
+}) : () -> ()
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op needs one name and one in/out role per argument}}
+"tile.kernel"() <{arg_names = ["A", "B"], outputs = array<i1: true>, sym_name = "few_roles"}> ({
+^bb0(%a: !tile.tensor<[M], f32>, %b: !tile.tensor<[M], f32>):
+  "tile.return"() : () -> ()
+}) : () -> ()
+
+//===----------------------------------------------------------------------===//
+// tile.dim
+//===----------------------------------------------------------------------===//
+
+// -----
+
+tile.kernel @unknown_symbol(in %A : !tile.tensor<[M, 64], f32>, out %B : !tile.tensor<[M, 64], f32>) {
+  // expected-error @+1 {{'tile.dim' op symbol 'N' is not a dim of any argument of @unknown_symbol}}
+  %n = tile.dim "N"
+}
+
+// -----
+
+// A constant dim is not a symbol.
+tile.kernel @constant_is_not_symbol(in %A : !tile.tensor<[M, 64], f32>, out %B : !tile.tensor<[M, 64], f32>) {
+  // expected-error @+1 {{'tile.dim' op symbol '64' is not a dim of any argument of @constant_is_not_symbol}}
+  %n = tile.dim "64"
+}
+
+// -----
+
+// expected-error @+1 {{'tile.dim' op must be inside a tile.kernel}}
+%m = tile.dim "M"
+
+//===----------------------------------------------------------------------===//
+// tile.grid
+//===----------------------------------------------------------------------===//
+
+// -----
+
+tile.kernel @grid4(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  // expected-error @+1 {{'tile.grid' op grid must have 1, 2 or 3 dims, got 4}}
+  tile.grid (%i, %j, %k, %l) in (%m, %m, %m, %m) {
+  }
+}
+
+// -----
+
+tile.kernel @grid0(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  // expected-error @+1 {{'tile.grid' op grid must have 1, 2 or 3 dims, got 0}}
+  tile.grid () in () {
+  }
+}
+
+// -----
+
+tile.kernel @grid_iv_mismatch(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  // expected-error @+1 {{grid has 2 indices but 1 sizes}}
+  tile.grid (%i, %j) in (%m) {
+  }
+}
+
+// -----
+
+tile.kernel @grid_body_args(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  // expected-error @+1 {{'tile.grid' op body must take one index per grid dim}}
+  "tile.grid"(%m, %m) ({
+  ^bb0(%i: index):
+    "tile.yield"() : () -> ()
+  }) : (index, index) -> ()
+}
+
+// -----
+
+func.func @grid_outside_kernel(%n: index) {
+  // expected-error @+1 {{'tile.grid' op expects parent op 'tile.kernel'}}
+  tile.grid (%i) in (%n) {
+  }
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// tile.loop, tile.yield
+//===----------------------------------------------------------------------===//
+
+// -----
+
+tile.kernel @loop_yield_count(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    %z = tile.full 0.0 : !tile.tile<4xf32>
+    // A carried value with no explicit yield: the implicit one yields nothing.
+    // expected-error @+1 {{'tile.loop' op carries 1 values but its body yields 0}}
+    %r = tile.loop %k to %m carry(%c = %z : !tile.tile<4xf32>) {
+    }
+  }
+}
+
+// -----
+
+tile.kernel @loop_yield_too_many(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    %z = tile.full 0.0 : !tile.tile<4xf32>
+    // expected-error @+1 {{'tile.loop' op carries 1 values but its body yields 2}}
+    %r = tile.loop %k to %m carry(%c = %z : !tile.tile<4xf32>) {
+      tile.yield %c, %c : !tile.tile<4xf32>, !tile.tile<4xf32>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @loop_yield_type(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    %z = tile.full 0.0 : !tile.tile<4xf32>
+    // expected-error @+1 {{'tile.loop' op carried value #0 is '!tile.tile<4xf32>' but the body yields '!tile.tile<4xf16>'}}
+    %r = tile.loop %k to %m carry(%c = %z : !tile.tile<4xf32>) {
+      %h = tile.cast %c : !tile.tile<4xf32> -> !tile.tile<4xf16>
+      tile.yield %h : !tile.tile<4xf16>
+    }
+  }
+}
+
+// -----
+
+tile.kernel @loop_stages0(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    // expected-error @+1 {{'tile.loop' op attribute 'stages' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+    tile.loop %k to %m stages 0 {
+    }
+  }
+}
+
+// -----
+
+tile.kernel @yield_in_kernel(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  // expected-error @+1 {{'tile.yield' op expects parent op to be one of 'tile.grid, tile.loop'}}
+  tile.yield
+}
+
+//===----------------------------------------------------------------------===//
+// tile.view, tile.load, tile.store
+//===----------------------------------------------------------------------===//
+
+// -----
+
+tile.kernel @view_index_count(in %A : !tile.tensor<[M, K], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    // expected-error @+1 {{'tile.view' op needs 2 tile indices for a rank-2 tensor, got 1}}
+    %v = tile.view %A[%i] : !tile.tensor<[M, K], f32> -> !tile.view<16x16xf32>
+  }
+}
+
+// -----
+
+tile.kernel @view_rank(in %A : !tile.tensor<[M, K], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    // expected-error @+1 {{'tile.view' op view rank 1 does not match tensor rank 2}}
+    %v = tile.view %A[%i, %i] : !tile.tensor<[M, K], f32> -> !tile.view<16xf32>
+  }
+}
+
+// -----
+
+tile.kernel @view_element_type(in %A : !tile.tensor<[M, K], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    // expected-error @+1 {{'tile.view' op view element type 'bf16' does not match tensor element type 'f32'}}
+    %v = tile.view %A[%i, %i] : !tile.tensor<[M, K], f32> -> !tile.view<16x16xbf16>
+  }
+}
+
+// -----
+
+tile.kernel @load_shape(in %A : !tile.tensor<[M, K], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    %v = tile.view %A[%i, %i] : !tile.tensor<[M, K], f32> -> !tile.view<8x16xf32>
+    // expected-error @+1 {{'tile.load' op tile shape 16x8 does not match view shape 8x16}}
+    %t = tile.load %v : !tile.view<8x16xf32> -> !tile.tile<16x8xf32>
+  }
+}
+
+// -----
+
+tile.kernel @load_element_type(in %A : !tile.tensor<[M, K], bf16>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    %v = tile.view %A[%i, %i] : !tile.tensor<[M, K], bf16> -> !tile.view<8x16xbf16>
+    // expected-error @+1 {{'tile.load' op loads 'bf16' elements into a 'f32' tile; load, then tile.cast}}
+    %t = tile.load %v : !tile.view<8x16xbf16> -> !tile.tile<8x16xf32>
+  }
+}
+
+// -----
+
+tile.kernel @store_shape(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    %v = tile.view %B[%i] : !tile.tensor<[M], f32> -> !tile.view<32xf32>
+    %t = tile.full 1.0 : !tile.tile<16xf32>
+    // expected-error @+1 {{'tile.store' op tile shape 16 does not match view shape 32}}
+    tile.store %t, %v : !tile.tile<16xf32>, !tile.view<32xf32>
+  }
+}
+
+// -----
+
+tile.kernel @store_element_type(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], bf16>) {
+  %m = tile.dim "M"
+  tile.grid (%i) in (%m) {
+    %v = tile.view %B[%i] : !tile.tensor<[M], bf16> -> !tile.view<32xbf16>
+    %t = tile.full 1.0 : !tile.tile<32xf32>
+    // expected-error @+1 {{'tile.store' op stores a 'f32' tile into a 'bf16' view; tile.cast it first}}
+    tile.store %t, %v : !tile.tile<32xf32>, !tile.view<32xbf16>
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// tile.dot
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @dot_rank(%a: !tile.tile<16xf32>, %b: !tile.tile<16x8xf32>, %c: !tile.tile<16x8xf32>) {
+  // expected-error @+1 {{'tile.dot' op operands must be rank-2 tiles}}
+  %d = tile.dot %a, %b, %c : !tile.tile<16xf32>, !tile.tile<16x8xf32> -> !tile.tile<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @dot_rank3_acc(%a: !tile.tile<4x16xf32>, %b: !tile.tile<16x8xf32>, %c: !tile.tile<1x4x8xf32>) {
+  // expected-error @+1 {{'tile.dot' op operands must be rank-2 tiles}}
+  %d = tile.dot %a, %b, %c : !tile.tile<4x16xf32>, !tile.tile<16x8xf32> -> !tile.tile<1x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dot_k(%a: !tile.tile<4x16xbf16>, %b: !tile.tile<32x8xbf16>, %c: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.dot' op K of lhs (16) does not match K of rhs (32)}}
+  %d = tile.dot %a, %b, %c : !tile.tile<4x16xbf16>, !tile.tile<32x8xbf16> -> !tile.tile<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dot_acc_shape(%a: !tile.tile<4x16xbf16>, %b: !tile.tile<16x8xbf16>, %c: !tile.tile<8x4xf32>) {
+  // expected-error @+1 {{'tile.dot' op accumulator is 8x4 but lhs @ rhs is 4x8}}
+  %d = tile.dot %a, %b, %c : !tile.tile<4x16xbf16>, !tile.tile<16x8xbf16> -> !tile.tile<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @dot_mixed_inputs(%a: !tile.tile<4x16xbf16>, %b: !tile.tile<16x8xf16>, %c: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.dot' op lhs is 'bf16' but rhs is 'f16'}}
+  %d = tile.dot %a, %b, %c : !tile.tile<4x16xbf16>, !tile.tile<16x8xf16> -> !tile.tile<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dot_acc_f16(%a: !tile.tile<4x16xf16>, %b: !tile.tile<16x8xf16>, %c: !tile.tile<4x8xf16>) {
+  // expected-error @+1 {{'tile.dot' op accumulator must be f32}}
+  %d = tile.dot %a, %b, %c : !tile.tile<4x16xf16>, !tile.tile<16x8xf16> -> !tile.tile<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @dot_result_type(%a: !tile.tile<4x16xf16>, %b: !tile.tile<16x8xf16>, %c: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.dot' op failed to verify that all of {acc, result} have same type}}
+  %d = "tile.dot"(%a, %b, %c) : (!tile.tile<4x16xf16>, !tile.tile<16x8xf16>, !tile.tile<4x8xf32>) -> !tile.tile<4x8xf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// tile.cast, tile.broadcast
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @cast_shape(%a: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.cast' op changes the shape from 4x8 to 8x4}}
+  %b = tile.cast %a : !tile.tile<4x8xf32> -> !tile.tile<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @broadcast_dims_count(%a: !tile.tile<8xf32>) {
+  // expected-error @+1 {{'tile.broadcast' op needs one target dim per input dim}}
+  %b = tile.broadcast %a [0, 1] : !tile.tile<8xf32> -> !tile.tile<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_element_type(%a: !tile.tile<8xf32>) {
+  // expected-error @+1 {{'tile.broadcast' op changes the element type; use tile.cast}}
+  %b = tile.broadcast %a [1] : !tile.tile<8xf32> -> !tile.tile<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @broadcast_order(%a: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.broadcast' op target dims must be increasing and < result rank}}
+  %b = tile.broadcast %a [2, 0] : !tile.tile<4x8xf32> -> !tile.tile<8x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_repeated_dim(%a: !tile.tile<4x4xf32>) {
+  // expected-error @+1 {{'tile.broadcast' op target dims must be increasing and < result rank}}
+  %b = tile.broadcast %a [1, 1] : !tile.tile<4x4xf32> -> !tile.tile<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_dim_out_of_range(%a: !tile.tile<8xf32>) {
+  // expected-error @+1 {{'tile.broadcast' op target dims must be increasing and < result rank}}
+  %b = tile.broadcast %a [2] : !tile.tile<8xf32> -> !tile.tile<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_size(%a: !tile.tile<8xf32>) {
+  // expected-error @+1 {{'tile.broadcast' op input dim 0 (8) does not match result dim 1 (16)}}
+  %b = tile.broadcast %a [1] : !tile.tile<8xf32> -> !tile.tile<4x16xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// tile.reduce_sum, tile.reduce_max
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @reduce_rank1(%a: !tile.tile<8xf32>) {
+  // expected-error @+1 {{'tile.reduce_sum' op input must have rank >= 2}}
+  %b = tile.reduce_sum %a dim 0 : !tile.tile<8xf32> -> !tile.tile<1xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dim_too_big(%a: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.reduce_max' op dim 2 is out of range for a rank-2 tile}}
+  %b = tile.reduce_max %a dim 2 : !tile.tile<4x8xf32> -> !tile.tile<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dim_negative(%a: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.reduce_sum' op dim -1 is out of range for a rank-2 tile}}
+  %b = tile.reduce_sum %a dim -1 : !tile.tile<4x8xf32> -> !tile.tile<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_result_shape(%a: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.reduce_sum' op result shape must be 4, got 8}}
+  %b = tile.reduce_sum %a dim 1 : !tile.tile<4x8xf32> -> !tile.tile<8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_result_rank(%a: !tile.tile<2x4x8xf32>) {
+  // expected-error @+1 {{'tile.reduce_max' op result shape must be 2x8, got 2x4x8}}
+  %b = tile.reduce_max %a dim 1 : !tile.tile<2x4x8xf32> -> !tile.tile<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_element_type(%a: !tile.tile<4x8xbf16>) {
+  // expected-error @+1 {{'tile.reduce_max' op changes the element type; use tile.cast}}
+  %b = tile.reduce_max %a dim 0 : !tile.tile<4x8xbf16> -> !tile.tile<8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops and scalars (ODS-generated checks)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @binary_mismatch(%a: !tile.tile<4xf32>, %b: !tile.tile<8xf32>) {
+  // expected-error @+1 {{'tile.add' op requires the same type for all operands and results}}
+  %c = "tile.add"(%a, %b) : (!tile.tile<4xf32>, !tile.tile<8xf32>) -> !tile.tile<4xf32>
+  return
+}
+
+// -----
+
+func.func @binary_dtype_mismatch(%a: !tile.tile<4xf32>, %b: !tile.tile<4xbf16>) {
+  // expected-error @+1 {{'tile.max' op requires the same type for all operands and results}}
+  %c = "tile.max"(%a, %b) : (!tile.tile<4xf32>, !tile.tile<4xbf16>) -> !tile.tile<4xf32>
+  return
+}
+
+// -----
+
+func.func @unary_result_mismatch(%a: !tile.tile<4xf32>) {
+  // expected-error @+1 {{'tile.exp' op requires the same type for all operands and results}}
+  %c = "tile.exp"(%a) : (!tile.tile<4xf32>) -> !tile.tile<4xf16>
+  return
+}
+
+// -----
+
+func.func @elementwise_on_view(%a: !tile.view<4xf32>) {
+  // expected-error @+1 {{'tile.neg' op operand #0 must be tile, but got '!tile.view<4xf32>'}}
+  %c = "tile.neg"(%a) : (!tile.view<4xf32>) -> !tile.view<4xf32>
+  return
+}
+
+// -----
+
+func.func @splat_i32(%x: i32) {
+  // expected-error @+1 {{'tile.splat' op operand #0 must be index or 32-bit float, but got 'i32'}}
+  %t = tile.splat %x : i32 -> !tile.tile<4xf32>
+  return
+}
