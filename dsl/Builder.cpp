@@ -53,7 +53,20 @@ struct BuilderState {
     }
     return b.getF32Type();
   }
-  t::TileType tileType(const Shape& s, DType d) { return t::TileType::get(b.getContext(), s, elt(d)); }
+  Location siteLoc() { return site ? loc(*site) : b.getUnknownLoc(); }
+  /// Types are built checked: an unsupported shape fails here, at the user's call.
+  t::TileType tileType(const Shape& s, DType d) {
+    auto tt = t::TileType::getChecked([&] { return emitError(siteLoc()); }, b.getContext(),
+                                      ArrayRef<int64_t>(s), elt(d));
+    if (!tt) fail(diags.take());
+    return tt;
+  }
+  t::ViewType viewType(const Shape& s, DType d) {
+    auto vt = t::ViewType::getChecked([&] { return emitError(siteLoc()); }, b.getContext(),
+                                      ArrayRef<int64_t>(s), elt(d));
+    if (!vt) fail(diags.take());
+    return vt;
+  }
   Tile wrap(Value v, Shape s, DType d) { return Tile(this, v.getAsOpaquePointer(), std::move(s), d); }
   Tile wrapLike(Value v, const Tile& like) { return wrap(v, like.shape(), like.dtype()); }
   Index wrap(Value v) { return Index(this, v.getAsOpaquePointer()); }
@@ -186,7 +199,7 @@ View Tensor::tile(std::vector<Index> index, Shape shape, Where w) const {
   SmallVector<Value> idx;
   for (const Index& i : index) idx.push_back(val(i));
   Value tensor = s.kernel.getBody().front().getArgument(arg_);
-  auto vt = t::ViewType::get(s.b.getContext(), shape, s.elt(dtype_));
+  auto vt = s.viewType(shape, dtype_);
   auto op = s.check(s.b.create<t::ViewOp>(s.loc(w), vt, tensor, idx));
   return View(s_, op.getResult().getAsOpaquePointer(), shape, dtype_);
 }
@@ -213,9 +226,7 @@ Tile Builder::zeros(Shape shape, DType dtype, Where w) { return full(std::move(s
 Tile Builder::full(Shape shape, double value, DType dtype, Where w) {
   auto& s = *s_;
   SiteGuard site(s, w);
-  auto tt = t::TileType::getChecked([&] { return emitError(s.loc(w)); }, s.b.getContext(), ArrayRef<int64_t>(shape),
-                                    s.elt(dtype));
-  if (!tt) s.fail(s.diags.take());
+  auto tt = s.tileType(shape, dtype);
   auto op = s.b.create<t::FullOp>(s.loc(w), tt, s.b.getF64FloatAttr(value));
   return s.wrap(op.getResult(), shape, dtype);
 }
@@ -223,9 +234,7 @@ Tile Builder::full(Shape shape, double value, DType dtype, Where w) {
 Tile Builder::splat(Index value, Shape shape, DType dtype, Where w) {
   auto& s = *s_;
   SiteGuard site(s, w);
-  auto tt = t::TileType::getChecked([&] { return emitError(s.loc(w)); }, s.b.getContext(), ArrayRef<int64_t>(shape),
-                                    s.elt(dtype));
-  if (!tt) s.fail(s.diags.take());
+  auto tt = s.tileType(shape, dtype);
   auto op = s.check(s.b.create<t::SplatOp>(s.loc(w), tt, val(value)));
   return s.wrap(op.getResult(), shape, dtype);
 }

@@ -334,7 +334,10 @@ LogicalResult KernelLowering::lowerLoop(LoopOp l) {
   Location loc = l.getLoc();
   SmallVector<Value> carried;
   for (Value init : l.getInits()) {
-    auto t = cast<TileType>(init.getType());
+    auto t = dyn_cast<TileType>(init.getType());
+    if (!t)
+      return l.emitOpError("carries a ") << init.getType()
+                                         << "; the CPU backend carries only tiles";
     Value c = buffer(t);
     copy(loc, map_.lookup(init), c, t);
     carried.push_back(c);
