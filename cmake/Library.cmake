@@ -1,5 +1,6 @@
 # libkiln.so: kiln's own code plus LLVM/MLIR, linked statically and hidden. Only the
-# KILN_API symbols of namespace kiln are exported (see kiln.map and test/symbols).
+# KILN_API symbols of namespace kiln are exported (see kiln.map and
+# test/embed/check-symbols.sh).
 set(KILN_MLIR_SOURCES
   lib/Compiler/Context.cpp lib/Compiler/Kernel.cpp lib/Runtime/Runtime.cpp
   dsl/Builder.cpp backends/cpu/CpuCompiler.cpp)

@@ -53,7 +53,7 @@ struct BuilderState {
     }
     return b.getF32Type();
   }
-  Location siteLoc() { return site ? loc(*site) : b.getUnknownLoc(); }
+  Location siteLoc() { return site ? loc(*site) : Location(NameLoc::get(b.getStringAttr(name()))); }
   /// Types are built checked: an unsupported shape fails here, at the user's call.
   t::TileType tileType(const Shape& s, DType d) {
     auto tt = t::TileType::getChecked([&] { return emitError(siteLoc()); }, b.getContext(),
@@ -74,10 +74,13 @@ struct BuilderState {
 
 namespace {
 /// Marks the DSL call being traced so a failure names the user's source line.
+/// (nullptr marks a call with no source line, e.g. an operator: better no line than the
+/// line of an enclosing grid or loop.)
 struct SiteGuard {
   BuilderState& s;
   const Where* saved;
-  SiteGuard(BuilderState& st, const Where& w) : s(st), saved(st.site) { s.site = &w; }
+  SiteGuard(BuilderState& st, const Where& w) : SiteGuard(st, &w) {}
+  SiteGuard(BuilderState& st, const Where* w) : s(st), saved(st.site) { s.site = w; }
   ~SiteGuard() { s.site = saved; }
 };
 Value val(void* p) { return Value::getFromOpaquePointer(p); }
@@ -91,7 +94,6 @@ Value val(const Index& x) {
 }
 BuilderState& st(const Tile& x) { val(x); return *x.state(); }
 BuilderState& st(const Index& x) { val(x); return *x.state(); }
-const Where kNoWhere = Where::current();
 } // namespace
 
 std::string Tile::str() const {
@@ -110,8 +112,8 @@ static Index indexBinary(Index a, Index b) {
 Index operator+(Index a, Index b) { return indexBinary<arith::AddIOp>(a, b); }
 Index operator-(Index a, Index b) { return indexBinary<arith::SubIOp>(a, b); }
 Index operator*(Index a, Index b) { return indexBinary<arith::MulIOp>(a, b); }
-Index operator+(Index a, int64_t b) { return a + Builder(st(a).kernel ? a.state() : a.state()).constant(b); }
-Index operator*(Index a, int64_t b) { return a * Builder(a.state()).constant(b); }
+Index operator+(Index a, int64_t b) { return a + Builder(&st(a)).constant(b); }
+Index operator*(Index a, int64_t b) { return a * Builder(&st(a)).constant(b); }
 Index cdiv(Index a, int64_t b) {
   BuilderState& s = st(a);
   if (b <= 0) s.fail("cdiv by " + std::to_string(b) + ": the tile size must be positive");
@@ -183,6 +185,7 @@ void Builder::grid_impl(const std::vector<Index>& sizes,
   s.b.setInsertionPoint(blk.getTerminator());
   std::vector<Index> ivs;
   for (BlockArgument a : blk.getArguments()) ivs.push_back(s.wrap(a));
+  SiteGuard inBody(s, nullptr); // the user's body reports its own lines
   body(ivs);
 }
 
@@ -254,7 +257,10 @@ std::vector<Tile> Builder::loop(
   {
     OpBuilder::InsertionGuard guard(s.b);
     s.b.setInsertionPointToEnd(&op.getBody().front());
-    next = body(s.wrap(op.getInductionVar()), carried);
+    {
+      SiteGuard inBody(s, nullptr); // the user's body reports its own lines
+      next = body(s.wrap(op.getInductionVar()), carried);
+    }
     if (next.size() != init.size())
       s.fail("loop carries " + std::to_string(init.size()) + " tiles but its body returned " +
              std::to_string(next.size()));
@@ -309,46 +315,51 @@ Tile scale(const Tile& x, double factor, Where w) {
 }
 
 template <typename Op>
-static Tile unary(const Tile& x) {
+static Tile unary(const Tile& x, const Where* w) {
   auto& s = st(x);
-  auto op = s.check(s.b.create<Op>(s.loc(kNoWhere), val(x)));
+  SiteGuard site(s, w);
+  auto op = s.check(s.b.create<Op>(s.siteLoc(), val(x)));
   return s.wrapLike(op.getResult(), x);
 }
-Tile exp(const Tile& x) { return unary<t::ExpOp>(x); }
-Tile exp2(const Tile& x) { return unary<t::Exp2Op>(x); }
-Tile log(const Tile& x) { return unary<t::LogOp>(x); }
-Tile sqrt(const Tile& x) { return unary<t::SqrtOp>(x); }
-Tile rsqrt(const Tile& x) { return unary<t::RsqrtOp>(x); }
-Tile tanh(const Tile& x) { return unary<t::TanhOp>(x); }
-Tile sigmoid(const Tile& x) { return unary<t::SigmoidOp>(x); }
-Tile relu(const Tile& x) { return unary<t::ReluOp>(x); }
-Tile gelu(const Tile& x) { return unary<t::GeluOp>(x); }
-Tile silu(const Tile& x) { return unary<t::SiluOp>(x); }
-Tile operator-(const Tile& x) { return unary<t::NegOp>(x); }
+Tile exp(const Tile& x, Where w) { return unary<t::ExpOp>(x, &w); }
+Tile exp2(const Tile& x, Where w) { return unary<t::Exp2Op>(x, &w); }
+Tile log(const Tile& x, Where w) { return unary<t::LogOp>(x, &w); }
+Tile sqrt(const Tile& x, Where w) { return unary<t::SqrtOp>(x, &w); }
+Tile rsqrt(const Tile& x, Where w) { return unary<t::RsqrtOp>(x, &w); }
+Tile tanh(const Tile& x, Where w) { return unary<t::TanhOp>(x, &w); }
+Tile sigmoid(const Tile& x, Where w) { return unary<t::SigmoidOp>(x, &w); }
+Tile relu(const Tile& x, Where w) { return unary<t::ReluOp>(x, &w); }
+Tile gelu(const Tile& x, Where w) { return unary<t::GeluOp>(x, &w); }
+Tile silu(const Tile& x, Where w) { return unary<t::SiluOp>(x, &w); }
+Tile operator-(const Tile& x) { return unary<t::NegOp>(x, nullptr); }
 
 template <typename Op>
-static Tile binary(const Tile& a, const Tile& b, const char* what) {
+static Tile binary(const Tile& a, const Tile& b, const char* what, const Where* w = nullptr) {
   auto& s = st(a);
+  SiteGuard site(s, w);
   if (a.shape() != b.shape() || a.dtype() != b.dtype())
     s.fail(std::string(what) + " of " + a.str() + " and " + b.str() +
            ": tiles must match in shape and dtype (use rows()/cols() to broadcast a vector, "
            "cast() to change dtype)");
-  auto op = s.check(s.b.create<Op>(s.loc(kNoWhere), val(a), val(b)));
+  auto op = s.check(s.b.create<Op>(s.siteLoc(), val(a), val(b)));
   return s.wrapLike(op.getResult(), a);
 }
 Tile operator+(const Tile& a, const Tile& b) { return binary<t::AddOp>(a, b, "add"); }
 Tile operator-(const Tile& a, const Tile& b) { return binary<t::SubOp>(a, b, "sub"); }
 Tile operator*(const Tile& a, const Tile& b) { return binary<t::MulOp>(a, b, "mul"); }
 Tile operator/(const Tile& a, const Tile& b) { return binary<t::DivOp>(a, b, "div"); }
-Tile max(const Tile& a, const Tile& b) { return binary<t::MaxOp>(a, b, "max"); }
-Tile min(const Tile& a, const Tile& b) { return binary<t::MinOp>(a, b, "min"); }
+Tile max(const Tile& a, const Tile& b, Where w) { return binary<t::MaxOp>(a, b, "max", &w); }
+Tile min(const Tile& a, const Tile& b, Where w) { return binary<t::MinOp>(a, b, "min", &w); }
 
-Tile broadcast(const Tile& x, Shape shape, std::vector<int64_t> dims, Where w) {
+static Tile broadcastAt(const Tile& x, const Shape& shape, ArrayRef<int64_t> dims, const Where* w) {
   auto& s = st(x);
   SiteGuard site(s, w);
-  auto op = s.check(s.b.create<t::BroadcastOp>(s.loc(w), s.tileType(shape, x.dtype()), val(x),
+  auto op = s.check(s.b.create<t::BroadcastOp>(s.siteLoc(), s.tileType(shape, x.dtype()), val(x),
                                                s.b.getDenseI64ArrayAttr(dims)));
   return s.wrap(op.getResult(), shape, x.dtype());
+}
+Tile broadcast(const Tile& x, Shape shape, std::vector<int64_t> dims, Where w) {
+  return broadcastAt(x, shape, dims, &w);
 }
 
 static Tile expand(const Tile& a, const Bcast& b, const char* what) {
@@ -359,7 +370,7 @@ static Tile expand(const Tile& a, const Bcast& b, const char* what) {
   if (b.v.shape()[0] != a.shape()[b.along])
     s.fail(std::string(what) + ": " + (b.along == 1 ? "rows(" : "cols(") + b.v.str() +
            ") needs length " + std::to_string(a.shape()[b.along]) + " to match " + a.str());
-  return broadcast(b.v, a.shape(), {b.along});
+  return broadcastAt(b.v, a.shape(), {b.along}, s.site);
 }
 Tile operator+(const Tile& a, const Bcast& b) { return a + expand(a, b, "add"); }
 Tile operator-(const Tile& a, const Bcast& b) { return a - expand(a, b, "sub"); }

@@ -67,8 +67,22 @@ bool hasF16C(llvm::TargetMachine& tm) {
          tm.getMCSubtargetInfo()->checkFeatures("+f16c");
 }
 
-/// A private copy of the kernel's module: compiling never changes the Kernel.
-OwningOpRef<ModuleOp> cloneModule(const Kernel& k) { return k.impl().module.get().clone(); }
+/// f16 anywhere in the kernel (an argument, or a tile made by a cast) needs F16C.
+bool usesF16(ModuleOp m) {
+  bool found = false;
+  auto isF16 = [](Type t) {
+    if (auto tt = dyn_cast<tile::TileType>(t)) return tt.getElementType().isF16();
+    if (auto at = dyn_cast<tile::TensorArgType>(t)) return at.getElementType().isF16();
+    return t.isF16();
+  };
+  m.walk([&](Operation* op) {
+    for (Type t : op->getResultTypes()) found |= isF16(t);
+    for (Region& r : op->getRegions())
+      for (Block& b : r)
+        for (BlockArgument a : b.getArguments()) found |= isF16(a.getType());
+  });
+  return found;
+}
 
 void runTilePasses(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
   PassManager pm(m.getContext());
@@ -163,7 +177,8 @@ std::string describeHost() {
 
 std::string emit(const Kernel& kernel, Stage stage) {
   if (stage == Stage::tile) return kernel.tile_ir();
-  auto m = cloneModule(kernel);
+  auto priv = detail::privateCopy(kernel);
+  auto& m = priv.module;
   DiagnosticCollector diags(m->getContext());
   runTilePasses(*m, diags, kernel.name());
   lowerToLoops(*m, diags, kernel.name());
@@ -184,18 +199,17 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
   std::string why;
   auto tm = hostMachine(&why);
   if (!tm) throw Error(ErrorKind::Unsupported, "kernel '" + name + "': " + why);
-  for (const ArgSpec& a : kernel.signature().args)
-    if (a.dtype == DType::f16 && !hasF16C(*tm))
-      throw Error(ErrorKind::Unsupported, "kernel '" + name + "': argument '" + a.name +
-                                              "' is f16, and this CPU has no F16C conversions");
-
   auto out = std::make_unique<CpuKernel>();
   out->sig = kernel.signature();
   out->backend = Backend::cpu;
-  out->ctx = kernel.impl().ctx;
 
   auto t0 = Clock::now();
-  auto m = cloneModule(kernel);
+  auto priv = detail::privateCopy(kernel);
+  out->ctx = priv.ctx;
+  auto& m = priv.module;
+  if (usesF16(*m) && !hasF16C(*tm))
+    throw Error(ErrorKind::Unsupported, "kernel '" + name + "' uses f16, and this CPU has no "
+                                        "F16C instructions to convert it");
   DiagnosticCollector diags(m->getContext());
   runTilePasses(*m, diags, name);
   out->times.tile_passes_ms = detail::msSince(t0);

@@ -7,7 +7,8 @@
 
 namespace kiln::cpu {
 
-/// "x86-64 host JIT (skylake-avx512, f16c)" or why the CPU backend cannot run here.
+/// "cpu (x86_64-pc-linux-gnu sapphirerapids JIT, f16c)", or why the CPU backend cannot
+/// run here.
 std::string describeHost();
 
 /// Text of the kernel's IR at `stage` (tile, mlir after lowering to loops, llvm).

@@ -259,19 +259,29 @@ LogicalResult KernelLowering::lowerOp(Operation* op) {
         bool isMax = isa<ReduceMaxOp>(r.getOperation());
         TileType inT = r.getInput().getType(), outT = r.getType();
         Value in = map_.lookup(r.getInput());
-        Value out = buffer(outT);
+        // Accumulate in f32 whatever the tile's dtype; round once at the end.
+        TileType accT = outT.withElementType(b_.getF32Type());
+        Value acc = buffer(accT);
         double init = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
-        fill(loc, out, outT, [&](OpBuilder& b, Location l) { return constF32(b, l, init); });
+        fill(loc, acc, accT, [&](OpBuilder& b, Location l) { return constF32(b, l, init); });
         int64_t dim = r.getDim();
         nestStatic(loc, inT.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
           SmallVector<Value> o(iv.begin(), iv.end());
           o.erase(o.begin() + dim);
           Value x = toF32(b, l, b.create<memref::LoadOp>(l, in, iv));
-          Value acc = toF32(b, l, b.create<memref::LoadOp>(l, out, o));
-          Value res = isMax ? b.create<arith::MaximumFOp>(l, acc, x).getResult()
-                            : b.create<arith::AddFOp>(l, acc, x).getResult();
-          b.create<memref::StoreOp>(l, fromF32(b, l, res, outT.getElementType()), out, o);
+          Value a = b.create<memref::LoadOp>(l, acc, o);
+          Value res = isMax ? b.create<arith::MaximumFOp>(l, a, x).getResult()
+                            : b.create<arith::AddFOp>(l, a, x).getResult();
+          b.create<memref::StoreOp>(l, res, acc, o);
         });
+        Value out = acc;
+        if (!outT.getElementType().isF32()) {
+          out = buffer(outT);
+          nestStatic(loc, outT.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
+            Value v = b.create<memref::LoadOp>(l, acc, iv);
+            b.create<memref::StoreOp>(l, fromF32(b, l, v, outT.getElementType()), out, iv);
+          });
+        }
         map_.map(r.getResult(), out);
         return success();
       })

@@ -13,7 +13,8 @@
 // Tile sizes are plain C++ integers (compile-time constants of the kernel); M, N, K are
 // symbolic Index values (runtime), so one compiled kernel serves every shape.
 // Mistakes (a dot with mismatched K, a store of the wrong dtype) throw kiln::Error
-// naming the kernel, the op and the rule, with the C++ source line of the call.
+// naming the kernel, the op and the rule, with the C++ source line of the call (operators
+// such as `a + b` cannot carry a source line; their errors name the op and the tiles).
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -192,18 +193,18 @@ KILN_API Kernel kernel(const std::string& name, const std::function<void(Builder
 KILN_API Tile dot(const Tile& a, const Tile& b, const Tile& acc, Where w = Where::current());
 KILN_API Tile cast(const Tile& t, DType to, Where w = Where::current());
 KILN_API Tile scale(const Tile& t, double factor, Where w = Where::current());
-KILN_API Tile exp(const Tile& t);
-KILN_API Tile exp2(const Tile& t);
-KILN_API Tile log(const Tile& t);
-KILN_API Tile sqrt(const Tile& t);
-KILN_API Tile rsqrt(const Tile& t);
-KILN_API Tile tanh(const Tile& t);
-KILN_API Tile sigmoid(const Tile& t);
-KILN_API Tile relu(const Tile& t);
-KILN_API Tile gelu(const Tile& t); ///< tanh approximation
-KILN_API Tile silu(const Tile& t);
-KILN_API Tile max(const Tile& a, const Tile& b);
-KILN_API Tile min(const Tile& a, const Tile& b);
+KILN_API Tile exp(const Tile& t, Where w = Where::current());
+KILN_API Tile exp2(const Tile& t, Where w = Where::current());
+KILN_API Tile log(const Tile& t, Where w = Where::current());
+KILN_API Tile sqrt(const Tile& t, Where w = Where::current());
+KILN_API Tile rsqrt(const Tile& t, Where w = Where::current());
+KILN_API Tile tanh(const Tile& t, Where w = Where::current());
+KILN_API Tile sigmoid(const Tile& t, Where w = Where::current());
+KILN_API Tile relu(const Tile& t, Where w = Where::current());
+KILN_API Tile gelu(const Tile& t, Where w = Where::current()); ///< tanh approximation
+KILN_API Tile silu(const Tile& t, Where w = Where::current());
+KILN_API Tile max(const Tile& a, const Tile& b, Where w = Where::current());
+KILN_API Tile min(const Tile& a, const Tile& b, Where w = Where::current());
 /// Reductions drop the reduced dim: reduce_sum(64x128, 1) is 64.
 KILN_API Tile reduce_sum(const Tile& t, int64_t dim, Where w = Where::current());
 KILN_API Tile reduce_max(const Tile& t, int64_t dim, Where w = Where::current());

@@ -8,7 +8,8 @@
 
 namespace kiln {
 
-/// Element types a kernel argument may have. Accumulation is always f32.
+/// Element types a kernel argument or tile may have. dot and the reductions accumulate
+/// in f32 whatever their inputs are; elementwise math runs in f32 and rounds once.
 enum class DType : uint8_t { f32, f16, bf16 };
 
 constexpr int64_t size_of(DType t) { return t == DType::f32 ? 4 : 2; }

@@ -59,7 +59,8 @@ class KILN_API Runtime {
 public:
   static Runtime create(Backend backend = Backend::automatic);
   Backend backend() const { return backend_; }
-  /// e.g. "cpu (x86-64 host JIT, f16c); cuda: not built in this version"
+  /// e.g. "cpu (x86_64-pc-linux-gnu sapphirerapids JIT, f16c); cuda: not built into this
+  /// version of kiln"
   const std::string& describe() const { return description_; }
   CompiledKernel compile(const Kernel& kernel) const;
   /// The IR of one stage for this runtime's backend, as text.

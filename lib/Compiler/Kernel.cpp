@@ -32,6 +32,7 @@ const KernelSignature& Kernel::signature() const { return impl_->sig; }
 std::string Kernel::tile_ir() const {
   std::string s;
   llvm::raw_string_ostream os(s);
+  std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->module.get().print(os);
   return s;
 }
@@ -59,6 +60,22 @@ Kernel Kernel::from_tile_ir(const std::string& text, const std::string& kernel_n
 }
 
 namespace detail {
+
+PrivateModule privateCopy(const Kernel& kernel) {
+  std::string text;
+  {
+    llvm::raw_string_ostream os(text);
+    std::lock_guard<std::mutex> lock(kernel.impl().mu);
+    kernel.impl().module.get().print(os, mlir::OpPrintingFlags().enableDebugInfo());
+  }
+  PrivateModule p;
+  p.ctx = makeContext();
+  DiagnosticCollector diags(p.ctx.get());
+  p.module = mlir::parseSourceString<mlir::ModuleOp>(text, p.ctx.get());
+  if (!p.module)
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + kernel.name() + "': re-reading its tile IR failed");
+  return p;
+}
 
 KernelSignature readSignature(mlir::ModuleOp module) {
   auto k = *module.getOps<tile::KernelOp>().begin();

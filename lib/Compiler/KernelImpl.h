@@ -3,6 +3,7 @@
 // implement. MLIR types live here, never in include/kiln.
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 
@@ -26,7 +27,17 @@ struct KernelImpl {
   std::shared_ptr<mlir::MLIRContext> ctx;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   KernelSignature sig;
+  /// Guards `ctx`: a Kernel is shared and may be compiled from several threads at once.
+  mutable std::mutex mu;
 };
+
+/// The kernel's tile IR in a fresh context of its own (locations kept), so a compile
+/// never touches the shared Kernel and compiles of one Kernel can run in parallel.
+struct PrivateModule {
+  std::shared_ptr<mlir::MLIRContext> ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+PrivateModule privateCopy(const Kernel& kernel);
 
 /// Reads a kernel's signature from its tile.kernel op (the only kernel in `module`).
 KernelSignature readSignature(mlir::ModuleOp module);

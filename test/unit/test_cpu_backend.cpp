@@ -2,6 +2,9 @@
 // with one compiled kernel per (kernel, dtype) serving all shapes.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <thread>
+
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
@@ -178,4 +181,38 @@ TEST_CASE("the automatic backend falls back to the CPU and says why", "[cpu][run
     CHECK(e.kind() == ErrorKind::Unsupported);
     CHECK_THAT(std::string(e.what()), Contains("backend 'cuda' is unavailable"));
   }
+}
+
+TEST_CASE("reductions of bf16 tiles accumulate in f32", "[cpu]") {
+  // 300 ones: a bf16 running sum would stall at 256 (257 is not representable).
+  using namespace kiln::dsl;
+  Kernel k = kernel("bf16_sum", [](Builder& b) {
+    auto [N] = b.dims("N");
+    auto X = b.input("X", {1, N}, bf16);
+    auto Y = b.output("Y", {1}, bf16);
+    b.grid({b.constant(1)}, [&](Index i) {
+      b.store(Y.tile({i}, {1}), row_sum(b.load(X.tile({i, i}, {1, 512}))));
+    });
+  });
+  HostTensor x(DType::bf16, {1, 300}), y(DType::bf16, {1});
+  for (int64_t e = 0; e < 300; ++e) x.set(e, 1.0f);
+  y.poison();
+  cpu().compile(k).launch({x.view(), y.view()});
+  CHECK(y.get(0) == 300.0f);
+}
+
+TEST_CASE("one Kernel compiles from several threads at once", "[cpu]") {
+  Kernel k = catalogue::gemm_bias_gelu(DType::bf16);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      CompiledKernel ck = cpu().compile(k);
+      catalogue::Problem p = catalogue::find("gemm_bias_gelu").problem({65, 33, 17}, DType::bf16, t);
+      auto v = p.views();
+      ck.launch(v);
+      if (verify::compare(v[p.output], p.reference, verify::Tolerance::for_dtype(DType::bf16)).ok) ++ok;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(ok == 4);
 }

@@ -5,6 +5,7 @@
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
+#include "kiln/runtime.hpp"
 
 using namespace kiln;
 using namespace kiln::dsl;
@@ -214,4 +215,37 @@ TEST_CASE("unsupported tile shapes and dtypes are rejected where they are made",
   CHECK_THAT(errorOf([] {
     withXY("empty_tile", [](Builder&, Index, Tensor&, Tensor&) { (void)exp(Tile()); });
   }), Contains("empty Tile"));
+}
+
+TEST_CASE("index arithmetic lets one program handle several tiles", "[dsl][cpu]") {
+  // Each program copies tiles 2i and 2i+1 of X (scaled by 3) into Y.
+  Kernel k = kernel("two_tiles", [](Builder& b) {
+    auto [M] = b.dims("M");
+    auto X = b.input("X", {M}, f32);
+    auto Y = b.output("Y", {M}, f32);
+    b.grid({cdiv(M, 8)}, [&](Index i) {
+      for (Index t : {i * 2, i * 2 + 1, (i + i) - i + i + b.constant(1) - b.constant(1) * b.constant(1)})
+        b.store(Y.tile({t}, {4}), b.load(X.tile({t}, {4})) * 3.0);
+    });
+  });
+  CHECK_THAT(k.tile_ir(), Contains("arith.muli"));
+  auto ck = Runtime::create(Backend::cpu).compile(k);
+  for (int64_t m : {1, 4, 9, 30}) {
+    HostTensor x(DType::f32, {m}), y(DType::f32, {m});
+    x.fill_random(m);
+    y.poison();
+    ck.launch({x.view(), y.view()});
+    for (int64_t e = 0; e < m; ++e) REQUIRE(y.get(e) == 3.0f * x.get(e));
+  }
+}
+
+TEST_CASE("an error inside a grid body names the failing call, not the grid", "[dsl][errors]") {
+  int line = __LINE__ + 3;
+  auto msg = errorOf([] {
+    withXY("bad_max", [](Builder& k, Index, Tensor&, Tensor&) {
+      (void)max(k.zeros({4}), k.zeros({8}));
+    });
+  });
+  CHECK_THAT(msg, Contains("max of 4xf32 and 8xf32"));
+  CHECK_THAT(msg, Contains("test_dsl.cpp:" + std::to_string(line) + ")"));
 }

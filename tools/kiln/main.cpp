@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <random>
 
 #include "kiln/kiln.hpp"
 
@@ -80,12 +81,13 @@ int main(int argc, char** argv) {
 
   auto* run = app.add_subcommand("run", "trace, compile, run on fresh random data and verify");
   std::string rkernel, rbackend = "auto", shape, rdtype = "f32";
-  uint64_t seed = 0x6b696c6e;
+  // Fresh random data by default; the seed is printed so a failure can be replayed.
+  uint64_t seed = std::random_device{}();
   run->add_option("kernel", rkernel, "catalogue kernel (see `kiln list`)")->required();
   run->add_option("--backend", rbackend, "auto | cpu | cuda")->capture_default_str();
   run->add_option("--shape", shape, "MxNxK for gemm kernels, MxN for the others")->required();
   run->add_option("--dtype", rdtype, "element type: f32 | f16 | bf16")->capture_default_str();
-  run->add_option("--seed", seed, "random seed for the inputs")->capture_default_str();
+  run->add_option("--seed", seed, "random seed for the inputs (default: a fresh one, printed)");
 
   try {
     app.parse(argc, argv);

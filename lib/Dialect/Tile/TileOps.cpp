@@ -100,12 +100,6 @@ LogicalResult KernelOp::verify() {
   return success();
 }
 
-LogicalResult KernelOp::verifyRegions() {
-  // A symbol bound twice with different constants is caught at launch; here we only
-  // check the body's symbolic dims refer to something.
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // tile.dim
 //===----------------------------------------------------------------------===//

@@ -29,7 +29,6 @@ def Tile_KernelOp : Tile_Op<"kernel", [
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
-  let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     unsigned getNumArguments() { return getBody().front().getNumArguments(); }
     ::mlir::BlockArgument getArgument(unsigned i) { return getBody().front().getArgument(i); }
