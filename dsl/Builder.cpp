@@ -166,6 +166,9 @@ Tensor Builder::arg(const std::string& name, std::vector<Dim> dims, DType dtype,
   body.addArgument(type, s.loc(w));
   s.argNames.push_back(s.b.getStringAttr(name));
   s.outputs.push_back(output);
+  // Kept current while tracing: op verifiers (e.g. a store into an 'in' argument) read them.
+  s.kernel.setArgNamesAttr(s.b.getArrayAttr(s.argNames));
+  s.kernel.setOutputsAttr(s.b.getDenseBoolArrayAttr(s.outputs));
   return Tensor(s_, index, dtype, dims.size());
 }
 
@@ -221,6 +224,7 @@ void Builder::store(const View& v, const Tile& x, Where w) {
   if (x.dtype() != v.dtype())
     s.fail("store of a " + x.str() + " tile into a " + to_string(v.dtype()) +
            " view: cast() it first");
+  // An 'in' argument is read-only; the dialect verifier says so with its name.
   s.check(s.b.create<t::StoreOp>(s.loc(w), val(x), val(v.value())));
 }
 
@@ -412,8 +416,6 @@ Kernel kernel(const std::string& name, const std::function<void(Builder&)>& body
   body(k);
   s.b.setInsertionPointToEnd(blk);
   s.b.create<t::ReturnOp>(loc);
-  s.kernel.setArgNamesAttr(s.b.getArrayAttr(s.argNames));
-  s.kernel.setOutputsAttr(s.b.getDenseBoolArrayAttr(s.outputs));
   if (failed(mlir::verify(*impl->module))) s.fail("the traced tile IR does not verify:\n" + s.diags.take());
   impl->sig = detail::readSignature(*impl->module);
   return Kernel(std::move(impl));

@@ -249,3 +249,10 @@ TEST_CASE("an error inside a grid body names the failing call, not the grid", "[
   CHECK_THAT(msg, Contains("max of 4xf32 and 8xf32"));
   CHECK_THAT(msg, Contains("test_dsl.cpp:" + std::to_string(line) + ")"));
 }
+
+TEST_CASE("storing into an input argument is rejected with its name", "[dsl][errors]") {
+  auto msg = errorOf([] {
+    withXY("store_in", [](Builder& k, Index i, Tensor& X, Tensor&) { k.store(X.tile({i, i}, {4, 4}), k.zeros({4, 4})); });
+  });
+  CHECK_THAT(msg, Contains("writes to argument 'X', which is an 'in' argument"));
+}

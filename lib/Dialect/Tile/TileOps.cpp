@@ -2,6 +2,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -33,7 +34,12 @@ ParseResult KernelOp::parse(OpAsmParser& p, OperationState& st) {
     if (role != "in" && role != "out")
       return p.emitError(p.getCurrentLocation(), "expected 'in' or 'out' before argument");
     OpAsmParser::Argument arg;
+    SMLoc at = p.getCurrentLocation();
     if (p.parseArgument(arg, /*allowType=*/true)) return failure();
+    // The SSA name becomes the argument's name in launch errors: it must be a word.
+    StringRef word = arg.ssaName.name.drop_front();
+    if (word.empty() || !(llvm::isAlpha(word[0]) || word[0] == '_'))
+      return p.emitError(at, "argument name '") << word << "' must start with a letter or '_'";
     names.push_back(p.getBuilder().getStringAttr(arg.ssaName.name.drop_front()));
     outputs.push_back(role == "out");
     args.push_back(arg);
@@ -78,7 +84,7 @@ std::optional<std::pair<unsigned, unsigned>> KernelOp::findSymbol(StringRef sym)
     auto t = dyn_cast<TensorArgType>(getArgument(a).getType());
     if (!t) continue;
     for (unsigned d = 0; d < t.getRank(); ++d)
-      if (t.getDimSymbol(d) == sym) return std::make_pair(a, d);
+      if (!sym.empty() && t.getDimSymbol(d) == sym) return std::make_pair(a, d);
   }
   return std::nullopt;
 }
@@ -109,6 +115,7 @@ void DimOp::getAsmResultNames(OpAsmSetValueNameFn setName) {
 }
 
 LogicalResult DimOp::verify() {
+  if (getSymbol().empty()) return emitOpError("needs a symbol name");
   auto kernel = (*this)->getParentOfType<KernelOp>();
   if (!kernel) return emitOpError("must be inside a tile.kernel");
   if (!kernel.findSymbol(getSymbol()))
@@ -167,6 +174,8 @@ LogicalResult GridOp::verify() {
   if (n < 1 || n > 3) return emitOpError("grid must have 1, 2 or 3 dims, got ") << n;
   if (getBody().front().getNumArguments() != n)
     return emitOpError("body must take one index per grid dim");
+  if (!cast<YieldOp>(getBody().front().getTerminator()).getValues().empty())
+    return emitOpError("body yields values; a grid body returns nothing");
   return success();
 }
 
@@ -239,7 +248,18 @@ void LoopOp::print(OpAsmPrinter& p) {
 }
 
 LogicalResult LoopOp::verifyRegions() {
-  auto yield = cast<YieldOp>(getBody().front().getTerminator());
+  Block& body = getBody().front();
+  if (body.getNumArguments() != getInits().size() + 1 || !body.getArgument(0).getType().isIndex())
+    return emitOpError("body must take an index and one argument per carried value");
+  for (auto [i, init] : llvm::enumerate(getInits())) {
+    if (body.getArgument(i + 1).getType() != init.getType())
+      return emitOpError("body argument #") << i + 1 << " is " << body.getArgument(i + 1).getType()
+                                            << " but carried value #" << i << " is " << init.getType();
+    if (getResult(i).getType() != init.getType())
+      return emitOpError("result #") << i << " is " << getResult(i).getType()
+                                     << " but carried value #" << i << " is " << init.getType();
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().size() != getInits().size())
     return emitOpError("carries ") << getInits().size() << " values but its body yields "
                                    << yield.getValues().size();
@@ -285,6 +305,13 @@ LogicalResult LoadOp::verify() {
 LogicalResult StoreOp::verify() {
   auto v = getView().getType();
   auto t = getValue().getType();
+  if (auto view = getView().getDefiningOp<ViewOp>())
+    if (auto arg = dyn_cast<BlockArgument>(view.getTensor()))
+      if (auto kernel = dyn_cast<KernelOp>(arg.getOwner()->getParentOp()))
+        if (arg.getArgNumber() < kernel.getOutputs().size() &&
+            arg.getArgNumber() < kernel.getArgNames().size() && !kernel.isOutput(arg.getArgNumber()))
+          return emitOpError("writes to argument '") << kernel.getArgName(arg.getArgNumber())
+                                                     << "', which is an 'in' argument";
   if (v.getShape() != t.getShape())
     return emitOpError("tile shape ") << shapeStr(t.getShape()) << " does not match view shape "
                                       << shapeStr(v.getShape());

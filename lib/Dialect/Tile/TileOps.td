@@ -95,9 +95,9 @@ def Tile_LoopOp : Tile_Op<"loop", [SingleBlockImplicitTerminator<"YieldOp">,
     `stages` is how many iterations' loads a backend may keep in flight (a GPU pipelines
     global->shared copies that deep); it never changes the result.
   }];
-  let arguments = (ins Index:$count, Variadic<AnyType>:$inits,
+  let arguments = (ins Index:$count, Variadic<Tile_AnyTile>:$inits,
                        ConfinedAttr<I64Attr, [IntMinValue<1>]>:$stages);
-  let results = (outs Variadic<AnyType>:$results);
+  let results = (outs Variadic<Tile_AnyTile>:$results);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;

@@ -580,3 +580,77 @@ func.func @splat_i32(%x: i32) {
   %t = tile.splat %x : i32 -> !tile.tile<4xf32>
   return
 }
+
+// -----
+
+tile.kernel @index_carry(in %X : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N], f32>) {
+  %n = tile.dim "N"
+  tile.grid (%i) in (%n) {
+    // expected-error @+1 {{'tile.loop' op operand #1 must be variadic of tile, but got 'index'}}
+    %r = tile.loop %k to %n carry(%c = %i : index) {
+      tile.yield %c : index
+    }
+  }
+}
+
+// -----
+
+tile.kernel @grid_yields(in %X : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N], f32>) {
+  %n = tile.dim "N"
+  // expected-error @+1 {{'tile.grid' op body yields values; a grid body returns nothing}}
+  tile.grid (%i) in (%n) {
+    tile.yield %i : index
+  }
+}
+
+// -----
+
+tile.kernel @empty_dim(in %X : !tile.tensor<[N, 4], f32>, out %Y : !tile.tensor<[N, 4], f32>) {
+  // expected-error @+1 {{'tile.dim' op needs a symbol name}}
+  %e = tile.dim ""
+}
+
+// -----
+
+// expected-error @+1 {{argument name '0' must start with a letter or '_'}}
+tile.kernel @numeric_name(in %0 : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N], f32>) {
+}
+
+// -----
+
+tile.kernel @store_to_input(in %X : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N], f32>) {
+  %n = tile.dim "N"
+  tile.grid (%i) in (%n) {
+    %v = tile.view %X[%i] : !tile.tensor<[N], f32> -> !tile.view<4xf32>
+    %t = tile.full 1.0 : !tile.tile<4xf32>
+    // expected-error @+1 {{'tile.store' op writes to argument 'X', which is an 'in' argument}}
+    tile.store %t, %v : !tile.tile<4xf32>, !tile.view<4xf32>
+  }
+}
+
+// -----
+
+tile.kernel @loop_body_args(in %X : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N], f32>) {
+  %n = tile.dim "N"
+  tile.grid (%i) in (%n) {
+    %z = tile.full 0.0 : !tile.tile<4xf32>
+    // expected-error @+1 {{'tile.loop' op body argument #1 is '!tile.tile<4xf16>' but carried value #0 is '!tile.tile<4xf32>'}}
+    %r = "tile.loop"(%n, %z) ({
+    ^bb0(%k: index, %c: !tile.tile<4xf16>):
+      "tile.yield"(%z) : (!tile.tile<4xf32>) -> ()
+    }) {stages = 1 : i64} : (index, !tile.tile<4xf32>) -> !tile.tile<4xf32>
+  }
+}
+
+// -----
+
+tile.kernel @loop_no_iv(in %X : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N], f32>) {
+  %n = tile.dim "N"
+  tile.grid (%i) in (%n) {
+    // expected-error @+1 {{'tile.loop' op body must take an index and one argument per carried value}}
+    "tile.loop"(%n) ({
+    ^bb0:
+      "tile.yield"() : () -> ()
+    }) {stages = 1 : i64} : (index) -> ()
+  }
+}

@@ -1,5 +1,7 @@
 // kiln-lower-to-loops: tile kernels become func.func over strided memrefs, with scf.for
 // nests, one buffer per tile value (allocated at entry, freed before return) and f32 math.
+// split-file separates the kernels that lower (after kiln-expand-composites) from the ones
+// kiln-lower-to-loops must reject on its own (checked with -verify-diagnostics).
 //
 // RUN: split-file %s %t --leading-lines
 // RUN: kiln-opt %t/lower.mlir --pass-pipeline='builtin.module(tile.kernel(kiln-expand-composites),kiln-lower-to-loops)' | FileCheck %s
