@@ -2,10 +2,12 @@
 # KILN_API symbols of namespace kiln are exported (see kiln.map and
 # test/embed/check-symbols.sh).
 set(KILN_MLIR_SOURCES
-  lib/Compiler/Context.cpp lib/Compiler/Kernel.cpp lib/Runtime/Runtime.cpp
-  dsl/Builder.cpp backends/cpu/CpuCompiler.cpp)
+  lib/Compiler/Context.cpp lib/Compiler/Kernel.cpp lib/Compiler/Pipeline.cpp
+  dsl/Builder.cpp backends/cpu/CpuCompiler.cpp backends/cuda/CudaCompiler.cpp)
 set(KILN_PLAIN_SOURCES
+  lib/Runtime/Runtime.cpp lib/Runtime/GridPlan.cpp
   lib/Runtime/Error.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
+  backends/cuda/CudaRuntime.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
   lib/Verify/Compare.cpp lib/Verify/Reference.cpp
   lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp)
 add_library(kiln SHARED ${KILN_MLIR_SOURCES} ${KILN_PLAIN_SOURCES})
@@ -14,9 +16,12 @@ set_source_files_properties(${KILN_MLIR_SOURCES} PROPERTIES COMPILE_OPTIONS "${K
 target_compile_definitions(kiln PRIVATE KILN_BUILDING_LIBRARY)
 target_include_directories(kiln
   PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
-  PRIVATE ${KILN_INTERNAL_INCLUDES} ${CMAKE_SOURCE_DIR}/backends/cpu)
+  PRIVATE ${KILN_INTERNAL_INCLUDES} ${CMAKE_SOURCE_DIR}/backends/cpu ${CMAKE_SOURCE_DIR}/backends/cuda
+          ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(kiln PRIVATE
-  KilnCpuLowering KilnTransforms KilnTileDialect Eigen3::Eigen
+  KilnCpuLowering KilnCudaLowering KilnTransforms KilnTileDialect Eigen3::Eigen ${CMAKE_DL_LIBS}
+  MLIRGPUDialect MLIRNVVMDialect MLIRGPUToNVVMTransforms MLIRGPUTransforms MLIRNVVMTarget
+  MLIRNVVMToLLVMIRTranslation MLIRGPUToLLVMIRTranslation MLIRMathTransforms
   MLIRExecutionEngineUtils MLIRExecutionEngine MLIRLLVMToLLVMIRTranslation
   MLIRBuiltinToLLVMIRTranslation MLIRSCFToControlFlow MLIRArithTransforms MLIRMathToLLVM
   MLIRMathToLibm MLIRMemRefToLLVM MLIRArithToLLVM MLIRFuncToLLVM MLIRControlFlowToLLVM

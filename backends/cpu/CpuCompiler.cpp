@@ -1,4 +1,5 @@
 #include "CpuCompiler.h"
+#include "Compiler/Pipeline.h"
 
 #include "Dialect/Tile/TileDialect.h"
 #include "Transforms/Passes.h"
@@ -26,6 +27,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <cstring>
 #include <mutex>
 
 namespace kiln::cpu {
@@ -84,14 +86,6 @@ bool usesF16(ModuleOp m) {
   return found;
 }
 
-void runTilePasses(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
-  PassManager pm(m.getContext());
-  pm.nest<tile::KernelOp>().addPass(kiln::createKilnExpandComposites());
-  pm.addPass(createCanonicalizerPass());
-  if (failed(pm.run(m)))
-    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': tile passes failed");
-}
-
 void lowerToLoops(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
   PassManager pm(m.getContext());
   pm.addPass(kiln::createKilnLowerToLoops());
@@ -125,44 +119,43 @@ void registerTranslations(MLIRContext* ctx) {
   ctx->appendDialectRegistry(reg);
 }
 
-std::string print(Operation* op) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  op->print(os);
-  return s;
-}
-
-/// One argument's memref descriptor, as the JIT'd function's packed interface wants it:
-/// allocated ptr, aligned ptr, offset, sizes[rank], strides[rank].
-struct Descriptor {
-  void* allocated;
-  void* aligned;
-  int64_t offset = 0;
-  std::vector<int64_t> sizes, strides;
-};
-
 class CpuKernel : public detail::CompiledImpl {
 public:
   std::unique_ptr<ExecutionEngine> engine;
-  std::shared_ptr<MLIRContext> ctx; // keeps types alive as long as the engine
+  std::shared_ptr<MLIRContext> ctx; // the private context the kernel was compiled in
   void (*fn)(void**) = nullptr;
 
-  void launch(const std::vector<TensorView>& args) override {
+  void launch(const std::vector<TensorView>& args, void*, bool) override {
     detail::checkLaunchArgs(sig, args);
-    std::vector<Descriptor> ds(args.size());
-    std::vector<void*> packed;
-    for (size_t i = 0; i < args.size(); ++i) {
-      ds[i] = {args[i].data, args[i].data, 0, args[i].dims, args[i].effective_strides()};
-    }
-    for (auto& d : ds) {
-      packed.push_back(&d.allocated);
-      packed.push_back(&d.aligned);
-      packed.push_back(&d.offset);
-      for (auto& s : d.sizes) packed.push_back(&s);
-      for (auto& s : d.strides) packed.push_back(&s);
-    }
-    fn(packed.data());
+    detail::PackedArgs packed = detail::packMemrefArgs(args);
+    fn(packed.ptrs.data());
   }
+};
+
+/// Host memory standing in for device memory, so one program runs on either backend.
+struct HostDeviceTensor : detail::DeviceTensorImpl {
+  HostTensor host;
+};
+
+class CpuRuntime : public detail::RuntimeImpl {
+public:
+  std::unique_ptr<detail::CompiledImpl> compile(const Kernel& k) override { return cpu::compile(k); }
+  std::string emit(const Kernel& k, Stage stage) override { return cpu::emit(k, stage); }
+  std::unique_ptr<detail::DeviceTensorImpl> allocate(DType dt, const std::vector<int64_t>& dims) override {
+    auto t = std::make_unique<HostDeviceTensor>();
+    t->host = HostTensor(dt, dims);
+    t->view = t->host.view();
+    return t;
+  }
+  void upload(const HostTensor& from, detail::DeviceTensorImpl& to) override {
+    auto& t = static_cast<HostDeviceTensor&>(to);
+    std::memcpy(t.host.data(), from.data(), from.numel() * size_of(from.dtype()));
+  }
+  void download(const detail::DeviceTensorImpl& from, HostTensor& to) override {
+    auto& t = static_cast<const HostDeviceTensor&>(from);
+    std::memcpy(to.data(), t.host.data(), to.numel() * size_of(to.dtype()));
+  }
+  void synchronize() override {}
 };
 
 } // namespace
@@ -177,12 +170,15 @@ std::string describeHost() {
 
 std::string emit(const Kernel& kernel, Stage stage) {
   if (stage == Stage::tile) return kernel.tile_ir();
+  if (stage == Stage::ptx || stage == Stage::cubin)
+    throw Error(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': ptx and cubin are CUDA "
+                                        "stages; use --backend=cuda (it compiles without a GPU)");
   auto priv = detail::privateCopy(kernel);
   auto& m = priv.module;
   DiagnosticCollector diags(m->getContext());
-  runTilePasses(*m, diags, kernel.name());
+  detail::runTilePasses(*m, diags, kernel.name());
   lowerToLoops(*m, diags, kernel.name());
-  if (stage == Stage::mlir) return print(*m);
+  if (stage == Stage::mlir) return detail::printOp(*m);
   lowerToLLVMDialect(*m, diags, kernel.name());
   registerTranslations(m->getContext());
   llvm::LLVMContext llctx;
@@ -211,7 +207,7 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
     throw Error(ErrorKind::Unsupported, "kernel '" + name + "' uses f16, and this CPU has no "
                                         "F16C instructions to convert it");
   DiagnosticCollector diags(m->getContext());
-  runTilePasses(*m, diags, name);
+  detail::runTilePasses(*m, diags, name);
   out->times.tile_passes_ms = detail::msSince(t0);
 
   t0 = Clock::now();
@@ -238,7 +234,18 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
                "kernel '" + name + "': JIT'd code has no entry: " + llvm::toString(fn.takeError()));
   out->fn = *fn;
   out->times.codegen_ms = detail::msSince(t0);
+  out->report.target = describeHost();
+  out->report.compiler = "LLVM ORC JIT";
   return out;
 }
 
 } // namespace kiln::cpu
+
+namespace kiln::detail {
+std::shared_ptr<RuntimeImpl> makeCpuRuntime(const std::string& why_not_cuda) {
+  auto rt = std::make_shared<cpu::CpuRuntime>();
+  rt->backend = Backend::cpu;
+  rt->description = cpu::describeHost() + (why_not_cuda.empty() ? "" : "; " + why_not_cuda);
+  return rt;
+}
+} // namespace kiln::detail

@@ -61,6 +61,7 @@ struct KILN_API RunResult {
   verify::Report report;
   double trace_ms = 0;  ///< building the tile IR from the DSL
   CompileTimes compile;
+  KernelReport kernel;  ///< registers, shared memory, target
   double run_ms = 0;    ///< first run, on the host clock (warm timing is `kiln bench`, issue 4)
   double flops = 0;
   std::string shape;

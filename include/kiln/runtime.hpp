@@ -14,23 +14,50 @@ KILN_API const char* to_string(Backend b);
 /// "auto", "cpu", "cuda" -> Backend; throws kiln::Error(NotFound) otherwise.
 KILN_API Backend parse_backend(const std::string& name);
 
-/// A stage of the compile pipeline whose IR can be printed.
+/// A stage of the compile pipeline whose output can be printed.
 enum class Stage {
-  tile, ///< tile IR as traced from the DSL
-  mlir, ///< after kiln's tile passes and the backend's lowering to upstream dialects
-  llvm, ///< LLVM IR handed to code generation
+  tile,  ///< tile IR as traced from the DSL
+  mlir,  ///< after kiln's tile passes and the backend's lowering to upstream dialects
+  llvm,  ///< LLVM IR handed to code generation
+  ptx,   ///< CUDA: PTX text
+  cubin, ///< CUDA: the cubin (ELF bytes)
 };
 KILN_API Stage parse_stage(const std::string& name);
+
+struct KILN_API RuntimeOptions {
+  int device = 0;            ///< CUDA device ordinal
+  /// CUDA: compile to PTX and cubin without a GPU (CI, ahead-of-time checks); launching
+  /// is then an error.
+  bool compile_only = false;
+  /// CUDA target: "sm_90a", "sm_80", ... Default: the device's (Hopper and newer get the
+  /// arch-specific 'a' variant), or sm_90a when compiling without a GPU.
+  std::string arch;
+  int num_warps = 4;         ///< CUDA: warps per CTA
+};
 
 /// Wall-clock milliseconds of each compile phase, from one steady clock.
 struct KILN_API CompileTimes {
   double tile_passes_ms = 0;  ///< verify + kiln-expand-composites + canonicalize
-  double lowering_ms = 0;     ///< tile -> loops -> LLVM dialect
-  double codegen_ms = 0;      ///< LLVM IR translation, optimisation, machine code
-  double total_ms() const { return tile_passes_ms + lowering_ms + codegen_ms; }
+  double lowering_ms = 0;     ///< tile -> loops or GPU kernels -> LLVM dialect
+  double codegen_ms = 0;      ///< LLVM codegen (CPU: + JIT; CUDA: -> PTX)
+  double assemble_ms = 0;     ///< CUDA: PTX -> cubin (nvJitLink)
+  double load_ms = 0;         ///< CUDA: module load
+  double total_ms() const { return tile_passes_ms + lowering_ms + codegen_ms + assemble_ms + load_ms; }
 };
 
-namespace detail { struct CompiledImpl; }
+/// What the compiled machine code uses: kept with the kernel.
+struct KILN_API KernelReport {
+  std::string target;        ///< "sm_90a", or the host CPU
+  std::string compiler;      ///< "nvJitLink 13.0", "LLVM ORC JIT"
+  int registers = -1;        ///< per thread (CUDA), -1 when unknown
+  int spill_bytes = -1;      ///< spill stores + loads in bytes (CUDA), -1 when unknown
+  int64_t shared_bytes = 0;  ///< shared memory per CTA (CUDA)
+  int threads = 1;           ///< threads per CTA (CUDA)
+  std::string grid;          ///< the launch grid as a function of the dims
+  std::string str() const;   ///< "sm_90a: 40 registers, 0 spill bytes, 16384 B smem, 128 threads"
+};
+
+namespace detail { struct CompiledImpl; struct RuntimeImpl; struct DeviceTensorImpl; }
 
 /// A kernel ready to run on one backend. Move-only.
 class KILN_API CompiledKernel {
@@ -43,33 +70,60 @@ public:
   const KernelSignature& signature() const;
   Backend backend() const;
   const CompileTimes& times() const;
-  /// Runs the kernel on `args` (one per signature argument, in order). Dims and strides
-  /// are launch values; every argument is checked first (rank, dtype, symbol agreement,
-  /// constants, strides) and a kiln::Error names the argument and the rule broken.
-  /// On the CPU the call returns when the kernel is done.
+  const KernelReport& report() const;
+  /// Runs the kernel on `args` (one per signature argument, in order) and waits for it.
+  /// Dims and strides are launch values; every argument is checked first (rank, dtype,
+  /// symbol agreement, constants, strides; on CUDA, device pointers and alignment) and a
+  /// kiln::Error names the argument and the rule broken.
   void launch(const std::vector<TensorView>& args) const;
+  /// Enqueues the kernel on `stream` (a CUstream, e.g. the engine's own) and returns.
+  /// The CPU backend runs it at once. Errors from the kernel's execution surface at the
+  /// next synchronisation.
+  void launch(const std::vector<TensorView>& args, void* stream) const;
 
 private:
   std::unique_ptr<detail::CompiledImpl> impl_;
 };
 
-/// Where kernels compile and run. `Backend::automatic` picks CUDA when a GPU backend
-/// is available and the CPU otherwise, and says which in describe().
-class KILN_API Runtime {
+/// Memory on a runtime's backend: device memory on CUDA, host memory on the CPU.
+/// Move-only; freed when destroyed.
+class KILN_API DeviceTensor {
 public:
-  static Runtime create(Backend backend = Backend::automatic);
-  Backend backend() const { return backend_; }
-  /// e.g. "cpu (x86_64-pc-linux-gnu sapphirerapids JIT, f16c); cuda: not built into this
-  /// version of kiln"
-  const std::string& describe() const { return description_; }
-  CompiledKernel compile(const Kernel& kernel) const;
-  /// The IR of one stage for this runtime's backend, as text.
-  std::string emit(const Kernel& kernel, Stage stage) const;
+  DeviceTensor();
+  explicit DeviceTensor(std::unique_ptr<detail::DeviceTensorImpl> impl);
+  DeviceTensor(DeviceTensor&&) noexcept;
+  DeviceTensor& operator=(DeviceTensor&&) noexcept;
+  ~DeviceTensor();
+  /// Row-major view of the memory (a device pointer on CUDA).
+  TensorView view() const;
 
 private:
-  Runtime(Backend b, std::string d) : backend_(b), description_(std::move(d)) {}
-  Backend backend_;
-  std::string description_;
+  friend class Runtime;
+  std::unique_ptr<detail::DeviceTensorImpl> impl_;
+};
+
+/// Where kernels compile and run. `Backend::automatic` picks CUDA when a GPU and its
+/// driver are present and the CPU otherwise, and says which (and why) in describe().
+class KILN_API Runtime {
+public:
+  static Runtime create(Backend backend = Backend::automatic, const RuntimeOptions& options = {});
+  Backend backend() const;
+  /// e.g. "cuda: NVIDIA H200 (sm_90a, 132 SMs, driver 13.0)" or
+  /// "cpu (x86_64-pc-linux-gnu sapphirerapids JIT, f16c); cuda: <why not>"
+  const std::string& describe() const;
+  CompiledKernel compile(const Kernel& kernel) const;
+  /// The output of one stage for this runtime's backend (Stage::cubin: the ELF bytes).
+  std::string emit(const Kernel& kernel, Stage stage) const;
+
+  DeviceTensor upload(const HostTensor& host) const;
+  /// An uninitialised (CPU) / zero-filled (CUDA) tensor of `dims`.
+  DeviceTensor allocate(DType dtype, const std::vector<int64_t>& dims) const;
+  void download(const DeviceTensor& from, HostTensor& to) const;
+  void synchronize() const;
+
+private:
+  explicit Runtime(std::shared_ptr<detail::RuntimeImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::RuntimeImpl> impl_;
 };
 
 } // namespace kiln

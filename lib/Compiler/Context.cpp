@@ -8,7 +8,19 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace kiln::detail {
@@ -17,7 +29,20 @@ std::shared_ptr<mlir::MLIRContext> makeContext() {
   mlir::DialectRegistry registry;
   registry.insert<tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::scf::SCFDialect, mlir::memref::MemRefDialect, mlir::math::MathDialect,
-                  mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect>();
+                  mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect,
+                  mlir::NVVM::NVVMDialect>();
+  // The CUDA path: conversions to LLVM that convert-gpu-to-nvvm pulls from each dialect,
+  // the NVVM target (PTX), and translation to LLVM IR. Registered only, loaded on use.
+  mlir::arith::registerConvertArithToLLVMInterface(registry);
+  mlir::cf::registerConvertControlFlowToLLVMInterface(registry);
+  mlir::registerConvertMemRefToLLVMInterface(registry);
+  mlir::registerConvertMathToLLVMInterface(registry);
+  mlir::NVVM::registerConvertGpuToNVVMInterface(registry);
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::registerNVVMDialectTranslation(registry);
+  mlir::registerGPUDialectTranslation(registry);
   auto ctx = std::make_shared<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
   ctx->loadDialect<tile::TileDialect, mlir::arith::ArithDialect>();
   return ctx;
@@ -44,10 +69,6 @@ std::string DiagnosticCollector::take() {
 void DiagnosticCollector::fail(ErrorKind kind, const std::string& what) {
   std::string diag = take();
   throw Error(kind, diag.empty() ? what : what + ":\n" + diag);
-}
-
-double msSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 } // namespace kiln::detail

@@ -10,7 +10,7 @@
 #include "kiln/error.hpp"
 #include "kiln/kernel.hpp"
 #include "kiln/runtime.hpp"
-#include "Runtime/Launch.h"
+#include "Runtime/RuntimeImpl.h"
 #include <chrono>
 
 #include "mlir/IR/BuiltinOps.h"
@@ -56,16 +56,5 @@ private:
   uint64_t id_;
   std::string messages_;
 };
-
-struct CompiledImpl {
-  virtual ~CompiledImpl() = default;
-  virtual void launch(const std::vector<TensorView>& args) = 0;
-  KernelSignature sig;
-  Backend backend = Backend::cpu;
-  CompileTimes times;
-};
-
-/// Milliseconds since `t0` on the steady clock the profiler uses.
-double msSince(std::chrono::steady_clock::time_point t0);
 
 } // namespace kiln::detail

@@ -53,4 +53,21 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
   return bound;
 }
 
+PackedArgs packMemrefArgs(const std::vector<TensorView>& args) {
+  PackedArgs p;
+  size_t n = 0;
+  for (const TensorView& a : args) n += 3 + 2 * a.dims.size();
+  p.words.reserve(n); // ptrs point into words: it must never reallocate
+  for (const TensorView& a : args) {
+    auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(a.data));
+    p.words.push_back(ptr);
+    p.words.push_back(ptr);
+    p.words.push_back(0);
+    for (int64_t d : a.dims) p.words.push_back(d);
+    for (int64_t s : a.effective_strides()) p.words.push_back(s);
+  }
+  for (int64_t& w : p.words) p.ptrs.push_back(&w);
+  return p;
+}
+
 } // namespace kiln::detail

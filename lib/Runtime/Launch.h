@@ -18,4 +18,12 @@ using Bindings = std::map<std::string, int64_t>;
 /// kernel, the argument and the rule.
 Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args);
 
+/// The arguments as a JIT'd or PTX kernel with memref parameters takes them: per tensor
+/// (allocated ptr, aligned ptr, offset, sizes[rank], strides[rank]), one void* per word.
+struct PackedArgs {
+  std::vector<int64_t> words;
+  std::vector<void*> ptrs; ///< point into `words`
+};
+PackedArgs packMemrefArgs(const std::vector<TensorView>& args);
+
 } // namespace kiln::detail

@@ -1,7 +1,7 @@
 #include "kiln/runtime.hpp"
 
-#include "CpuCompiler.h"
-#include "Compiler/KernelImpl.h"
+#include "kiln/error.hpp"
+#include "Runtime/RuntimeImpl.h"
 
 namespace kiln {
 
@@ -22,30 +22,58 @@ Backend parse_backend(const std::string& name) {
 }
 
 Stage parse_stage(const std::string& name) {
-  if (name == "tile") return Stage::tile;
-  if (name == "mlir") return Stage::mlir;
-  if (name == "llvm") return Stage::llvm;
+  static const std::pair<const char*, Stage> stages[] = {
+      {"tile", Stage::tile}, {"mlir", Stage::mlir}, {"llvm", Stage::llvm},
+      {"ptx", Stage::ptx},   {"cubin", Stage::cubin}};
+  for (auto& [n, s] : stages)
+    if (name == n) return s;
   throw Error(ErrorKind::NotFound,
-              "unknown stage '" + name + "' (expected tile, mlir or llvm; ptx and cubin come "
-              "with the CUDA backend)");
+              "unknown stage '" + name + "' (expected tile, mlir, llvm, ptx or cubin)");
 }
 
-// The CUDA backend lands with issue 3; until then asking for it is an honest error and
-// `auto` falls back to the CPU, saying so.
-static const char* kNoCuda = "cuda: not built into this version of kiln";
-
-Runtime Runtime::create(Backend backend) {
-  if (backend == Backend::cuda)
-    throw Error(ErrorKind::Unsupported, std::string("backend 'cuda' is unavailable (") + kNoCuda +
-                                            "); use --backend=cpu or auto");
-  return Runtime(Backend::cpu, cpu::describeHost() + "; " + kNoCuda);
+std::string KernelReport::str() const {
+  std::string s = target;
+  if (registers >= 0) s += ": " + std::to_string(registers) + " registers";
+  if (spill_bytes >= 0) s += ", " + std::to_string(spill_bytes) + " spill bytes";
+  if (threads > 1) s += ", " + std::to_string(shared_bytes) + " B smem, " + std::to_string(threads) + " threads";
+  if (!grid.empty()) s += ", grid " + grid;
+  return s;
 }
 
-CompiledKernel Runtime::compile(const Kernel& kernel) const {
-  return CompiledKernel(cpu::compile(kernel));
+Runtime Runtime::create(Backend backend, const RuntimeOptions& options) {
+  if (backend == Backend::cuda) return Runtime(detail::makeCudaRuntime(options));
+  if (backend == Backend::automatic) {
+    std::string why;
+    if (detail::cudaAvailable(&why)) return Runtime(detail::makeCudaRuntime(options));
+    return Runtime(detail::makeCpuRuntime("cuda: " + why));
+  }
+  return Runtime(detail::makeCpuRuntime(""));
 }
 
-std::string Runtime::emit(const Kernel& kernel, Stage stage) const { return cpu::emit(kernel, stage); }
+Backend Runtime::backend() const { return impl_->backend; }
+const std::string& Runtime::describe() const { return impl_->description; }
+CompiledKernel Runtime::compile(const Kernel& kernel) const { return CompiledKernel(impl_->compile(kernel)); }
+std::string Runtime::emit(const Kernel& kernel, Stage stage) const { return impl_->emit(kernel, stage); }
+
+DeviceTensor Runtime::allocate(DType dtype, const std::vector<int64_t>& dims) const {
+  return DeviceTensor(impl_->allocate(dtype, dims));
+}
+
+DeviceTensor Runtime::upload(const HostTensor& host) const {
+  DeviceTensor t = allocate(host.dtype(), host.dims());
+  impl_->upload(host, *t.impl_);
+  return t;
+}
+
+void Runtime::download(const DeviceTensor& from, HostTensor& to) const {
+  if (!from.impl_) throw Error(ErrorKind::InvalidArgument, "download from an empty DeviceTensor");
+  if (to.dtype() != from.impl_->view.dtype || to.dims() != from.impl_->view.dims)
+    throw Error(ErrorKind::InvalidArgument, "download of " + from.impl_->view.describe() +
+                                                " into a host tensor of another dtype or shape");
+  impl_->download(*from.impl_, to);
+}
+
+void Runtime::synchronize() const { impl_->synchronize(); }
 
 CompiledKernel::CompiledKernel(std::unique_ptr<detail::CompiledImpl> impl) : impl_(std::move(impl)) {}
 CompiledKernel::CompiledKernel(CompiledKernel&&) noexcept = default;
@@ -54,6 +82,17 @@ CompiledKernel::~CompiledKernel() = default;
 const KernelSignature& CompiledKernel::signature() const { return impl_->sig; }
 Backend CompiledKernel::backend() const { return impl_->backend; }
 const CompileTimes& CompiledKernel::times() const { return impl_->times; }
-void CompiledKernel::launch(const std::vector<TensorView>& args) const { impl_->launch(args); }
+const KernelReport& CompiledKernel::report() const { return impl_->report; }
+void CompiledKernel::launch(const std::vector<TensorView>& args) const { impl_->launch(args, nullptr, true); }
+void CompiledKernel::launch(const std::vector<TensorView>& args, void* stream) const {
+  impl_->launch(args, stream, false);
+}
+
+DeviceTensor::DeviceTensor() = default;
+DeviceTensor::DeviceTensor(std::unique_ptr<detail::DeviceTensorImpl> impl) : impl_(std::move(impl)) {}
+DeviceTensor::DeviceTensor(DeviceTensor&&) noexcept = default;
+DeviceTensor& DeviceTensor::operator=(DeviceTensor&&) noexcept = default;
+DeviceTensor::~DeviceTensor() = default;
+TensorView DeviceTensor::view() const { return impl_ ? impl_->view : TensorView{}; }
 
 } // namespace kiln

@@ -29,4 +29,26 @@ def KilnLowerToLoops : Pass<"kiln-lower-to-loops", "::mlir::ModuleOp"> {
                            "::mlir::math::MathDialect"];
 }
 
+def KilnLowerToGPU : Pass<"kiln-lower-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "CUDA backend: lower tile kernels to gpu.func kernels (SIMT, blocked layout)";
+  let description = [{
+    Each `tile.kernel` becomes a `gpu.func` kernel in `gpu.module @kiln`, one CTA per
+    `tile.grid` index (blockIdx.x/y/z) and `num-warps` warps per CTA. A tile value is
+    distributed over the CTA's threads in a blocked layout: thread t holds elements
+    t, t+T, t+2T, ... of the row-major tile, as SSA values (registers). Loads and stores
+    go straight between registers and global memory, coalesced and masked at ragged edges.
+    Ops that need other threads' elements (dot, broadcast, reductions) exchange them
+    through one dynamic shared-memory scratch buffer, fenced by barriers; the pass records
+    its size in `kiln.shared_bytes` on the gpu.func. Math uses polynomial approximations
+    (no libdevice). This is the portable sm_80+ baseline; tensor-core MMA, cp.async
+    pipelining and TMA come as layouts and passes on top of it.
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "int64_t", /*default=*/"4", "warps per CTA">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // KILN_PASSES

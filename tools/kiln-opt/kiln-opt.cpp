@@ -8,7 +8,8 @@
 int main(int argc, char** argv) {
   mlir::DialectRegistry registry;
   registry.insert<kiln::tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
-                  mlir::scf::SCFDialect, mlir::memref::MemRefDialect, mlir::math::MathDialect>();
+                  mlir::scf::SCFDialect, mlir::memref::MemRefDialect, mlir::math::MathDialect,
+                  mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect>();
   kiln::registerKilnPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

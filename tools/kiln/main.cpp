@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <random>
 
@@ -28,16 +29,34 @@ kiln::DType dtypeOf(const std::string& name) {
 }
 
 int cmdCompile(const std::string& kernel, const std::string& emit, const std::string& dtype,
-               const std::string& backend) {
-  if (emit == "ptx" || emit == "cubin")
-    throw kiln::Error(kiln::ErrorKind::Unsupported,
-                      "--emit=" + emit + " needs the CUDA backend, which is not in this version "
-                      "of kiln (use tile, mlir or llvm)");
+               std::string backend, const std::string& arch, const std::string& output) {
   kiln::Stage stage = kiln::parse_stage(emit);
   const auto& entry = kiln::catalogue::find(kernel);
   kiln::Kernel k = entry.make(dtypeOf(dtype));
-  auto rt = kiln::Runtime::create(kiln::parse_backend(backend));
-  std::cout << rt.emit(k, stage);
+  // ptx, cubin and --arch mean CUDA; compiling for CUDA needs no GPU.
+  if (backend.empty())
+    backend = (stage == kiln::Stage::ptx || stage == kiln::Stage::cubin || !arch.empty()) ? "cuda" : "cpu";
+  kiln::RuntimeOptions options;
+  options.arch = arch;
+  options.compile_only = true;
+  kiln::Backend b = kiln::parse_backend(backend);
+  if (b == kiln::Backend::cpu && !arch.empty())
+    throw kiln::Error(kiln::ErrorKind::InvalidArgument, "--arch is a CUDA option; drop it or use --backend=cuda");
+  auto rt = kiln::Runtime::create(b == kiln::Backend::automatic ? kiln::Backend::cpu : b, options);
+  std::string text = rt.emit(k, stage);
+  if (!output.empty()) {
+    std::ofstream out(output, std::ios::binary);
+    out.write(text.data(), std::streamsize(text.size()));
+    if (!out) throw kiln::Error(kiln::ErrorKind::Runtime, "cannot write '" + output + "'");
+    std::printf("wrote %zu bytes of %s to %s\n", text.size(), emit.c_str(), output.c_str());
+    return 0;
+  }
+  if (stage == kiln::Stage::cubin) {
+    auto ck = rt.compile(k);
+    std::printf("cubin: %zu bytes (use -o FILE to save it)\n%s\n", text.size(), ck.report().str().c_str());
+    return 0;
+  }
+  std::cout << text;
   return 0;
 }
 
@@ -53,9 +72,10 @@ int cmdRun(const std::string& kernel, const std::string& backend, const std::str
               static_cast<unsigned long long>(seed));
   std::printf("device: %s\n", rt.describe().c_str());
   std::printf("trace:   %8.2f ms  (DSL -> tile IR)\n", r.trace_ms);
-  std::printf("compile: %8.2f ms  (tile passes %.2f, lowering %.2f, codegen+JIT %.2f)\n",
+  std::printf("compile: %8.2f ms  (tile passes %.2f, lowering %.2f, codegen %.2f, cubin %.2f, load %.2f)\n",
               r.compile.total_ms(), r.compile.tile_passes_ms, r.compile.lowering_ms,
-              r.compile.codegen_ms);
+              r.compile.codegen_ms, r.compile.assemble_ms, r.compile.load_ms);
+  std::printf("kernel:  %s\n", r.kernel.str().c_str());
   std::printf("run:     %8.3f ms  (first call, host clock; %.2f GFLOP/s)\n", r.run_ms,
               r.run_ms > 0 ? r.flops / (r.run_ms * 1e6) : 0.0);
   std::printf("%s\n", r.report.summary().c_str());
@@ -72,12 +92,13 @@ int main(int argc, char** argv) {
   app.add_subcommand("list", "list the built-in kernel catalogue");
 
   auto* compile = app.add_subcommand("compile", "trace a catalogue kernel and print the IR of one stage");
-  std::string ckernel, emit = "tile", cdtype = "f32", cbackend = "cpu";
+  std::string ckernel, emit = "tile", cdtype = "f32", cbackend, arch, output;
   compile->add_option("kernel", ckernel, "catalogue kernel (see `kiln list`)")->required();
-  compile->add_option("--emit", emit, "stage: tile | mlir | llvm (ptx, cubin: CUDA backend)")
-      ->capture_default_str();
+  compile->add_option("--emit", emit, "stage: tile | mlir | llvm | ptx | cubin")->capture_default_str();
+  compile->add_option("--arch", arch, "CUDA target: sm_90a | sm_80 | ... (default sm_90a)");
+  compile->add_option("-o,--output", output, "write the stage's output to this file");
   compile->add_option("--dtype", cdtype, "element type: f32 | f16 | bf16")->capture_default_str();
-  compile->add_option("--backend", cbackend, "cpu | auto | cuda")->capture_default_str();
+  compile->add_option("--backend", cbackend, "cpu | cuda (default: cuda for ptx, cubin or --arch, else cpu)");
 
   auto* run = app.add_subcommand("run", "trace, compile, run on fresh random data and verify");
   std::string rkernel, rbackend = "auto", shape, rdtype = "f32";
@@ -97,7 +118,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("list")) return cmdList();
-    if (app.got_subcommand("compile")) return cmdCompile(ckernel, emit, cdtype, cbackend);
+    if (app.got_subcommand("compile")) return cmdCompile(ckernel, emit, cdtype, cbackend, arch, output);
     return cmdRun(rkernel, rbackend, shape, rdtype, seed);
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln: error [%s]: %s\n", kiln::to_string(e.kind()), e.what());

@@ -1,0 +1,230 @@
+#include "CudaCompiler.h"
+
+#include "Compiler/KernelImpl.h"
+#include "Compiler/Pipeline.h"
+#include "Dialect/Tile/TileDialect.h"
+#include "Transforms/Passes.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+
+namespace kiln::cuda {
+
+using namespace mlir;
+using detail::DiagnosticCollector;
+using Clock = std::chrono::steady_clock;
+
+void checkArch(const std::string& arch) {
+  static const char* known[] = {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
+                                "sm_100", "sm_100a", "sm_120", "sm_120a"};
+  for (const char* k : known)
+    if (arch == k) return;
+  throw Error(ErrorKind::Unsupported,
+              "unsupported CUDA architecture '" + arch +
+                  "': kiln's CUDA backend targets sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, "
+                  "sm_100(a) and sm_120(a) (Ampere and newer)");
+}
+
+namespace {
+
+using detail::GridExpr;
+
+int buildExpr(detail::GridPlan& plan, Value v, const std::string& name) {
+  GridExpr e;
+  Operation* def = v.getDefiningOp();
+  auto binary = [&](GridExpr::Kind k) {
+    e.kind = k;
+    e.lhs = buildExpr(plan, def->getOperand(0), name);
+    e.rhs = buildExpr(plan, def->getOperand(1), name);
+  };
+  if (auto d = dyn_cast_or_null<tile::DimOp>(def)) {
+    e.kind = GridExpr::Sym;
+    e.sym = d.getSymbol().str();
+  } else if (auto c = dyn_cast_or_null<arith::ConstantIndexOp>(def)) {
+    e.value = c.value();
+  } else if (isa_and_nonnull<arith::AddIOp>(def)) binary(GridExpr::Add);
+  else if (isa_and_nonnull<arith::SubIOp>(def)) binary(GridExpr::Sub);
+  else if (isa_and_nonnull<arith::MulIOp>(def)) binary(GridExpr::Mul);
+  else if (isa_and_nonnull<arith::CeilDivSIOp>(def)) binary(GridExpr::CeilDiv);
+  else if (isa_and_nonnull<arith::FloorDivSIOp, arith::DivSIOp>(def)) binary(GridExpr::FloorDiv);
+  else if (isa_and_nonnull<arith::RemSIOp>(def)) binary(GridExpr::Rem);
+  else if (isa_and_nonnull<arith::MinSIOp>(def)) binary(GridExpr::Min);
+  else if (isa_and_nonnull<arith::MaxSIOp>(def)) binary(GridExpr::Max);
+  else
+    throw Error(ErrorKind::CompileFailed,
+                "kernel '" + name + "': a tile.grid size must be computed from dims and constants "
+                "with add, sub, mul, ceildiv, div, rem, min or max; got " +
+                (def ? def->getName().getStringRef().str() : std::string("a block argument")));
+  plan.nodes.push_back(e);
+  return plan.nodes.size() - 1;
+}
+
+detail::GridPlan gridPlan(ModuleOp m, const std::string& name) {
+  auto kernel = *m.getOps<tile::KernelOp>().begin();
+  SmallVector<tile::GridOp> grids(kernel.getBody().front().getOps<tile::GridOp>());
+  if (grids.size() > 1)
+    throw Error(ErrorKind::Unsupported, "kernel '" + name + "' has " + std::to_string(grids.size()) +
+                                            " tile.grid ops; the CUDA backend launches one grid per kernel");
+  detail::GridPlan plan;
+  if (grids.empty()) { // no grid: the whole kernel is one CTA
+    plan.nodes.push_back(GridExpr{GridExpr::Const, 1, {}, -1, -1});
+    plan.roots.push_back(0);
+    return plan;
+  }
+  for (Value s : grids[0].getSizes()) plan.roots.push_back(buildExpr(plan, s, name));
+  return plan;
+}
+
+/// convert-gpu-to-nvvm, minus its libdevice detour: upstream marks fabs, fma, sqrt, ...
+/// illegal and calls __nv_* functions for them, which then need libdevice.bc at compile
+/// time. NVPTX lowers those LLVM intrinsics natively, so kiln keeps them and its PTX is
+/// self-contained.
+LogicalResult convertToNVVM(gpu::GPUModuleOp gm) {
+  MLIRContext* ctx = gm.getContext();
+  // The GPU patterns name NVVM attributes, so NVVM must be loaded before they are built
+  // (a pass would declare it as a dependent dialect).
+  ctx->loadDialect<NVVM::NVVMDialect, LLVM::LLVMDialect>();
+  LowerToLLVMOptions options(ctx, DataLayout(gm));
+  options.overrideIndexBitwidth(64);
+  LLVMTypeConverter converter(ctx, options);
+  configureGpuToNVVMTypeConverter(converter);
+  RewritePatternSet patterns(ctx);
+  populateGpuToNVVMConversionPatterns(converter, patterns);
+  arith::populateArithToLLVMConversionPatterns(converter, patterns);
+  cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
+  populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
+  populateMathToLLVMConversionPatterns(converter, patterns);
+  LLVMConversionTarget target(*ctx);
+  target.addLegalDialect<NVVM::NVVMDialect>();
+  target.addIllegalDialect<gpu::GPUDialect, arith::ArithDialect, cf::ControlFlowDialect,
+                           memref::MemRefDialect, math::MathDialect>();
+  target.addLegalOp<gpu::GPUModuleOp, gpu::YieldOp>();
+  return applyPartialConversion(gm, target, std::move(patterns));
+}
+
+void lowerToNVVM(ModuleOp m, int numWarps, DiagnosticCollector& diags, const std::string& name,
+                 Stage stop, std::string* dump) {
+  {
+    PassManager pm(m.getContext());
+    KilnLowerToGPUOptions opts;
+    opts.numWarps = numWarps;
+    pm.addPass(kiln::createKilnLowerToGPU(opts));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (failed(pm.run(m)))
+      diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to GPU kernels failed");
+  }
+  if (stop == Stage::mlir && dump) {
+    *dump = detail::printOp(m);
+    return;
+  }
+  // Math as polynomials in arith ops (accurate to f32 rounding): no libdevice needed.
+  for (auto gm : m.getOps<gpu::GPUModuleOp>()) {
+    RewritePatternSet patterns(m.getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsGreedily(gm, std::move(patterns))))
+      diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': math approximation failed");
+  }
+  PassManager pm(m.getContext());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(arith::createArithExpandOpsPass()); // ceildiv & co. as plain integer ops
+  if (failed(pm.run(m)))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering loops failed");
+  for (auto gm : m.getOps<gpu::GPUModuleOp>())
+    if (failed(convertToNVVM(gm)))
+      diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to NVVM failed");
+  PassManager reconcile(m.getContext());
+  reconcile.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(reconcile.run(m)))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to NVVM failed");
+}
+
+} // namespace
+
+DeviceCode compileToPtx(const Kernel& kernel, const std::string& arch, int numWarps, Stage stop,
+                        std::string* dump) {
+  checkArch(arch);
+  const std::string& name = kernel.name();
+  if (numWarps < 1 || numWarps > 32)
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + name + "': num_warps must be 1..32, got " +
+                                                std::to_string(numWarps));
+  DeviceCode out;
+  out.name = name;
+  out.arch = arch;
+  out.threads = int64_t(numWarps) * 32;
+
+  auto t0 = Clock::now();
+  auto priv = detail::privateCopy(kernel);
+  ModuleOp m = *priv.module;
+  DiagnosticCollector diags(m.getContext());
+  detail::runTilePasses(m, diags, name);
+  out.grid = gridPlan(m, name);
+  out.times.tile_passes_ms = detail::msSince(t0);
+
+  t0 = Clock::now();
+  lowerToNVVM(m, numWarps, diags, name, stop, dump);
+  out.times.lowering_ms = detail::msSince(t0);
+  if (stop == Stage::mlir) return out;
+
+  auto gms = llvm::to_vector(m.getOps<gpu::GPUModuleOp>());
+  for (auto f : gms[0].getOps<LLVM::LLVMFuncOp>()) {
+    if (f.getName() == name) {
+      if (auto smem = f->getAttrOfType<IntegerAttr>("kiln.shared_bytes")) out.shared_bytes = smem.getInt();
+    } else if (f.isExternal() && f.getName().starts_with("__nv_")) {
+      throw Error(ErrorKind::CompileFailed, "kernel '" + name + "': lowering left a call to libdevice's " +
+                                                f.getName().str() + "; kiln emits self-contained PTX");
+    }
+  }
+
+  if (stop == Stage::llvm) {
+    llvm::LLVMContext llctx;
+    auto llmod = translateModuleToLLVMIR(gms[0], llctx, name);
+    if (!llmod) diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': LLVM IR translation failed");
+    if (dump) {
+      llvm::raw_string_ostream os(*dump);
+      llmod->print(os, nullptr);
+    }
+    return out;
+  }
+
+  t0 = Clock::now();
+  PassManager pm(m.getContext());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = arch;
+  target.features = "+ptx80";
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  GpuModuleToBinaryPassOptions bin;
+  bin.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(bin));
+  if (failed(pm.run(m)))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
+  auto binary = *m.getOps<gpu::BinaryOp>().begin();
+  auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+  out.ptx = object.getObject().getValue().str();
+  out.times.codegen_ms = detail::msSince(t0);
+  return out;
+}
+
+} // namespace kiln::cuda

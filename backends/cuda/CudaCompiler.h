@@ -1,0 +1,32 @@
+#pragma once
+// Internal: the CUDA backend's compiler, tile IR -> gpu/nvvm -> LLVM -> PTX, in-process.
+// Needs no GPU and no driver. (PTX -> cubin is NvJitLink.h; loading is Driver.h.)
+#include <string>
+
+#include "kiln/kernel.hpp"
+#include "kiln/runtime.hpp"
+#include "Runtime/GridPlan.h"
+
+namespace kiln::cuda {
+
+struct DeviceCode {
+  std::string name;         ///< the kernel's entry in the PTX
+  std::string ptx;
+  std::string arch;         ///< "sm_90a"
+  int64_t shared_bytes = 0; ///< dynamic shared memory per CTA
+  int64_t threads = 0;      ///< threads per CTA
+  detail::GridPlan grid;
+  CompileTimes times;       ///< tile passes, lowering, codegen (PTX)
+};
+
+/// Compiles `kernel` to PTX for `arch` with `numWarps` warps per CTA. When `stop` is
+/// Stage::mlir or Stage::llvm, returns that stage's text in `*dump` and leaves the PTX
+/// empty. Throws kiln::Error(CompileFailed) with the failing pass's diagnostics.
+DeviceCode compileToPtx(const Kernel& kernel, const std::string& arch, int numWarps,
+                        Stage stop = Stage::ptx, std::string* dump = nullptr);
+
+/// "sm_80".."sm_120a": the archs kiln's CUDA backend targets; kiln::Error(Unsupported)
+/// naming the supported set otherwise.
+void checkArch(const std::string& arch);
+
+} // namespace kiln::cuda

@@ -1,0 +1,222 @@
+// The CUDA backend behind kiln::Runtime: compile (PTX -> cubin), load, check, launch.
+#include "CudaCompiler.h"
+#include "Driver.h"
+#include "NvJitLink.h"
+
+#include "kiln/error.hpp"
+#include "Runtime/RuntimeImpl.h"
+
+// kiln::cuda has a detail namespace of its own (Driver.h); name kiln's plainly.
+namespace kd = ::kiln::detail;
+
+namespace kiln::cuda {
+
+namespace {
+
+constexpr int kDefaultSmemLimit = 48 * 1024; // above this a kernel must opt in
+const char* kDefaultOfflineArch = "sm_90a";
+
+struct CudaState {
+  RuntimeOptions options;
+  bool compile_only = false;
+  DeviceInfo device;
+  Context context;
+  std::string arch;
+};
+
+class CudaKernel : public kd::CompiledImpl {
+public:
+  std::shared_ptr<CudaState> state;
+  DeviceCode code;
+  Module module;
+  CUfunction function = nullptr;
+  std::vector<char> cubin; ///< kept by a compile-only runtime
+
+  void launch(const std::vector<TensorView>& args, void* stream, bool wait) override {
+    if (state->compile_only)
+      throw Error(ErrorKind::Unsupported, "kernel '" + sig.name + "' was compiled by a compile-only "
+                                          "CUDA runtime (no GPU): it cannot be launched");
+    kd::Bindings bound = kd::checkLaunchArgs(sig, args);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const TensorView& a = args[i];
+      if (a.numel() == 0) continue;
+      auto p = reinterpret_cast<CUdeviceptr>(a.data);
+      int where = pointerDeviceOrdinal(p);
+      if (where != state->device.ordinal)
+        throw Error(ErrorKind::InvalidArgument,
+                    "kernel '" + sig.name + "': argument '" + sig.args[i].name + "' is not memory of CUDA device " +
+                        std::to_string(state->device.ordinal) +
+                        (where < 0 ? " (a host pointer, or not allocated by CUDA)" : " (it is on device " + std::to_string(where) + ")"));
+      if (p % size_of(a.dtype) != 0)
+        throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': argument '" + sig.args[i].name +
+                                                    "' is misaligned: its address must be a multiple of " +
+                                                    std::to_string(size_of(a.dtype)) + " bytes");
+    }
+    std::vector<int64_t> grid = code.grid.evaluate(bound, sig.name);
+    while (grid.size() < 3) grid.push_back(1);
+    for (int64_t g : grid)
+      if (g == 0) return; // an empty problem: nothing to run
+    const int64_t limits[3] = {(1ll << 31) - 1, 65535, 65535};
+    for (int d = 0; d < 3; ++d)
+      if (grid[d] < 0 || grid[d] > limits[d])
+        throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': grid " + code.grid.str() + " = " +
+                                                    std::to_string(grid[d]) + " CTAs in dim " + std::to_string(d) +
+                                                    ", over CUDA's limit of " + std::to_string(limits[d]));
+    state->context.makeCurrent();
+    kd::PackedArgs packed = kd::packMemrefArgs(args);
+    auto s = static_cast<CUstream>(stream);
+    launchKernel(function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
+                 {unsigned(code.threads), 1, 1}, unsigned(code.shared_bytes), s, packed.ptrs.data());
+    if (wait) KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(s), "running kernel '" + sig.name + "'");
+  }
+};
+
+struct CudaTensor : kd::DeviceTensorImpl {
+  DeviceBuffer buffer;
+};
+
+class CudaRuntime : public kd::RuntimeImpl {
+public:
+  std::shared_ptr<CudaState> state;
+
+  std::unique_ptr<kd::CompiledImpl> compile(const Kernel& kernel) override {
+    auto out = std::make_unique<CudaKernel>();
+    out->state = state;
+    out->sig = kernel.signature();
+    out->backend = Backend::cuda;
+    out->code = compileToPtx(kernel, state->arch, state->options.num_warps);
+    out->times = out->code.times;
+    KernelReport& r = out->report;
+    r.target = state->arch;
+    r.shared_bytes = out->code.shared_bytes;
+    r.threads = int(out->code.threads);
+    r.grid = out->code.grid.str();
+
+    auto t0 = std::chrono::steady_clock::now();
+    std::string why;
+    std::vector<char> image;
+    if (nvJitLinkAvailable(&why)) {
+      CubinResult cubin = ptxToCubin(out->code.ptx, state->arch, kernel.name());
+      image = std::move(cubin.cubin);
+      r.compiler = cubin.compiler;
+      r.registers = cubin.registers;
+      if (cubin.spill_stores >= 0) r.spill_bytes = cubin.spill_stores + std::max(cubin.spill_loads, 0);
+    } else if (state->compile_only) {
+      throw Error(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': no cubin without nvJitLink (" + why + ")");
+    } else {
+      r.compiler = "CUDA driver PTX JIT (nvJitLink unavailable: " + why + ")";
+    }
+    out->times.assemble_ms = kd::msSince(t0);
+    if (state->compile_only) {
+      out->cubin = std::move(image);
+      return out;
+    }
+
+    t0 = std::chrono::steady_clock::now();
+    state->context.makeCurrent();
+    if (out->code.shared_bytes > state->device.max_smem_per_block_optin)
+      throw Error(ErrorKind::Unsupported,
+                  "kernel '" + kernel.name() + "' needs " + std::to_string(out->code.shared_bytes) +
+                      " bytes of shared memory per CTA; " + state->device.name + " allows " +
+                      std::to_string(state->device.max_smem_per_block_optin) + " (use smaller tiles)");
+    out->module = image.empty() ? Module(out->code.ptx, kernel.name()) : Module(image, kernel.name());
+    out->function = out->module.getFunction(kernel.name());
+    if (out->code.shared_bytes > kDefaultSmemLimit)
+      setMaxDynamicSharedMemory(out->function, int(out->code.shared_bytes), kernel.name());
+    if (r.registers < 0) r.registers = queryFunction(out->function).registers;
+    out->times.load_ms = kd::msSince(t0);
+    return out;
+  }
+
+  std::string emit(const Kernel& kernel, Stage stage) override {
+    if (stage == Stage::tile) return kernel.tile_ir();
+    std::string dump;
+    DeviceCode code = compileToPtx(kernel, state->arch, state->options.num_warps, stage, &dump);
+    if (stage == Stage::mlir || stage == Stage::llvm) return dump;
+    if (stage == Stage::ptx) return code.ptx;
+    CubinResult cubin = ptxToCubin(code.ptx, state->arch, kernel.name());
+    return std::string(cubin.cubin.begin(), cubin.cubin.end());
+  }
+
+  std::unique_ptr<kd::DeviceTensorImpl> allocate(DType dt, const std::vector<int64_t>& dims) override {
+    needDevice("allocate device memory");
+    auto t = std::make_unique<CudaTensor>();
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    state->context.makeCurrent();
+    t->buffer = DeviceBuffer(size_t(n * size_of(dt)));
+    if (n > 0) t->buffer.fillBytes(0);
+    t->view = TensorView{reinterpret_cast<void*>(t->buffer.ptr()), dt, dims, {}};
+    return t;
+  }
+  void upload(const HostTensor& from, kd::DeviceTensorImpl& to) override {
+    state->context.makeCurrent();
+    auto& t = static_cast<CudaTensor&>(to);
+    if (from.numel() > 0) t.buffer.upload(from.data(), size_t(from.numel() * size_of(from.dtype())));
+  }
+  void download(const kd::DeviceTensorImpl& from, HostTensor& to) override {
+    state->context.makeCurrent();
+    auto& t = static_cast<const CudaTensor&>(from);
+    if (to.numel() > 0) t.buffer.download(to.data(), size_t(to.numel() * size_of(to.dtype())));
+  }
+  void synchronize() override {
+    needDevice("synchronize");
+    state->context.synchronize();
+  }
+
+private:
+  void needDevice(const char* what) {
+    if (state->compile_only)
+      throw Error(ErrorKind::Unsupported, std::string("cannot ") + what + ": this CUDA runtime is compile-only (no GPU)");
+  }
+};
+
+} // namespace
+
+} // namespace kiln::cuda
+
+namespace kiln::detail {
+
+bool cudaAvailable(std::string* why) {
+  if (!cuda::available(why)) return false;
+  if (cuda::deviceCount() == 0) {
+    if (why) *why = "the CUDA driver sees no GPU";
+    return false;
+  }
+  return true;
+}
+
+std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
+  auto state = std::make_shared<cuda::CudaState>();
+  state->options = options;
+  state->compile_only = options.compile_only;
+  auto rt = std::make_shared<cuda::CudaRuntime>();
+  rt->backend = Backend::cuda;
+  rt->state = state;
+  if (options.compile_only) {
+    state->arch = options.arch.empty() ? cuda::kDefaultOfflineArch : options.arch;
+    cuda::checkArch(state->arch);
+    rt->description = "cuda compile-only (" + state->arch + ", no device)";
+    return rt;
+  }
+  cuda::driver(); // throws kiln::Error(Unsupported) saying why there is no driver or GPU
+  int count = cuda::deviceCount();
+  if (options.device < 0 || options.device >= count)
+    throw Error(ErrorKind::Unsupported, "CUDA device " + std::to_string(options.device) + " does not exist (" +
+                                            std::to_string(count) + " visible)");
+  state->device = cuda::queryDevice(options.device);
+  state->arch = options.arch.empty() ? state->device.arch() : options.arch;
+  cuda::checkArch(state->arch);
+  if (state->device.cc_major < 8)
+    throw Error(ErrorKind::Unsupported, state->device.name + " has compute capability " +
+                                            std::to_string(state->device.cc_major) + "." +
+                                            std::to_string(state->device.cc_minor) +
+                                            "; kiln's CUDA backend needs 8.0 (Ampere) or newer");
+  state->context = cuda::Context(options.device);
+  rt->description = "cuda: " + state->device.name + " (" + state->arch + ", " +
+                    std::to_string(state->device.sm_count) + " SMs, driver " +
+                    cuda::formatDriverVersion(state->device.driver_version) + ")";
+  return rt;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,451 @@
+// kiln-lower-to-gpu: the CUDA backend's portable (sm_80+) lowering of tile kernels.
+//
+// Layout: a tile of N elements is spread over the CTA's T threads in a blocked layout —
+// thread t holds elements t, t+T, t+2T, ... of the row-major tile — as plain SSA values,
+// so they live in registers and consecutive threads touch consecutive addresses (loads
+// and stores coalesce). Elements past N on the last step are "phantoms": their
+// coordinates are clamped into the tile so every address stays valid, and they are never
+// written anywhere. Ops that need another thread's elements (dot, broadcast, reduce)
+// stage their inputs in one dynamic shared-memory scratch buffer between two barriers.
+#include "Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <numbers>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLOWERTOGPU
+#include "Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln::tile;
+
+namespace {
+
+using Elems = SmallVector<Value>;
+
+struct ViewInfo {
+  Value base;
+  SmallVector<Value> offsets;
+  SmallVector<int64_t> shape;
+};
+
+/// One element a thread holds: its flat index in the tile, its coordinates (clamped for
+/// phantoms) and whether it exists (null when it always does).
+struct Slot {
+  SmallVector<Value> coords;
+  Value flat;
+  Value valid;
+};
+
+int64_t numel(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+class GpuKernelLowering {
+public:
+  GpuKernelLowering(KernelOp k, gpu::GPUModuleOp m, int64_t threads)
+      : kernel_(k), module_(m), T_(threads), b_(k.getContext()) {}
+  LogicalResult run();
+
+private:
+  Location loc() const { return loc_; }
+  Value cidx(int64_t v) { return b_.create<arith::ConstantIndexOp>(loc_, v); }
+  int64_t perThread(ArrayRef<int64_t> shape) const { return (numel(shape) + T_ - 1) / T_; }
+  Slot slot(ArrayRef<int64_t> shape, int64_t k);
+  Value linearize(ArrayRef<Value> coords, ArrayRef<int64_t> shape);
+  Value toF32(Value v) {
+    return v.getType().isF32() ? v : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), v);
+  }
+  Value fromF32(Value v, Type to) {
+    return to.isF32() ? v : b_.create<arith::TruncFOp>(loc_, to, v);
+  }
+  Value constOf(Type t, double v) {
+    return b_.create<arith::ConstantOp>(loc_, b_.getFloatAttr(t, v));
+  }
+  Value andOf(Value a, Value b) {
+    if (!a) return b;
+    if (!b) return a;
+    return b_.create<arith::AndIOp>(loc_, a, b);
+  }
+  /// A flat shared-memory array of `n` elements of `elt` at `byteOffset` of the scratch.
+  Value shared(int64_t n, Type elt, int64_t byteOffset);
+  void barrier() { b_.create<gpu::BarrierOp>(loc_); }
+  /// Writes a distributed tile into shared memory (row-major), fenced by barriers.
+  Value stage(const Elems& v, TileType t, int64_t byteOffset);
+
+  LogicalResult lowerBlock(Block& block);
+  LogicalResult lowerOp(Operation* op);
+  LogicalResult lowerLoop(LoopOp op);
+  Value elementwise(Operation* op, ArrayRef<Value> x);
+
+  KernelOp kernel_;
+  gpu::GPUModuleOp module_;
+  int64_t T_;
+  OpBuilder b_;
+  Location loc_ = kernel_.getLoc();
+  gpu::GPUFuncOp func_;
+  Value tid_, smemBase_;
+  int64_t smemBytes_ = 0;
+  IRMapping map_;
+  DenseMap<Value, Elems> tiles_;
+  DenseMap<Value, ViewInfo> views_;
+};
+
+Slot GpuKernelLowering::slot(ArrayRef<int64_t> shape, int64_t k) {
+  int64_t n = numel(shape);
+  Slot s;
+  s.flat = b_.create<arith::AddIOp>(loc_, tid_, cidx(k * T_));
+  Value e = s.flat;
+  if ((k + 1) * T_ > n) { // the last step may run past the tile: clamp, and mark
+    s.valid = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, s.flat, cidx(n));
+    e = b_.create<arith::MinUIOp>(loc_, s.flat, cidx(n - 1));
+    s.flat = e;
+  }
+  s.coords.resize(shape.size());
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    s.coords[d] = d == 0 ? e : b_.create<arith::RemUIOp>(loc_, e, cidx(shape[d])).getResult();
+    if (d > 0) e = b_.create<arith::DivUIOp>(loc_, e, cidx(shape[d]));
+  }
+  return s;
+}
+
+Value GpuKernelLowering::linearize(ArrayRef<Value> coords, ArrayRef<int64_t> shape) {
+  Value flat = coords[0];
+  for (size_t d = 1; d < shape.size(); ++d)
+    flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, flat, cidx(shape[d])),
+                                    coords[d]);
+  return flat;
+}
+
+Value GpuKernelLowering::shared(int64_t n, Type elt, int64_t byteOffset) {
+  int64_t bytes = n * (elt.getIntOrFloatBitWidth() / 8);
+  smemBytes_ = std::max(smemBytes_, byteOffset + bytes);
+  auto ws = gpu::AddressSpaceAttr::get(b_.getContext(), gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get({n}, elt, MemRefLayoutAttrInterface{}, ws);
+  return b_.create<memref::ViewOp>(loc_, type, smemBase_, cidx(byteOffset), ValueRange{});
+}
+
+Value GpuKernelLowering::stage(const Elems& v, TileType t, int64_t byteOffset) {
+  Value buf = shared(t.getNumElements(), t.getElementType(), byteOffset);
+  barrier(); // earlier readers of the scratch are done
+  for (int64_t k = 0; k < (int64_t)v.size(); ++k) {
+    Slot s = slot(t.getShape(), k);
+    if (!s.valid) {
+      b_.create<memref::StoreOp>(loc_, v[k], buf, s.flat);
+      continue;
+    }
+    auto ifOp = b_.create<scf::IfOp>(loc_, s.valid, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    b_.create<memref::StoreOp>(loc_, v[k], buf, s.flat);
+  }
+  barrier(); // every element written before anyone reads
+  return buf;
+}
+
+LogicalResult GpuKernelLowering::run() {
+  MLIRContext* ctx = kernel_.getContext();
+  auto global = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Global);
+  SmallVector<Type> argTypes;
+  for (unsigned i = 0; i < kernel_.getNumArguments(); ++i) {
+    TensorArgType t = kernel_.getArgType(i);
+    SmallVector<int64_t> dyn(t.getRank(), ShapedType::kDynamic);
+    auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn);
+    argTypes.push_back(MemRefType::get(dyn, t.getElementType(), layout, global));
+  }
+  b_.setInsertionPointToEnd(module_.getBody());
+  func_ = b_.create<gpu::GPUFuncOp>(loc_, kernel_.getSymName(), b_.getFunctionType(argTypes, {}));
+  func_->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
+  func_.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({int32_t(T_), 1, 1}));
+  Block& entry = func_.getBody().front();
+  for (unsigned i = 0; i < kernel_.getNumArguments(); ++i)
+    map_.map(kernel_.getArgument(i), entry.getArgument(i));
+  b_.setInsertionPointToStart(&entry);
+  tid_ = b_.create<gpu::ThreadIdOp>(loc_, gpu::Dimension::x);
+  auto ws = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  smemBase_ = b_.create<gpu::DynamicSharedMemoryOp>(
+      loc_, MemRefType::get({ShapedType::kDynamic}, b_.getI8Type(), MemRefLayoutAttrInterface{}, ws));
+  if (failed(lowerBlock(kernel_.getBody().front()))) return failure();
+  b_.create<gpu::ReturnOp>(loc_);
+  func_->setAttr("kiln.shared_bytes", b_.getI64IntegerAttr(smemBytes_));
+  func_->setAttr("kiln.threads", b_.getI64IntegerAttr(T_));
+  kernel_.erase();
+  return success();
+}
+
+LogicalResult GpuKernelLowering::lowerBlock(Block& block) {
+  for (Operation& op : block.without_terminator())
+    if (failed(lowerOp(&op))) return failure();
+  return success();
+}
+
+LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
+  loc_ = op->getLoc();
+  return llvm::TypeSwitch<Operation*, LogicalResult>(op)
+      .Case<DimOp>([&](DimOp d) {
+        auto [arg, dim] = *kernel_.findSymbol(d.getSymbol());
+        map_.map(d.getResult(), b_.create<memref::DimOp>(loc_, map_.lookup(kernel_.getArgument(arg)), dim));
+        return success();
+      })
+      .Case<GridOp>([&](GridOp g) {
+        static const gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y, gpu::Dimension::z};
+        for (auto [i, iv] : llvm::enumerate(g.getBody().front().getArguments()))
+          map_.map(iv, b_.create<gpu::BlockIdOp>(loc_, dims[i]));
+        return lowerBlock(g.getBody().front());
+      })
+      .Case<LoopOp>([&](LoopOp l) { return lowerLoop(l); })
+      .Case<ViewOp>([&](ViewOp v) {
+        ViewInfo info{map_.lookup(v.getTensor()), {}, llvm::to_vector(v.getType().getShape())};
+        for (auto [d, idx] : llvm::enumerate(v.getIndices()))
+          info.offsets.push_back(b_.create<arith::MulIOp>(loc_, map_.lookup(idx), cidx(info.shape[d])));
+        views_[v.getResult()] = info;
+        return success();
+      })
+      .Case<LoadOp>([&](LoadOp l) {
+        const ViewInfo& v = views_.at(l.getView());
+        TileType t = l.getType();
+        Type elt = t.getElementType();
+        double pad = l.getPadding().convertToDouble();
+        SmallVector<Value> dims;
+        for (size_t d = 0; d < v.shape.size(); ++d) dims.push_back(b_.create<memref::DimOp>(loc_, v.base, d));
+        Elems out;
+        for (int64_t k = 0; k < perThread(t.getShape()); ++k) {
+          Slot s = slot(t.getShape(), k);
+          SmallVector<Value> g;
+          Value inb = s.valid;
+          for (size_t d = 0; d < v.shape.size(); ++d) {
+            g.push_back(b_.create<arith::AddIOp>(loc_, v.offsets[d], s.coords[d]));
+            inb = andOf(inb, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, g[d], dims[d]));
+          }
+          auto ifOp = b_.create<scf::IfOp>(loc_, TypeRange{elt}, inb, /*withElse=*/true);
+          {
+            OpBuilder::InsertionGuard guard(b_);
+            b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+            b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<memref::LoadOp>(loc_, v.base, g)});
+            b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
+            b_.create<scf::YieldOp>(loc_, ValueRange{constOf(elt, pad)});
+          }
+          out.push_back(ifOp.getResult(0));
+        }
+        tiles_[l.getResult()] = out;
+        return success();
+      })
+      .Case<StoreOp>([&](StoreOp st) {
+        const ViewInfo& v = views_.at(st.getView());
+        TileType t = st.getValue().getType();
+        const Elems& src = tiles_.at(st.getValue());
+        SmallVector<Value> dims;
+        for (size_t d = 0; d < v.shape.size(); ++d) dims.push_back(b_.create<memref::DimOp>(loc_, v.base, d));
+        for (int64_t k = 0; k < (int64_t)src.size(); ++k) {
+          Slot s = slot(t.getShape(), k);
+          SmallVector<Value> g;
+          Value inb = s.valid;
+          for (size_t d = 0; d < v.shape.size(); ++d) {
+            g.push_back(b_.create<arith::AddIOp>(loc_, v.offsets[d], s.coords[d]));
+            inb = andOf(inb, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, g[d], dims[d]));
+          }
+          auto ifOp = b_.create<scf::IfOp>(loc_, inb, /*withElse=*/false);
+          OpBuilder::InsertionGuard guard(b_);
+          b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+          b_.create<memref::StoreOp>(loc_, src[k], v.base, g);
+        }
+        return success();
+      })
+      .Case<FullOp>([&](FullOp f) {
+        Value c = constOf(f.getType().getElementType(), f.getValue().convertToDouble());
+        tiles_[f.getResult()] = Elems(perThread(f.getType().getShape()), c);
+        return success();
+      })
+      .Case<SplatOp>([&](SplatOp s) {
+        Value x = map_.lookup(s.getScalar());
+        if (x.getType().isIndex())
+          x = b_.create<arith::SIToFPOp>(loc_, b_.getF32Type(),
+                                         b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), x));
+        x = fromF32(x, s.getType().getElementType());
+        tiles_[s.getResult()] = Elems(perThread(s.getType().getShape()), x);
+        return success();
+      })
+      .Case<DotOp>([&](DotOp d) {
+        TileType at = d.getLhs().getType(), bt = d.getRhs().getType(), ct = d.getType();
+        int64_t M = ct.getShape()[0], N = ct.getShape()[1], K = at.getShape()[1];
+        int64_t aBytes = at.getNumElements() * (at.getElementType().getIntOrFloatBitWidth() / 8);
+        Value sa = stage(tiles_.at(d.getLhs()), at, 0);
+        // B goes after A, 16-byte aligned; staged separately so A's barrier pair also
+        // covers B's writes being ordered after earlier reads.
+        Value sb = stage(tiles_.at(d.getRhs()), bt, (aBytes + 15) / 16 * 16);
+        const Elems& acc = tiles_.at(d.getAcc());
+        SmallVector<Slot> slots;
+        for (int64_t k = 0; k < (int64_t)acc.size(); ++k) slots.push_back(slot(ct.getShape(), k));
+        auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(K), cidx(1), ValueRange(acc));
+        {
+          OpBuilder::InsertionGuard guard(b_);
+          b_.setInsertionPointToStart(loop.getBody());
+          Value kk = loop.getInductionVar();
+          Elems next;
+          for (auto [k, s] : llvm::enumerate(slots)) {
+            Value ai = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, s.coords[0], cidx(K)), kk);
+            Value bi = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, kk, cidx(N)), s.coords[1]);
+            Value prod = b_.create<arith::MulFOp>(loc_, toF32(b_.create<memref::LoadOp>(loc_, sa, ai)),
+                                                  toF32(b_.create<memref::LoadOp>(loc_, sb, bi)));
+            next.push_back(b_.create<arith::AddFOp>(loc_, loop.getRegionIterArgs()[k], prod));
+          }
+          b_.create<scf::YieldOp>(loc_, next);
+        }
+        (void)M;
+        tiles_[d.getResult()] = Elems(loop.getResults());
+        return success();
+      })
+      .Case<BroadcastOp>([&](BroadcastOp bc) {
+        TileType in = bc.getInput().getType(), out = bc.getType();
+        Value buf = stage(tiles_.at(bc.getInput()), in, 0);
+        Elems res;
+        for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
+          Slot s = slot(out.getShape(), k);
+          SmallVector<Value> src;
+          for (int64_t d : bc.getDims()) src.push_back(s.coords[d]);
+          res.push_back(b_.create<memref::LoadOp>(loc_, buf, linearize(src, in.getShape())));
+        }
+        tiles_[bc.getResult()] = res;
+        return success();
+      })
+      .Case<ReduceSumOp, ReduceMaxOp>([&](auto r) {
+        bool isMax = isa<ReduceMaxOp>(r.getOperation());
+        TileType in = r.getInput().getType(), out = r.getType();
+        int64_t dim = r.getDim();
+        Value buf = stage(tiles_.at(r.getInput()), in, 0);
+        Elems res;
+        for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
+          Slot s = slot(out.getShape(), k);
+          Value init = constOf(b_.getF32Type(), isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+          auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(in.getShape()[dim]), cidx(1), ValueRange{init});
+          {
+            OpBuilder::InsertionGuard guard(b_);
+            b_.setInsertionPointToStart(loop.getBody());
+            SmallVector<Value> c(s.coords);
+            c.insert(c.begin() + dim, loop.getInductionVar());
+            Value x = toF32(b_.create<memref::LoadOp>(loc_, buf, linearize(c, in.getShape())));
+            Value a = loop.getRegionIterArgs()[0];
+            Value v = isMax ? b_.create<arith::MaximumFOp>(loc_, a, x).getResult()
+                            : b_.create<arith::AddFOp>(loc_, a, x).getResult();
+            b_.create<scf::YieldOp>(loc_, v);
+          }
+          res.push_back(fromF32(loop.getResult(0), out.getElementType()));
+        }
+        tiles_[r.getResult()] = res;
+        return success();
+      })
+      .Case<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp,
+            MaxOp, MinOp, ScaleOp, CastOp>([&](Operation* e) {
+        auto t = cast<TileType>(e->getResult(0).getType());
+        SmallVector<const Elems*> ins;
+        for (Value v : e->getOperands()) ins.push_back(&tiles_.at(v));
+        Elems res;
+        for (size_t k = 0; k < ins[0]->size(); ++k) {
+          SmallVector<Value> x;
+          for (const Elems* in : ins) x.push_back(toF32((*in)[k]));
+          res.push_back(fromF32(elementwise(e, x), t.getElementType()));
+        }
+        tiles_[e->getResult(0)] = res;
+        return success();
+      })
+      .Case<ReluOp, GeluOp, SiluOp, SigmoidOp>([&](Operation* c) {
+        return c->emitOpError("is a composite: run kiln-expand-composites before kiln-lower-to-gpu");
+      })
+      .Default([&](Operation* other) -> LogicalResult {
+        if (other->getDialect() &&
+            other->getDialect()->getNamespace() == arith::ArithDialect::getDialectNamespace()) {
+          b_.clone(*other, map_);
+          return success();
+        }
+        return other->emitOpError("cannot be lowered to the GPU");
+      });
+}
+
+Value GpuKernelLowering::elementwise(Operation* op, ArrayRef<Value> x) {
+  auto f32 = [&](double v) { return constOf(b_.getF32Type(), v); };
+  return llvm::TypeSwitch<Operation*, Value>(op)
+      .Case<NegOp>([&](auto) { return b_.create<arith::NegFOp>(loc_, x[0]); })
+      .Case<ExpOp>([&](auto) { return b_.create<math::ExpOp>(loc_, x[0]); })
+      .Case<Exp2Op>([&](auto) {
+        return b_.create<math::ExpOp>(loc_, b_.create<arith::MulFOp>(loc_, x[0], f32(std::numbers::ln2)));
+      })
+      .Case<LogOp>([&](auto) { return b_.create<math::LogOp>(loc_, x[0]); })
+      .Case<SqrtOp>([&](auto) { return b_.create<LLVM::SqrtOp>(loc_, x[0]); })
+      .Case<RsqrtOp>([&](auto) {
+        return b_.create<arith::DivFOp>(loc_, f32(1.0), b_.create<LLVM::SqrtOp>(loc_, x[0]));
+      })
+      .Case<TanhOp>([&](auto) { return b_.create<math::TanhOp>(loc_, x[0]); })
+      .Case<AddOp>([&](auto) { return b_.create<arith::AddFOp>(loc_, x[0], x[1]); })
+      .Case<SubOp>([&](auto) { return b_.create<arith::SubFOp>(loc_, x[0], x[1]); })
+      .Case<MulOp>([&](auto) { return b_.create<arith::MulFOp>(loc_, x[0], x[1]); })
+      .Case<DivOp>([&](auto) { return b_.create<arith::DivFOp>(loc_, x[0], x[1]); })
+      .Case<MaxOp>([&](auto) { return b_.create<arith::MaximumFOp>(loc_, x[0], x[1]); })
+      .Case<MinOp>([&](auto) { return b_.create<arith::MinimumFOp>(loc_, x[0], x[1]); })
+      .Case<ScaleOp>([&](ScaleOp s) {
+        return b_.create<arith::MulFOp>(loc_, x[0], f32(s.getFactor().convertToDouble()));
+      })
+      .Case<CastOp>([&](auto) { return x[0]; })
+      .Default([](Operation*) { return Value(); });
+}
+
+LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
+  SmallVector<Value> inits;
+  SmallVector<size_t> sizes;
+  for (Value init : l.getInits()) {
+    const Elems& e = tiles_.at(init);
+    inits.append(e.begin(), e.end());
+    sizes.push_back(e.size());
+  }
+  auto loop = b_.create<scf::ForOp>(loc_, cidx(0), map_.lookup(l.getCount()), cidx(1), inits);
+  OpBuilder::InsertionGuard guard(b_);
+  // With nothing carried, scf.for comes with its yield; we write our own below.
+  if (loop.getBody()->mightHaveTerminator()) loop.getBody()->getTerminator()->erase();
+  b_.setInsertionPointToEnd(loop.getBody());
+  map_.map(l.getInductionVar(), loop.getInductionVar());
+  size_t at = 0;
+  for (auto [i, carried] : llvm::enumerate(l.getCarried())) {
+    auto args = loop.getRegionIterArgs().slice(at, sizes[i]);
+    tiles_[carried] = Elems(args.begin(), args.end());
+    at += sizes[i];
+  }
+  if (failed(lowerBlock(l.getBody().front()))) return failure();
+  SmallVector<Value> yields;
+  for (Value v : cast<YieldOp>(l.getBody().front().getTerminator()).getValues()) {
+    const Elems& e = tiles_.at(v);
+    yields.append(e.begin(), e.end());
+  }
+  b_.create<scf::YieldOp>(loc_, yields);
+  at = 0;
+  for (auto [i, r] : llvm::enumerate(l.getResults())) {
+    auto res = loop.getResults().slice(at, sizes[i]);
+    tiles_[r] = Elems(res.begin(), res.end());
+    at += sizes[i];
+  }
+  return success();
+}
+
+struct LowerToGPUPass : kiln::impl::KilnLowerToGPUBase<LowerToGPUPass> {
+  using KilnLowerToGPUBase::KilnLowerToGPUBase;
+  void runOnOperation() override {
+    ModuleOp m = getOperation();
+    if (numWarps < 1 || numWarps > 32) {
+      m.emitError("num-warps must be 1..32, got ") << numWarps;
+      return signalPassFailure();
+    }
+    SmallVector<KernelOp> kernels(m.getOps<KernelOp>());
+    if (kernels.empty()) return;
+    OpBuilder b(&getContext());
+    m->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+    b.setInsertionPointToEnd(m.getBody());
+    auto gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
+    for (KernelOp k : kernels)
+      if (failed(GpuKernelLowering(k, gm, numWarps * 32).run())) return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,66 @@
+#include "Runtime/GridPlan.h"
+
+#include <algorithm>
+
+#include "kiln/error.hpp"
+
+namespace kiln::detail {
+
+namespace {
+
+int64_t eval(const GridPlan& p, int n, const Bindings& b, const std::string& kernel) {
+  const GridExpr& e = p.nodes.at(n);
+  if (e.kind == GridExpr::Const) return e.value;
+  if (e.kind == GridExpr::Sym) {
+    auto it = b.find(e.sym);
+    if (it == b.end())
+      throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid needs dim '" + e.sym +
+                                                  "', which no argument binds");
+    return it->second;
+  }
+  int64_t l = eval(p, e.lhs, b, kernel), r = eval(p, e.rhs, b, kernel);
+  auto div = [&](bool ceil) {
+    if (r == 0) throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid size divides by zero");
+    int64_t q = l / r;
+    if (ceil && (l % r != 0) && ((l < 0) == (r < 0))) ++q;
+    if (!ceil && (l % r != 0) && ((l < 0) != (r < 0))) --q;
+    return q;
+  };
+  switch (e.kind) {
+  case GridExpr::Add: return l + r;
+  case GridExpr::Sub: return l - r;
+  case GridExpr::Mul: return l * r;
+  case GridExpr::CeilDiv: return div(true);
+  case GridExpr::FloorDiv: return div(false);
+  case GridExpr::Rem:
+    if (r == 0) throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid size divides by zero");
+    return l % r;
+  case GridExpr::Min: return std::min(l, r);
+  case GridExpr::Max: return std::max(l, r);
+  default: return 0;
+  }
+}
+
+std::string show(const GridPlan& p, int n) {
+  const GridExpr& e = p.nodes.at(n);
+  static const char* names[] = {"", "", "add", "sub", "mul", "ceildiv", "floordiv", "rem", "min", "max"};
+  if (e.kind == GridExpr::Const) return std::to_string(e.value);
+  if (e.kind == GridExpr::Sym) return e.sym;
+  return std::string(names[e.kind]) + "(" + show(p, e.lhs) + ", " + show(p, e.rhs) + ")";
+}
+
+} // namespace
+
+std::vector<int64_t> GridPlan::evaluate(const Bindings& b, const std::string& kernel) const {
+  std::vector<int64_t> out;
+  for (int r : roots) out.push_back(eval(*this, r, b, kernel));
+  return out;
+}
+
+std::string GridPlan::str() const {
+  std::string s = "(";
+  for (size_t i = 0; i < roots.size(); ++i) s += (i ? ", " : "") + show(*this, roots[i]);
+  return s + ")";
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,28 @@
+#pragma once
+// Internal, MLIR-free: how many CTAs a launch needs. A tile.grid's sizes are arith
+// expressions of the symbolic dims (cdiv(M, 64), ...); they are read from the tile IR at
+// compile time and evaluated on the host at each launch from the bound dims.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "Runtime/Launch.h"
+
+namespace kiln::detail {
+
+struct GridExpr {
+  enum Kind { Const, Sym, Add, Sub, Mul, CeilDiv, FloorDiv, Rem, Min, Max } kind = Const;
+  int64_t value = 0;  ///< Const
+  std::string sym;    ///< Sym
+  int lhs = -1, rhs = -1;
+};
+
+struct GridPlan {
+  std::vector<GridExpr> nodes;
+  std::vector<int> roots; ///< one node per grid dim (x, y, z)
+  /// CTAs per grid dim; throws kiln::Error(InvalidArgument) on division by zero.
+  std::vector<int64_t> evaluate(const Bindings& b, const std::string& kernel) const;
+  std::string str() const; ///< "(ceildiv(M, 64), ceildiv(N, 64))"
+};
+
+} // namespace kiln::detail

@@ -1,0 +1,102 @@
+// The CUDA backend compiles every catalogue kernel to PTX and a cubin with no GPU present:
+// what CI checks on every change (register use, no spills), before the H200 runs them.
+#include <catch2/catch.hpp>
+
+#include "kiln/catalogue.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/error.hpp"
+#include "kiln/runtime.hpp"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Runtime offline(const std::string& arch, int warps = 4) {
+  return Runtime::create(Backend::cuda, {.compile_only = true, .arch = arch, .num_warps = warps});
+}
+
+void compilesWithoutSpills(const std::string& name) {
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    Runtime rt = offline(arch);
+    for (DType d : {DType::f32, DType::bf16, DType::f16}) {
+      CompiledKernel ck = rt.compile(catalogue::find(name).make(d));
+      const KernelReport& r = ck.report();
+      INFO(name << " " << to_string(d) << ": " << r.str());
+      CHECK(r.target == arch);
+      CHECK(r.registers > 0);
+      CHECK(r.registers <= 255);
+      CHECK(r.spill_bytes == 0);
+      CHECK(r.threads == 128);
+      CHECK(r.shared_bytes <= 48 * 1024);
+      CHECK_THAT(r.compiler, Contains("nvJitLink"));
+      CHECK(ck.times().codegen_ms > 0);
+      CHECK(ck.times().assemble_ms > 0);
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("gemm compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("gemm"); }
+TEST_CASE("gemm_bias_relu compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("gemm_bias_relu"); }
+TEST_CASE("gemm_bias_gelu compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("gemm_bias_gelu"); }
+TEST_CASE("softmax compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("softmax"); }
+TEST_CASE("add compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("add"); }
+TEST_CASE("rmsnorm compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("rmsnorm"); }
+
+TEST_CASE("every CUDA stage can be printed without a GPU", "[cuda][compile]") {
+  Runtime rt = offline("sm_90a");
+  Kernel k = catalogue::gemm_bias_relu(DType::bf16);
+  std::string mlir = rt.emit(k, Stage::mlir);
+  CHECK_THAT(mlir, Contains("gpu.func @gemm_bias_relu"));
+  CHECK_THAT(mlir, Contains("gpu.barrier"));
+  CHECK_THAT(mlir, !Contains("tile."));
+  CHECK_THAT(rt.emit(k, Stage::llvm), Contains("ptx_kernel void @gemm_bias_relu"));
+  std::string ptx = rt.emit(k, Stage::ptx);
+  CHECK_THAT(ptx, Contains(".target sm_90a"));
+  CHECK_THAT(ptx, Contains(".entry gemm_bias_relu"));
+  CHECK_THAT(ptx, !Contains("__nv_")); // self-contained: no libdevice
+  std::string cubin = rt.emit(k, Stage::cubin);
+  REQUIRE(cubin.size() > 4);
+  CHECK(cubin.substr(0, 4) == "\x7f" "ELF");
+}
+
+TEST_CASE("the launch grid is derived from the dims", "[cuda][compile]") {
+  CompiledKernel ck = offline("sm_80").compile(catalogue::gemm(DType::f16, {.m = 32, .n = 128, .k = 16}));
+  CHECK(ck.report().grid == "(ceildiv(M, 32), ceildiv(N, 128))");
+}
+
+TEST_CASE("warps per CTA are a runtime option", "[cuda][compile]") {
+  CHECK(offline("sm_90a", 8).compile(catalogue::add(DType::f32)).report().threads == 256);
+  CHECK_THROWS_WITH(offline("sm_90a", 0).compile(catalogue::add(DType::f32)), Contains("num_warps must be 1..32"));
+}
+
+TEST_CASE("an unsupported CUDA architecture is named", "[cuda][errors]") {
+  try {
+    offline("sm_70");
+    FAIL("sm_70 should be rejected");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+    CHECK_THAT(std::string(e.what()), Contains("unsupported CUDA architecture 'sm_70'"));
+  }
+}
+
+TEST_CASE("a compile-only CUDA runtime refuses to launch or allocate", "[cuda][errors]") {
+  Runtime rt = offline("sm_90a");
+  CompiledKernel ck = rt.compile(catalogue::add(DType::f32));
+  HostTensor x(DType::f32, {4, 4});
+  CHECK_THROWS_WITH(ck.launch({x.view(), x.view(), x.view()}), Contains("compile-only"));
+  CHECK_THROWS_WITH(rt.upload(x), Contains("compile-only"));
+}
+
+TEST_CASE("a kernel with two grids is refused by the CUDA backend", "[cuda][errors]") {
+  using namespace kiln::dsl;
+  Kernel k = kernel("two_grids", [](Builder& b) {
+    auto [M] = b.dims("M");
+    auto Y = b.output("Y", {M}, f32);
+    for (int g = 0; g < 2; ++g)
+      b.grid({cdiv(M, 4)}, [&](Index i) { b.store(Y.tile({i}, {4}), b.zeros({4})); });
+  });
+  CHECK_THROWS_WITH(offline("sm_90a").compile(k), Contains("launches one grid per kernel"));
+}
