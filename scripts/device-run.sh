@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool, `.device` carried): unpacks what
+# scripts/package-device.sh built, runs the GPU suites and the CLI checks, and writes
+# logs under $OUT. Builds nothing. Prints a short table last.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/kiln-out}
+mkdir -p "$OUT" /tmp/kiln
+tar -xJf .device/kiln-device.tar.xz -C /tmp/kiln
+export LD_LIBRARY_PATH=/tmp/kiln/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+K=/tmp/kiln/bin
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } > "$OUT/device.txt" 2>&1
+
+declare -A result
+run() { # name, log, command...
+  local name=$1 log=$2; shift 2
+  local t0=$(date +%s%N)
+  "$@" > "$OUT/$log" 2>&1; local rc=$?
+  result[$name]="rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  tail -n 4 "$OUT/$log"
+}
+run cuda-support cuda-support.log $K/kiln-cuda-support-tests
+run gpu-suite gpu-tests.log $K/kiln-gpu-tests --durations yes
+run big-gemm cli-run.log $K/kiln run gemm_bias_relu --backend=cuda --shape 4097x4096x4096 --dtype bf16
+for k in gemm gemm_bias_gelu softmax add rmsnorm; do
+  shape=1000x129x4097; case $k in softmax|add|rmsnorm) shape=4097x1000;; esac
+  for d in f32 bf16 f16; do
+    $K/kiln run $k --backend=cuda --shape $shape --dtype $d >> "$OUT/cli-run.log" 2>&1 || result[cli-$k-$d]="FAILED"
+  done
+done
+echo
+cat "$OUT/device.txt"
+printf '%-14s %s\n' "check" "result"
+for n in "${!result[@]}"; do printf '%-14s %s\n' "$n" "${result[$n]}"; done | sort
+grep -c "reference_ok=true" "$OUT/cli-run.log" | sed 's/^/cli runs verified: /'
+grep "reference_ok=false" "$OUT/cli-run.log" | head -5

@@ -1,0 +1,158 @@
+// Every catalogue kernel on the GPU, in f32, bf16 and f16, on ragged shapes, against the
+// Eigen f64 reference, with the output poisoned (NaN) before each run.
+#include <catch2/catch.hpp>
+
+#include "kiln/catalogue.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/error.hpp"
+#include "kiln/reference.hpp"
+#include "kiln/runtime.hpp"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const Runtime& gpu() {
+  static Runtime rt = Runtime::create(Backend::cuda);
+  return rt;
+}
+
+// 1, 7, 127, 129, 1000 and 4097 as M, N and K; none a multiple of the 64x64x32 tiles.
+const std::vector<std::vector<int64_t>> kGemmShapes = {
+    {1, 1, 1},     {7, 127, 129},  {129, 7, 1000}, {127, 1000, 7}, {1000, 129, 127},
+    {4097, 65, 33}, {33, 4097, 65}, {65, 33, 4097}, {257, 129, 65}};
+const std::vector<std::vector<int64_t>> kRowShapes = {
+    {1, 1}, {7, 1000}, {129, 127}, {1000, 129}, {4097, 7}, {3, 4097}, {5, 257}};
+
+std::string str(const std::vector<int64_t>& s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
+  return r;
+}
+
+verify::Report runOnGpu(const CompiledKernel& ck, catalogue::Problem& p, DType dt) {
+  std::vector<DeviceTensor> dev;
+  std::vector<TensorView> views;
+  for (const HostTensor& h : p.args) { // the output was poisoned by the problem generator
+    dev.push_back(gpu().upload(h));
+    views.push_back(dev.back().view());
+  }
+  ck.launch(views);
+  gpu().download(dev[p.output], p.args[p.output]);
+  return verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(dt));
+}
+
+void checkOnShapes(const std::string& name) {
+  const catalogue::Entry& e = catalogue::find(name);
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    CompiledKernel ck = gpu().compile(e.make(dt)); // one compile serves every shape
+    uint64_t seed = 100;
+    for (const auto& s : e.shape_rank == 3 ? kGemmShapes : kRowShapes) {
+      catalogue::Problem p = e.problem(s, dt, seed++);
+      verify::Report r = runOnGpu(ck, p, dt);
+      INFO(name << " " << to_string(dt) << " " << str(s) << ": " << r.summary() << " [" << ck.report().str() << "]");
+      CHECK(r.ok);
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("gpu: gemm is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("gemm"); }
+TEST_CASE("gpu: gemm_bias_relu is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("gemm_bias_relu"); }
+TEST_CASE("gpu: gemm_bias_gelu is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("gemm_bias_gelu"); }
+TEST_CASE("gpu: softmax is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("softmax"); }
+TEST_CASE("gpu: add is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("add"); }
+TEST_CASE("gpu: rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("rmsnorm"); }
+
+TEST_CASE("gpu: tile configurations and warp counts give the same answers", "[gpu]") {
+  for (int warps : {1, 2, 8}) {
+    Runtime rt = Runtime::create(Backend::cuda, {.num_warps = warps});
+    for (catalogue::GemmTiles t : {catalogue::GemmTiles{16, 8, 4, 1}, catalogue::GemmTiles{3, 5, 7, 2},
+                                   catalogue::GemmTiles{128, 64, 16, 4}}) {
+      CompiledKernel ck = rt.compile(catalogue::gemm_bias_gelu(DType::bf16, t));
+      catalogue::Problem p = catalogue::find("gemm_bias_gelu").problem({131, 77, 45}, DType::bf16, 5);
+      std::vector<DeviceTensor> dev;
+      std::vector<TensorView> v;
+      for (auto& h : p.args) { dev.push_back(rt.upload(h)); v.push_back(dev.back().view()); }
+      ck.launch(v);
+      rt.download(dev[p.output], p.args[p.output]);
+      auto r = verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16));
+      INFO(warps << " warps, tiles " << t.m << "x" << t.n << "x" << t.k << ": " << r.summary());
+      CHECK(r.ok);
+    }
+  }
+}
+
+TEST_CASE("gpu: strided device inputs are read through their strides", "[gpu]") {
+  const int64_t M = 70, N = 45, K = 33;
+  HostTensor a(DType::f32, {M, K}), bt(DType::f32, {N, K}), c(DType::f32, {M, N});
+  a.fill_random(1);
+  bt.fill_random(2);
+  c.poison();
+  DeviceTensor da = gpu().upload(a), dbt = gpu().upload(bt), dc = gpu().upload(c);
+  TensorView b{dbt.view().data, DType::f32, {K, N}, {1, K}}; // B = transpose of a row-major N x K
+  gpu().compile(catalogue::gemm(DType::f32)).launch({da.view(), b, dc.view()});
+  gpu().download(dc, c);
+  TensorView hb{bt.data(), DType::f32, {K, N}, {1, K}};
+  auto r = verify::compare(c.view(), reference::gemm(a.view(), hb, nullptr, reference::Epilogue::none),
+                           verify::Tolerance::for_dtype(DType::f32));
+  INFO(r.summary());
+  CHECK(r.ok);
+}
+
+TEST_CASE("gpu: the kernel report comes from the loaded cubin", "[gpu]") {
+  CompiledKernel ck = gpu().compile(catalogue::gemm_bias_relu(DType::bf16));
+  CHECK(ck.report().registers > 0);
+  CHECK(ck.report().spill_bytes == 0);
+  CHECK(ck.times().load_ms > 0);
+  CHECK(ck.backend() == Backend::cuda);
+}
+
+TEST_CASE("gpu: a host pointer passed as a device tensor is refused, naming the argument", "[gpu][errors]") {
+  CompiledKernel ck = gpu().compile(catalogue::add(DType::f32));
+  HostTensor x(DType::f32, {8, 8});
+  DeviceTensor dx = gpu().upload(x), dz = gpu().upload(x);
+  try {
+    ck.launch({dx.view(), x.view(), dz.view()});
+    FAIL("a host pointer must be refused");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidArgument);
+    CHECK_THAT(std::string(e.what()), Contains("argument 'Y' is not memory of CUDA device"));
+  }
+}
+
+TEST_CASE("gpu: a misaligned device pointer is refused", "[gpu][errors]") {
+  CompiledKernel ck = gpu().compile(catalogue::add(DType::f32));
+  HostTensor x(DType::f32, {8, 8});
+  DeviceTensor dx = gpu().upload(x), dz = gpu().upload(x);
+  TensorView odd = dx.view();
+  odd.data = static_cast<char*>(odd.data) + 1;
+  odd.dims = {7, 7};
+  odd.strides = {8, 1};
+  TensorView z = dz.view();
+  z.dims = {7, 7};
+  z.strides = {8, 1};
+  CHECK_THROWS_WITH(ck.launch({odd, z, z}), Contains("argument 'X' is misaligned"));
+}
+
+TEST_CASE("gpu: mismatched launch shapes are refused before anything runs", "[gpu][errors]") {
+  CompiledKernel ck = gpu().compile(catalogue::gemm(DType::bf16));
+  DeviceTensor a = gpu().allocate(DType::bf16, {8, 5}), b = gpu().allocate(DType::bf16, {6, 4}),
+               c = gpu().allocate(DType::bf16, {8, 4});
+  CHECK_THROWS_WITH(ck.launch({a.view(), b.view(), c.view()}), Contains("argument 'B' dim 0 is 6 but K = 5"));
+}
+
+TEST_CASE("gpu: kernels run on a caller's stream", "[gpu]") {
+  // The engine's stream is any CUstream; 0 (the legacy default stream) is one.
+  CompiledKernel ck = gpu().compile(catalogue::softmax(DType::bf16));
+  catalogue::Problem p = catalogue::find("softmax").problem({33, 3000}, DType::bf16, 9);
+  std::vector<DeviceTensor> dev;
+  std::vector<TensorView> v;
+  for (auto& h : p.args) { dev.push_back(gpu().upload(h)); v.push_back(dev.back().view()); }
+  ck.launch(v, nullptr);
+  gpu().synchronize();
+  gpu().download(dev[p.output], p.args[p.output]);
+  CHECK(verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16)).ok);
+}
