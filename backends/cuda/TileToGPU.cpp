@@ -1,12 +1,18 @@
 // kiln-lower-to-gpu: the CUDA backend's portable (sm_80+) lowering of tile kernels.
 //
-// Layout: a tile of N elements is spread over the CTA's T threads in a blocked layout —
-// thread t holds elements t, t+T, t+2T, ... of the row-major tile — as plain SSA values,
-// so they live in registers and consecutive threads touch consecutive addresses (loads
-// and stores coalesce). Elements past N on the last step are "phantoms": their
-// coordinates are clamped into the tile so every address stays valid, and they are never
-// written anywhere. Ops that need another thread's elements (dot, broadcast, reduce)
-// stage their inputs in one dynamic shared-memory scratch buffer between two barriers.
+// A tile value is distributed over the CTA's T threads as plain SSA values (registers), in
+// one of two layouts:
+//  - blocked: thread t holds elements t, t+T, t+2T, ... of the row-major tile, so
+//    consecutive threads touch consecutive addresses (loads and stores coalesce).
+//    Elements past N on the last step are "phantoms": their coordinates are clamped into
+//    the tile so every address stays valid, and they are never written anywhere;
+//  - mma: the accumulator layout of the tensor cores' mma.sync.m16n8k16 — warps tile the
+//    result wm x wn, each warp holds tm x tn fragments of 16x8, four f32 per thread each.
+// A dot of bf16/f16 tiles whose shape fits runs on the tensor cores and yields an mma tile;
+// elementwise ops keep their operands' layout; loop-carried tiles take the layout their
+// loop yields. Ops that need another thread's elements (dot operands, broadcast, reduce,
+// a change of layout) stage them in one dynamic shared-memory scratch buffer between two
+// barriers.
 #include "Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -25,6 +31,25 @@ using namespace kiln::tile;
 namespace {
 
 using Elems = SmallVector<Value>;
+
+/// How a tile's elements are spread over the CTA's threads.
+struct Layout {
+  enum Kind { Blocked, Mma } kind = Blocked;
+  int64_t wm = 1, wn = 1; ///< Mma: warps along M and N
+  int64_t tm = 1, tn = 1; ///< Mma: 16x8 fragments per warp along M and N
+  bool operator==(const Layout& o) const {
+    return kind == o.kind && (kind == Blocked || (wm == o.wm && wn == o.wn && tm == o.tm && tn == o.tn));
+  }
+  bool operator!=(const Layout& o) const { return !(*this == o); }
+};
+
+/// A distributed tile: per-thread values in a layout. A uniform tile (a constant or a
+/// splat) holds one value that stands for every element, in any layout.
+struct Dist {
+  Elems v;
+  Layout layout;
+  bool uniform = false;
+};
 
 struct ViewInfo {
   Value base;
@@ -55,8 +80,21 @@ public:
 private:
   Location loc() const { return loc_; }
   Value cidx(int64_t v) { return b_.create<arith::ConstantIndexOp>(loc_, v); }
-  int64_t perThread(ArrayRef<int64_t> shape) const { return (numel(shape) + T_ - 1) / T_; }
-  Slot slot(ArrayRef<int64_t> shape, int64_t k);
+  int64_t perThread(ArrayRef<int64_t> shape, const Layout& l = {}) const {
+    return l.kind == Layout::Mma ? l.tm * l.tn * 4 : (numel(shape) + T_ - 1) / T_;
+  }
+  Slot slot(ArrayRef<int64_t> shape, int64_t k, const Layout& l = {});
+  Slot mmaSlot(int64_t k, const Layout& l);
+  /// The tensor-core layout for a dot producing `c`, if its shapes and dtypes fit.
+  std::optional<Layout> mmaLayoutFor(DotOp d);
+  /// The layout a value will have once lowered (for loop-carried tiles).
+  Layout predictLayout(Value v, int depth = 0);
+  /// `d` in layout `l` (materialising uniform tiles, converting through shared memory).
+  Elems as(const Dist& d, TileType t, const Layout& l);
+  Value lane() { return b_.create<arith::RemUIOp>(loc_, tid_, cidx(32)); }
+  Value warp() { return b_.create<arith::DivUIOp>(loc_, tid_, cidx(32)); }
+  Dist dotMma(DotOp d, const Layout& l);
+  Dist dotSimt(DotOp d);
   Value linearize(ArrayRef<Value> coords, ArrayRef<int64_t> shape);
   Value toF32(Value v) {
     return v.getType().isF32() ? v : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), v);
@@ -76,7 +114,7 @@ private:
   Value shared(int64_t n, Type elt, int64_t byteOffset);
   void barrier() { b_.create<gpu::BarrierOp>(loc_); }
   /// Writes a distributed tile into shared memory (row-major), fenced by barriers.
-  Value stage(const Elems& v, TileType t, int64_t byteOffset);
+  Value stage(const Dist& d, TileType t, int64_t byteOffset);
 
   LogicalResult lowerBlock(Block& block);
   LogicalResult lowerOp(Operation* op);
@@ -92,11 +130,12 @@ private:
   Value tid_, smemBase_;
   int64_t smemBytes_ = 0;
   IRMapping map_;
-  DenseMap<Value, Elems> tiles_;
+  DenseMap<Value, Dist> tiles_;
   DenseMap<Value, ViewInfo> views_;
 };
 
-Slot GpuKernelLowering::slot(ArrayRef<int64_t> shape, int64_t k) {
+Slot GpuKernelLowering::slot(ArrayRef<int64_t> shape, int64_t k, const Layout& l) {
+  if (l.kind == Layout::Mma) return mmaSlot(k, l);
   int64_t n = numel(shape);
   Slot s;
   s.flat = b_.create<arith::AddIOp>(loc_, tid_, cidx(k * T_));
@@ -111,6 +150,27 @@ Slot GpuKernelLowering::slot(ArrayRef<int64_t> shape, int64_t k) {
     s.coords[d] = d == 0 ? e : b_.create<arith::RemUIOp>(loc_, e, cidx(shape[d])).getResult();
     if (d > 0) e = b_.create<arith::DivUIOp>(loc_, e, cidx(shape[d]));
   }
+  return s;
+}
+
+// Element k of a thread in the mma layout: fragment (k/4 -> tm_i, tn_i), register k%4.
+// In a 16x8 fragment, lane l holds rows l/4 and l/4+8, columns 2(l%4) and 2(l%4)+1.
+Slot GpuKernelLowering::mmaSlot(int64_t k, const Layout& l) {
+  int64_t ci = k % 4, frag = k / 4, tmi = frag / l.tn, tni = frag % l.tn;
+  Value w = warp(), ln = lane();
+  Value wmI = b_.create<arith::DivUIOp>(loc_, w, cidx(l.wn));
+  Value wnI = b_.create<arith::RemUIOp>(loc_, w, cidx(l.wn));
+  Value row = b_.create<arith::AddIOp>(
+      loc_, b_.create<arith::MulIOp>(loc_, wmI, cidx(l.tm * 16)),
+      b_.create<arith::AddIOp>(loc_, b_.create<arith::DivUIOp>(loc_, ln, cidx(4)),
+                               cidx(tmi * 16 + (ci / 2) * 8)));
+  Value col = b_.create<arith::AddIOp>(
+      loc_, b_.create<arith::MulIOp>(loc_, wnI, cidx(l.tn * 8)),
+      b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, ln, cidx(4)), cidx(2)),
+                               cidx(tni * 8 + ci % 2)));
+  Slot s;
+  s.coords = {row, col};
+  s.flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(l.wn * l.tn * 8)), col);
   return s;
 }
 
@@ -130,11 +190,12 @@ Value GpuKernelLowering::shared(int64_t n, Type elt, int64_t byteOffset) {
   return b_.create<memref::ViewOp>(loc_, type, smemBase_, cidx(byteOffset), ValueRange{});
 }
 
-Value GpuKernelLowering::stage(const Elems& v, TileType t, int64_t byteOffset) {
+Value GpuKernelLowering::stage(const Dist& d, TileType t, int64_t byteOffset) {
   Value buf = shared(t.getNumElements(), t.getElementType(), byteOffset);
+  Elems v = d.uniform ? as(d, t, d.layout) : d.v;
   barrier(); // earlier readers of the scratch are done
   for (int64_t k = 0; k < (int64_t)v.size(); ++k) {
-    Slot s = slot(t.getShape(), k);
+    Slot s = slot(t.getShape(), k, d.layout);
     if (!s.valid) {
       b_.create<memref::StoreOp>(loc_, v[k], buf, s.flat);
       continue;
@@ -146,6 +207,50 @@ Value GpuKernelLowering::stage(const Elems& v, TileType t, int64_t byteOffset) {
   }
   barrier(); // every element written before anyone reads
   return buf;
+}
+
+Elems GpuKernelLowering::as(const Dist& d, TileType t, const Layout& l) {
+  if (d.uniform) return Elems(perThread(t.getShape(), l), d.v[0]);
+  if (d.layout == l) return d.v;
+  Value buf = stage(d, t, 0);
+  Elems out;
+  for (int64_t k = 0; k < perThread(t.getShape(), l); ++k)
+    out.push_back(b_.create<memref::LoadOp>(loc_, buf, slot(t.getShape(), k, l).flat));
+  return out;
+}
+
+std::optional<Layout> GpuKernelLowering::mmaLayoutFor(DotOp d) {
+  TileType a = d.getLhs().getType(), c = d.getType();
+  Type e = a.getElementType();
+  if (!(e.isBF16() || e.isF16())) return std::nullopt;
+  int64_t M = c.getShape()[0], N = c.getShape()[1], K = a.getShape()[1], W = T_ / 32;
+  if (M % 16 || N % 8 || K % 16) return std::nullopt;
+  std::optional<Layout> best;
+  for (int64_t wm = 1; wm <= W; ++wm) {
+    if (W % wm) continue;
+    int64_t wn = W / wm;
+    if (M % (16 * wm) || N % (8 * wn)) continue;
+    Layout l{Layout::Mma, wm, wn, M / (16 * wm), N / (8 * wn)};
+    // Prefer square warp tiles: fewest fragment loads per mma.
+    auto cost = [](const Layout& x) { return std::abs(x.tm * 16 - x.tn * 8); };
+    if (!best || cost(l) < cost(*best)) best = l;
+  }
+  return best;
+}
+
+Layout GpuKernelLowering::predictLayout(Value v, int depth) {
+  if (depth > 64) return {};
+  Operation* def = v.getDefiningOp();
+  if (auto d = dyn_cast_or_null<DotOp>(def)) {
+    if (auto l = mmaLayoutFor(d)) return *l;
+    return {};
+  }
+  if (def && def->hasTrait<OpTrait::Elementwise>())
+    for (Value o : def->getOperands()) {
+      Layout l = predictLayout(o, depth + 1);
+      if (l.kind == Layout::Mma) return l;
+    }
+  return {};
 }
 
 LogicalResult GpuKernelLowering::run() {
@@ -232,17 +337,19 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
           }
           out.push_back(ifOp.getResult(0));
         }
-        tiles_[l.getResult()] = out;
+        tiles_[l.getResult()] = Dist{out, {}, false};
         return success();
       })
       .Case<StoreOp>([&](StoreOp st) {
         const ViewInfo& v = views_.at(st.getView());
         TileType t = st.getValue().getType();
-        const Elems& src = tiles_.at(st.getValue());
+        const Dist& d = tiles_.at(st.getValue());
+        Layout layout = d.uniform ? Layout{} : d.layout;
+        Elems src = as(d, t, layout);
         SmallVector<Value> dims;
         for (size_t d = 0; d < v.shape.size(); ++d) dims.push_back(b_.create<memref::DimOp>(loc_, v.base, d));
         for (int64_t k = 0; k < (int64_t)src.size(); ++k) {
-          Slot s = slot(t.getShape(), k);
+          Slot s = slot(t.getShape(), k, layout);
           SmallVector<Value> g;
           Value inb = s.valid;
           for (size_t d = 0; d < v.shape.size(); ++d) {
@@ -258,7 +365,7 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
       })
       .Case<FullOp>([&](FullOp f) {
         Value c = constOf(f.getType().getElementType(), f.getValue().convertToDouble());
-        tiles_[f.getResult()] = Elems(perThread(f.getType().getShape()), c);
+        tiles_[f.getResult()] = Dist{{c}, {}, true};
         return success();
       })
       .Case<SplatOp>([&](SplatOp s) {
@@ -267,42 +374,22 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
           x = b_.create<arith::SIToFPOp>(loc_, b_.getF32Type(),
                                          b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), x));
         x = fromF32(x, s.getType().getElementType());
-        tiles_[s.getResult()] = Elems(perThread(s.getType().getShape()), x);
+        tiles_[s.getResult()] = Dist{{x}, {}, true};
         return success();
       })
       .Case<DotOp>([&](DotOp d) {
-        TileType at = d.getLhs().getType(), bt = d.getRhs().getType(), ct = d.getType();
-        int64_t M = ct.getShape()[0], N = ct.getShape()[1], K = at.getShape()[1];
-        int64_t aBytes = at.getNumElements() * (at.getElementType().getIntOrFloatBitWidth() / 8);
-        Value sa = stage(tiles_.at(d.getLhs()), at, 0);
-        // B goes after A, 16-byte aligned; staged separately so A's barrier pair also
-        // covers B's writes being ordered after earlier reads.
-        Value sb = stage(tiles_.at(d.getRhs()), bt, (aBytes + 15) / 16 * 16);
-        const Elems& acc = tiles_.at(d.getAcc());
-        SmallVector<Slot> slots;
-        for (int64_t k = 0; k < (int64_t)acc.size(); ++k) slots.push_back(slot(ct.getShape(), k));
-        auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(K), cidx(1), ValueRange(acc));
-        {
-          OpBuilder::InsertionGuard guard(b_);
-          b_.setInsertionPointToStart(loop.getBody());
-          Value kk = loop.getInductionVar();
-          Elems next;
-          for (auto [k, s] : llvm::enumerate(slots)) {
-            Value ai = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, s.coords[0], cidx(K)), kk);
-            Value bi = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, kk, cidx(N)), s.coords[1]);
-            Value prod = b_.create<arith::MulFOp>(loc_, toF32(b_.create<memref::LoadOp>(loc_, sa, ai)),
-                                                  toF32(b_.create<memref::LoadOp>(loc_, sb, bi)));
-            next.push_back(b_.create<arith::AddFOp>(loc_, loop.getRegionIterArgs()[k], prod));
-          }
-          b_.create<scf::YieldOp>(loc_, next);
-        }
-        (void)M;
-        tiles_[d.getResult()] = Elems(loop.getResults());
+        if (auto l = mmaLayoutFor(d)) tiles_[d.getResult()] = dotMma(d, *l);
+        else tiles_[d.getResult()] = dotSimt(d);
         return success();
       })
       .Case<BroadcastOp>([&](BroadcastOp bc) {
         TileType in = bc.getInput().getType(), out = bc.getType();
-        Value buf = stage(tiles_.at(bc.getInput()), in, 0);
+        const Dist& src = tiles_.at(bc.getInput());
+        if (src.uniform) {
+          tiles_[bc.getResult()] = src;
+          return success();
+        }
+        Value buf = stage(src, in, 0);
         Elems res;
         for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
           Slot s = slot(out.getShape(), k);
@@ -310,14 +397,14 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
           for (int64_t d : bc.getDims()) src.push_back(s.coords[d]);
           res.push_back(b_.create<memref::LoadOp>(loc_, buf, linearize(src, in.getShape())));
         }
-        tiles_[bc.getResult()] = res;
+        tiles_[bc.getResult()] = Dist{res, {}, false};
         return success();
       })
       .Case<ReduceSumOp, ReduceMaxOp>([&](auto r) {
         bool isMax = isa<ReduceMaxOp>(r.getOperation());
         TileType in = r.getInput().getType(), out = r.getType();
         int64_t dim = r.getDim();
-        Value buf = stage(tiles_.at(r.getInput()), in, 0);
+        Value buf = stage(tiles_.at(r.getInput()), in, 0); // uniform inputs are materialised
         Elems res;
         for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
           Slot s = slot(out.getShape(), k);
@@ -336,21 +423,28 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
           }
           res.push_back(fromF32(loop.getResult(0), out.getElementType()));
         }
-        tiles_[r.getResult()] = res;
+        tiles_[r.getResult()] = Dist{res, {}, false};
         return success();
       })
       .Case<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp,
             MaxOp, MinOp, ScaleOp, CastOp>([&](Operation* e) {
         auto t = cast<TileType>(e->getResult(0).getType());
-        SmallVector<const Elems*> ins;
+        SmallVector<const Dist*> ins;
         for (Value v : e->getOperands()) ins.push_back(&tiles_.at(v));
+        bool uniform = llvm::all_of(ins, [](const Dist* d) { return d->uniform; });
+        Layout layout; // tensor-core results stay in their layout; others meet them there
+        for (const Dist* d : ins)
+          if (!d->uniform && (d->layout.kind == Layout::Mma || layout.kind != Layout::Mma)) layout = d->layout;
+        SmallVector<Elems> xs;
+        for (size_t i = 0; i < ins.size(); ++i)
+          xs.push_back(uniform ? ins[i]->v : as(*ins[i], cast<TileType>(e->getOperand(i).getType()), layout));
         Elems res;
-        for (size_t k = 0; k < ins[0]->size(); ++k) {
+        for (size_t k = 0; k < xs[0].size(); ++k) {
           SmallVector<Value> x;
-          for (const Elems* in : ins) x.push_back(toF32((*in)[k]));
+          for (const Elems& in : xs) x.push_back(toF32(in[k]));
           res.push_back(fromF32(elementwise(e, x), t.getElementType()));
         }
-        tiles_[e->getResult(0)] = res;
+        tiles_[e->getResult(0)] = Dist{res, layout, uniform};
         return success();
       })
       .Case<ReluOp, GeluOp, SiluOp, SigmoidOp>([&](Operation* c) {
@@ -364,6 +458,100 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
         }
         return other->emitOpError("cannot be lowered to the GPU");
       });
+}
+
+// SIMT dot: operands in shared memory, each thread accumulates its blocked elements.
+Dist GpuKernelLowering::dotSimt(DotOp d) {
+  TileType at = d.getLhs().getType(), bt = d.getRhs().getType(), ct = d.getType();
+  int64_t N = ct.getShape()[1], K = at.getShape()[1];
+  Elems acc = as(tiles_.at(d.getAcc()), ct, Layout{}); // before the operands take the scratch
+  int64_t aBytes = at.getNumElements() * (at.getElementType().getIntOrFloatBitWidth() / 8);
+  Value sa = stage(tiles_.at(d.getLhs()), at, 0);
+  Value sb = stage(tiles_.at(d.getRhs()), bt, (aBytes + 15) / 16 * 16);
+  SmallVector<Slot> slots;
+  for (int64_t k = 0; k < (int64_t)acc.size(); ++k) slots.push_back(slot(ct.getShape(), k));
+  auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(K), cidx(1), ValueRange(acc));
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(loop.getBody());
+  Value kk = loop.getInductionVar();
+  Elems next;
+  for (auto [k, s] : llvm::enumerate(slots)) {
+    Value ai = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, s.coords[0], cidx(K)), kk);
+    Value bi = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, kk, cidx(N)), s.coords[1]);
+    Value prod = b_.create<arith::MulFOp>(loc_, toF32(b_.create<memref::LoadOp>(loc_, sa, ai)),
+                                          toF32(b_.create<memref::LoadOp>(loc_, sb, bi)));
+    next.push_back(b_.create<arith::AddFOp>(loc_, loop.getRegionIterArgs()[k], prod));
+  }
+  b_.create<scf::YieldOp>(loc_, next);
+  return Dist{Elems(loop.getResults()), {}, false};
+}
+
+// Tensor-core dot: A and B staged row-major in shared memory, fragments loaded per k-step
+// of 16, one mma.sync.m16n8k16 (f32 accumulate) per 16x8 fragment of the warp's tile.
+Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
+  TileType at = d.getLhs().getType(), bt = d.getRhs().getType(), ct = d.getType();
+  Type e = at.getElementType();
+  int64_t N = ct.getShape()[1], K = at.getShape()[1];
+  Elems acc = as(tiles_.at(d.getAcc()), ct, l); // before the operands take the scratch
+  int64_t aBytes = at.getNumElements() * 2;
+  int64_t bOff = (aBytes + 15) / 16 * 16;
+  stage(tiles_.at(d.getLhs()), at, 0);
+  Value sb = stage(tiles_.at(d.getRhs()), bt, bOff);
+  Value sa32 = shared(at.getNumElements() / 2, b_.getI32Type(), 0); // bf16 pairs along K
+  Type i16 = b_.getI16Type(), i32 = b_.getI32Type();
+  Value w = warp(), ln = lane();
+  Value rowBase = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, w, cidx(l.wn)), cidx(l.tm * 16)),
+                                           b_.create<arith::DivUIOp>(loc_, ln, cidx(4)));
+  Value colBase = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, w, cidx(l.wn)), cidx(l.tn * 8)),
+                                           b_.create<arith::DivUIOp>(loc_, ln, cidx(4)));
+  Value kLane = b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, ln, cidx(4)), cidx(2));
+  auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(K / 16), cidx(1), ValueRange(acc));
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(loop.getBody());
+  Value k0 = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, loop.getInductionVar(), cidx(16)), kLane);
+  auto aPair = [&](Value row, Value k) { // A[row][k], A[row][k+1] as one 32-bit word
+    Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(K)), k);
+    return b_.create<memref::LoadOp>(loc_, sa32, ValueRange{b_.create<arith::DivUIOp>(loc_, flat, cidx(2))}).getResult();
+  };
+  auto bPair = [&](Value k, Value col) { // B[k][col] low half, B[k+1][col] high half
+    auto half = [&](Value kk) {
+      Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, kk, cidx(N)), col);
+      Value v = b_.create<memref::LoadOp>(loc_, sb, ValueRange{flat});
+      return b_.create<arith::ExtUIOp>(loc_, i32, b_.create<arith::BitcastOp>(loc_, i16, v)).getResult();
+    };
+    Value lo = half(k), hi = half(b_.create<arith::AddIOp>(loc_, k, cidx(1)));
+    return b_.create<arith::OrIOp>(loc_, lo, b_.create<arith::ShLIOp>(loc_, hi, b_.create<arith::ConstantIntOp>(loc_, i32, 16))).getResult();
+  };
+  std::string asmText = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + (e.isBF16() ? "bf16.bf16" : "f16.f16") +
+                        ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  auto f32 = b_.getF32Type();
+  auto resT = LLVM::LLVMStructType::getLiteral(b_.getContext(), {f32, f32, f32, f32});
+  Elems next(acc.size());
+  ValueRange c = loop.getRegionIterArgs();
+  SmallVector<std::array<Value, 2>> bfrag(l.tn);
+  for (int64_t tni = 0; tni < l.tn; ++tni) {
+    Value col = b_.create<arith::AddIOp>(loc_, colBase, cidx(tni * 8));
+    bfrag[tni] = {bPair(k0, col), bPair(b_.create<arith::AddIOp>(loc_, k0, cidx(8)), col)};
+  }
+  for (int64_t tmi = 0; tmi < l.tm; ++tmi) {
+    Value r0 = b_.create<arith::AddIOp>(loc_, rowBase, cidx(tmi * 16));
+    Value r1 = b_.create<arith::AddIOp>(loc_, r0, cidx(8));
+    Value k8 = b_.create<arith::AddIOp>(loc_, k0, cidx(8));
+    Value a[4] = {aPair(r0, k0), aPair(r1, k0), aPair(r0, k8), aPair(r1, k8)};
+    for (int64_t tni = 0; tni < l.tn; ++tni) {
+      int64_t base = (tmi * l.tn + tni) * 4;
+      SmallVector<Value> ops{a[0], a[1], a[2], a[3], bfrag[tni][0], bfrag[tni][1],
+                             c[base], c[base + 1], c[base + 2], c[base + 3]};
+      auto mma = b_.create<LLVM::InlineAsmOp>(loc_, resT, ops, asmText,
+                                              "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", /*has_side_effects=*/false,
+                                              /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                                              LLVM::AsmDialectAttr(), ArrayAttr());
+      for (int64_t r = 0; r < 4; ++r)
+        next[base + r] = b_.create<LLVM::ExtractValueOp>(loc_, mma.getResult(0), ArrayRef<int64_t>{r});
+    }
+  }
+  b_.create<scf::YieldOp>(loc_, next);
+  return Dist{Elems(loop.getResults()), l, false};
 }
 
 Value GpuKernelLowering::elementwise(Operation* op, ArrayRef<Value> x) {
@@ -394,12 +582,21 @@ Value GpuKernelLowering::elementwise(Operation* op, ArrayRef<Value> x) {
 }
 
 LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
+  // A carried tile takes the layout its body yields (an mma accumulator stays in
+  // registers in mma layout across iterations), else its initial value's.
+  auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
+  SmallVector<Layout> layouts;
   SmallVector<Value> inits;
   SmallVector<size_t> sizes;
-  for (Value init : l.getInits()) {
-    const Elems& e = tiles_.at(init);
+  for (auto [i, init] : llvm::enumerate(l.getInits())) {
+    auto t = cast<TileType>(init.getType());
+    Layout lay = predictLayout(yield.getValues()[i]);
+    const Dist& d = tiles_.at(init);
+    if (lay.kind != Layout::Mma && !d.uniform) lay = d.layout;
+    Elems e = as(d, t, lay);
     inits.append(e.begin(), e.end());
     sizes.push_back(e.size());
+    layouts.push_back(lay);
   }
   auto loop = b_.create<scf::ForOp>(loc_, cidx(0), map_.lookup(l.getCount()), cidx(1), inits);
   OpBuilder::InsertionGuard guard(b_);
@@ -410,20 +607,20 @@ LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
   size_t at = 0;
   for (auto [i, carried] : llvm::enumerate(l.getCarried())) {
     auto args = loop.getRegionIterArgs().slice(at, sizes[i]);
-    tiles_[carried] = Elems(args.begin(), args.end());
+    tiles_[carried] = Dist{Elems(args.begin(), args.end()), layouts[i], false};
     at += sizes[i];
   }
   if (failed(lowerBlock(l.getBody().front()))) return failure();
   SmallVector<Value> yields;
-  for (Value v : cast<YieldOp>(l.getBody().front().getTerminator()).getValues()) {
-    const Elems& e = tiles_.at(v);
+  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+    Elems e = as(tiles_.at(v), cast<TileType>(v.getType()), layouts[i]);
     yields.append(e.begin(), e.end());
   }
   b_.create<scf::YieldOp>(loc_, yields);
   at = 0;
   for (auto [i, r] : llvm::enumerate(l.getResults())) {
     auto res = loop.getResults().slice(at, sizes[i]);
-    tiles_[r] = Elems(res.begin(), res.end());
+    tiles_[r] = Dist{Elems(res.begin(), res.end()), layouts[i], false};
     at += sizes[i];
   }
   return success();
