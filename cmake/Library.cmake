@@ -8,7 +8,8 @@ set(KILN_PLAIN_SOURCES
   lib/Runtime/Runtime.cpp lib/Runtime/GridPlan.cpp
   lib/Runtime/Error.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
   backends/cuda/CudaRuntime.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
-  lib/Verify/Compare.cpp lib/Verify/Reference.cpp
+  backends/cuda/Cublas.cpp
+  lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Verify/GpuReference.cpp
   lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp)
 add_library(kiln SHARED ${KILN_MLIR_SOURCES} ${KILN_PLAIN_SOURCES})
 add_library(kiln::kiln ALIAS kiln)
@@ -21,7 +22,7 @@ target_include_directories(kiln
 target_link_libraries(kiln PRIVATE
   KilnCpuLowering KilnCudaLowering KilnTransforms KilnTileDialect Eigen3::Eigen ${CMAKE_DL_LIBS}
   MLIRGPUDialect MLIRNVVMDialect MLIRGPUToNVVMTransforms MLIRGPUTransforms MLIRNVVMTarget
-  MLIRNVVMToLLVMIRTranslation MLIRGPUToLLVMIRTranslation MLIRMathTransforms
+  MLIRNVVMToLLVMIRTranslation MLIRGPUToLLVMIRTranslation MLIRMathTransforms MLIRNVGPUToNVVM
   MLIRExecutionEngineUtils MLIRExecutionEngine MLIRLLVMToLLVMIRTranslation
   MLIRBuiltinToLLVMIRTranslation MLIRSCFToControlFlow MLIRArithTransforms MLIRMathToLLVM
   MLIRMathToLibm MLIRMemRefToLLVM MLIRArithToLLVM MLIRFuncToLLVM MLIRControlFlowToLLVM

@@ -12,6 +12,8 @@
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -67,7 +69,8 @@ int buildExpr(detail::GridPlan& plan, Value v, const std::string& name) {
   else if (isa_and_nonnull<arith::SubIOp>(def)) binary(GridExpr::Sub);
   else if (isa_and_nonnull<arith::MulIOp>(def)) binary(GridExpr::Mul);
   else if (isa_and_nonnull<arith::CeilDivSIOp>(def)) binary(GridExpr::CeilDiv);
-  else if (isa_and_nonnull<arith::FloorDivSIOp, arith::DivSIOp>(def)) binary(GridExpr::FloorDiv);
+  else if (isa_and_nonnull<arith::FloorDivSIOp>(def)) binary(GridExpr::FloorDiv);
+  else if (isa_and_nonnull<arith::DivSIOp>(def)) binary(GridExpr::Div);
   else if (isa_and_nonnull<arith::RemSIOp>(def)) binary(GridExpr::Rem);
   else if (isa_and_nonnull<arith::MinSIOp>(def)) binary(GridExpr::Min);
   else if (isa_and_nonnull<arith::MaxSIOp>(def)) binary(GridExpr::Max);
@@ -104,13 +107,17 @@ LogicalResult convertToNVVM(gpu::GPUModuleOp gm) {
   MLIRContext* ctx = gm.getContext();
   // The GPU patterns name NVVM attributes, so NVVM must be loaded before they are built
   // (a pass would declare it as a dependent dialect).
-  ctx->loadDialect<NVVM::NVVMDialect, LLVM::LLVMDialect>();
+  ctx->loadDialect<NVVM::NVVMDialect, LLVM::LLVMDialect, nvgpu::NVGPUDialect>();
   LowerToLLVMOptions options(ctx, DataLayout(gm));
   options.overrideIndexBitwidth(64);
   LLVMTypeConverter converter(ctx, options);
   configureGpuToNVVMTypeConverter(converter);
+  converter.addConversion([&](nvgpu::DeviceAsyncTokenType t) -> Type {
+    return converter.convertType(IntegerType::get(t.getContext(), 32));
+  });
   RewritePatternSet patterns(ctx);
   populateGpuToNVVMConversionPatterns(converter, patterns);
+  populateNVGPUToNVVMConversionPatterns(converter, patterns);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
   cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
   populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
@@ -118,7 +125,7 @@ LogicalResult convertToNVVM(gpu::GPUModuleOp gm) {
   LLVMConversionTarget target(*ctx);
   target.addLegalDialect<NVVM::NVVMDialect>();
   target.addIllegalDialect<gpu::GPUDialect, arith::ArithDialect, cf::ControlFlowDialect,
-                           memref::MemRefDialect, math::MathDialect>();
+                           memref::MemRefDialect, math::MathDialect, nvgpu::NVGPUDialect>();
   target.addLegalOp<gpu::GPUModuleOp, gpu::YieldOp>();
   return applyPartialConversion(gm, target, std::move(patterns));
 }

@@ -1,7 +1,10 @@
 // The CUDA backend behind kiln::Runtime: compile (PTX -> cubin), load, check, launch.
 #include "CudaCompiler.h"
+#include "Cublas.h"
 #include "Driver.h"
 #include "NvJitLink.h"
+
+#include <mutex>
 
 #include "kiln/error.hpp"
 #include "Runtime/RuntimeImpl.h"
@@ -22,6 +25,10 @@ struct CudaState {
   DeviceInfo device;
   Context context;
   std::string arch;
+  // reference::gpu_gemm's cuBLASLt handle and workspace: made on first use, reused, and
+  // destroyed before the context is released (members are destroyed in reverse order).
+  std::mutex cublas_mutex;
+  std::unique_ptr<CublasLtGemm> cublas;
 };
 
 class CudaKernel : public kd::CompiledImpl {
@@ -164,12 +171,65 @@ public:
     state->context.synchronize();
   }
 
+  void gpuGemm(const kd::GpuGemmArgs& g) override {
+    needDevice("run cuBLASLt");
+    state->context.makeCurrent();
+    auto operand = [&](const char* name, const void* data, int64_t numel) -> CUdeviceptr {
+      auto p = reinterpret_cast<CUdeviceptr>(data);
+      if (numel == 0) return p;
+      int where = pointerDeviceOrdinal(p);
+      if (where != state->device.ordinal)
+        throw Error(ErrorKind::InvalidArgument,
+                    std::string("reference::gpu_gemm: argument '") + name + "' is not memory of CUDA device " +
+                        std::to_string(state->device.ordinal) +
+                        (where < 0 ? " (a host pointer, or not allocated by CUDA)"
+                                   : " (it is on device " + std::to_string(where) + ")"));
+      if (p % size_of(g.dtype) != 0)
+        throw Error(ErrorKind::InvalidArgument, std::string("reference::gpu_gemm: argument '") + name +
+                                                    "' is misaligned: its address must be a multiple of " +
+                                                    std::to_string(size_of(g.dtype)) + " bytes");
+      return p;
+    };
+    auto matrix = [&](const char* name, const kd::GemmOperand& m) {
+      return RowMajorMatrix{operand(name, m.data, m.rows * m.cols), m.rows, m.cols, m.ld};
+    };
+    GemmProblem p;
+    p.dtype = g.dtype;
+    p.a = matrix("A", g.a);
+    p.b = matrix("B", g.b);
+    p.d = matrix("C", g.c);
+    p.epilogue = g.epilogue == reference::Epilogue::none        ? GemmEpilogue::none
+                 : g.epilogue == reference::Epilogue::bias_relu ? GemmEpilogue::bias_relu
+                                                                : GemmEpilogue::bias_gelu;
+    if (p.epilogue != GemmEpilogue::none) p.bias = operand("bias", g.bias, g.c.cols);
+
+    std::lock_guard<std::mutex> lock(state->cublas_mutex);
+    if (!state->cublas) state->cublas = std::make_unique<CublasLtGemm>();
+    CUstream stream = nullptr; // the context's legacy stream, as CompiledKernel::launch(args)
+    state->cublas->run(p, stream);
+    KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(stream), "running the cuBLASLt GEMM of reference::gpu_gemm");
+  }
+
 private:
   void needDevice(const char* what) {
     if (state->compile_only)
       throw Error(ErrorKind::Unsupported, std::string("cannot ") + what + ": this CUDA runtime is compile-only (no GPU)");
   }
 };
+
+/// A cubin for sm_XY runs on devices of the same major version and minor >= Y; an
+/// arch-specific 'a' cubin only on exactly that compute capability.
+void checkRunsOn(const std::string& arch, const DeviceInfo& dev) {
+  int num = std::stoi(arch.substr(3, arch.size() - 3 - (arch.back() == 'a')));
+  int major = num / 10, minor = num % 10;
+  bool exact = arch.back() == 'a';
+  bool ok = major == dev.cc_major && (exact ? minor == dev.cc_minor : minor <= dev.cc_minor);
+  if (!ok)
+    throw Error(ErrorKind::Unsupported, "code for " + arch + " cannot run on " + dev.name + " (compute capability " +
+                                            std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor) +
+                                            "); leave the arch unset to compile for the device (" + dev.arch() +
+                                            "), or use a compile-only runtime");
+}
 
 } // namespace
 
@@ -205,13 +265,14 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     throw Error(ErrorKind::Unsupported, "CUDA device " + std::to_string(options.device) + " does not exist (" +
                                             std::to_string(count) + " visible)");
   state->device = cuda::queryDevice(options.device);
-  state->arch = options.arch.empty() ? state->device.arch() : options.arch;
-  cuda::checkArch(state->arch);
   if (state->device.cc_major < 8)
     throw Error(ErrorKind::Unsupported, state->device.name + " has compute capability " +
                                             std::to_string(state->device.cc_major) + "." +
                                             std::to_string(state->device.cc_minor) +
                                             "; kiln's CUDA backend needs 8.0 (Ampere) or newer");
+  state->arch = options.arch.empty() ? state->device.arch() : options.arch;
+  cuda::checkArch(state->arch);
+  cuda::checkRunsOn(state->arch, state->device);
   state->context = cuda::Context(options.device);
   rt->description = "cuda: " + state->device.name + " (" + state->arch + ", " +
                     std::to_string(state->device.sm_count) + " SMs, driver " +

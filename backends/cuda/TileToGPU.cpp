@@ -15,6 +15,8 @@
 // barriers.
 #include "Transforms/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -115,6 +117,13 @@ private:
   void barrier() { b_.create<gpu::BarrierOp>(loc_); }
   /// Writes a distributed tile into shared memory (row-major), fenced by barriers.
   Value stage(const Dist& d, TileType t, int64_t byteOffset);
+  /// The unfenced part of stage(): this thread's elements into `buf`.
+  void write(const Dist& d, TileType t, Value buf);
+  /// Stages a dot's operands: tiles loaded only for this dot go global -> shared directly
+  /// (cp.async, 16 bytes at a time), the rest from registers; one barrier pair for all.
+  SmallVector<Value> stageOperands(ArrayRef<Value> tiles, ArrayRef<int64_t> byteOffsets);
+  /// Copies the window `v` of a tile of type `t` from global memory into `buf`.
+  void copyGlobalToShared(const ViewInfo& v, TileType t, Value buf);
 
   LogicalResult lowerBlock(Block& block);
   LogicalResult lowerOp(Operation* op);
@@ -132,6 +141,8 @@ private:
   IRMapping map_;
   DenseMap<Value, Dist> tiles_;
   DenseMap<Value, ViewInfo> views_;
+  /// Loads whose only use is a dot operand: emitted by the dot as global -> shared copies.
+  DenseMap<Value, ViewInfo> direct_;
 };
 
 Slot GpuKernelLowering::slot(ArrayRef<int64_t> shape, int64_t k, const Layout& l) {
@@ -192,8 +203,14 @@ Value GpuKernelLowering::shared(int64_t n, Type elt, int64_t byteOffset) {
 
 Value GpuKernelLowering::stage(const Dist& d, TileType t, int64_t byteOffset) {
   Value buf = shared(t.getNumElements(), t.getElementType(), byteOffset);
-  Elems v = d.uniform ? as(d, t, d.layout) : d.v;
   barrier(); // earlier readers of the scratch are done
+  write(d, t, buf);
+  barrier(); // every element written before anyone reads
+  return buf;
+}
+
+void GpuKernelLowering::write(const Dist& d, TileType t, Value buf) {
+  Elems v = d.uniform ? as(d, t, d.layout) : d.v;
   for (int64_t k = 0; k < (int64_t)v.size(); ++k) {
     Slot s = slot(t.getShape(), k, d.layout);
     if (!s.valid) {
@@ -205,8 +222,136 @@ Value GpuKernelLowering::stage(const Dist& d, TileType t, int64_t byteOffset) {
     b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
     b_.create<memref::StoreOp>(loc_, v[k], buf, s.flat);
   }
-  barrier(); // every element written before anyone reads
-  return buf;
+}
+
+SmallVector<Value> GpuKernelLowering::stageOperands(ArrayRef<Value> tiles, ArrayRef<int64_t> offsets) {
+  SmallVector<Value> bufs;
+  barrier(); // earlier readers of the scratch are done
+  bool async = false;
+  for (auto [v, off] : llvm::zip(tiles, offsets)) {
+    auto t = cast<TileType>(v.getType());
+    Value buf = shared(t.getNumElements(), t.getElementType(), off);
+    if (auto it = direct_.find(v); it != direct_.end()) {
+      copyGlobalToShared(it->second, t, buf);
+      async = true;
+    } else {
+      write(tiles_.at(v), t, buf);
+    }
+    bufs.push_back(buf);
+  }
+  if (async) b_.create<NVVM::CpAsyncWaitGroupOp>(loc_, 0); // this thread's copies landed
+  barrier(); // everyone's writes landed
+  return bufs;
+}
+
+// Fast path when the rows are 16-byte aligned (contiguous rows, row stride and base a
+// multiple of 16 bytes): each thread issues 16-byte cp.async copies, which zero-fill the
+// part of a vector past the tensor's edge. Otherwise: element by element, masked.
+void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value buf) {
+  ArrayRef<int64_t> shape = t.getShape();
+  int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t vec = 16 / bytes, cols = shape.back();
+  auto scalarCopy = [&]() {
+    SmallVector<Value> dims;
+    for (size_t d = 0; d < shape.size(); ++d) dims.push_back(b_.create<memref::DimOp>(loc_, v.base, d));
+    Type elt = t.getElementType();
+    for (int64_t k = 0; k < perThread(shape); ++k) {
+      Slot s = slot(shape, k);
+      Value inb = s.valid;
+      SmallVector<Value> g;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        g.push_back(b_.create<arith::AddIOp>(loc_, v.offsets[d], s.coords[d]));
+        inb = andOf(inb, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, g[d], dims[d]));
+      }
+      auto ifOp = b_.create<scf::IfOp>(loc_, TypeRange{elt}, inb, /*withElse=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b_);
+        b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<memref::LoadOp>(loc_, v.base, g)});
+        b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
+        b_.create<scf::YieldOp>(loc_, ValueRange{constOf(elt, 0.0)});
+      }
+      Value val = ifOp.getResult(0);
+      if (!s.valid) {
+        b_.create<memref::StoreOp>(loc_, val, buf, s.flat);
+      } else {
+        auto w = b_.create<scf::IfOp>(loc_, s.valid, false);
+        OpBuilder::InsertionGuard guard(b_);
+        b_.setInsertionPointToStart(&w.getThenRegion().front());
+        b_.create<memref::StoreOp>(loc_, val, buf, s.flat);
+      }
+    }
+  };
+  if (shape.size() != 2 || cols % vec != 0) return scalarCopy();
+  // The view's strides and base decide at run time which path this CTA takes.
+  auto meta = b_.create<memref::ExtractStridedMetadataOp>(loc_, v.base);
+  Value base = b_.create<memref::ExtractAlignedPointerAsIndexOp>(loc_, v.base);
+  Value offBytes = b_.create<arith::MulIOp>(loc_, meta.getOffset(), cidx(bytes));
+  Value addr = b_.create<arith::AddIOp>(loc_, base, offBytes);
+  Value c0 = cidx(0);
+  auto eq = [&](Value a, Value bv) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, bv).getResult(); };
+  Value ok = eq(b_.create<arith::RemUIOp>(loc_, addr, cidx(16)), c0);
+  ok = andOf(ok, eq(meta.getStrides()[1], cidx(1)));
+  ok = andOf(ok, eq(b_.create<arith::RemUIOp>(loc_, meta.getStrides()[0], cidx(vec)), c0));
+  auto ifOp = b_.create<scf::IfOp>(loc_, ok, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value dim0 = meta.getSizes()[0], dim1 = meta.getSizes()[1];
+    // The same memory, typed with the unit inner stride this path has just checked
+    // (cp.async wants it static).
+    auto srcType = cast<MemRefType>(v.base.getType());
+    auto unit = MemRefType::get(srcType.getShape(), srcType.getElementType(),
+                                StridedLayoutAttr::get(b_.getContext(), ShapedType::kDynamic,
+                                                       {ShapedType::kDynamic, 1}),
+                                srcType.getMemorySpace());
+    Value src = b_.create<memref::ReinterpretCastOp>(
+        loc_, unit, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+        ArrayRef<OpFoldResult>{dim0, dim1}, ArrayRef<OpFoldResult>{meta.getStrides()[0], b_.getIndexAttr(1)});
+    Value lastRow = b_.create<arith::MaxSIOp>(loc_, b_.create<arith::SubIOp>(loc_, dim0, cidx(1)), c0);
+    int64_t vecsPerRow = cols / vec, nvec = shape[0] * vecsPerRow;
+    SmallVector<Value> tokens;
+    for (int64_t k = 0; k * T_ < nvec; ++k) {
+      Value e = b_.create<arith::AddIOp>(loc_, tid_, cidx(k * T_));
+      Value valid;
+      if ((k + 1) * T_ > nvec) {
+        valid = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, e, cidx(nvec));
+        e = b_.create<arith::MinUIOp>(loc_, e, cidx(nvec - 1));
+      }
+      Value r = b_.create<arith::DivUIOp>(loc_, e, cidx(vecsPerRow));
+      Value c = b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, e, cidx(vecsPerRow)), cidx(vec));
+      Value gr = b_.create<arith::AddIOp>(loc_, v.offsets[0], r);
+      Value gc = b_.create<arith::AddIOp>(loc_, v.offsets[1], c);
+      // Elements of this vector inside the tensor: 0 past the last row, else what is
+      // left of the row (clamped to 0..vec). The rest is zero-filled by the copy.
+      Value left = b_.create<arith::SubIOp>(loc_, dim1, gc);
+      left = b_.create<arith::MinSIOp>(loc_, b_.create<arith::MaxSIOp>(loc_, left, c0), cidx(vec));
+      Value rowIn = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, gr, dim0);
+      Value n = b_.create<arith::SelectOp>(loc_, rowIn, left, c0);
+      Value srcRow = b_.create<arith::MinSIOp>(loc_, gr, lastRow);
+      Value srcCol = b_.create<arith::SelectOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, n, c0), gc, c0);
+      Value dst = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, r, cidx(cols)), c);
+      auto copy = [&]() {
+        tokens.push_back(b_.create<nvgpu::DeviceAsyncCopyOp>(
+            loc_, nvgpu::DeviceAsyncTokenType::get(b_.getContext()), buf, ValueRange{dst}, src,
+            ValueRange{srcRow, srcCol}, b_.getIndexAttr(vec), n, UnitAttr()));
+      };
+      if (!valid) {
+        copy();
+      } else {
+        auto w = b_.create<scf::IfOp>(loc_, valid, false);
+        OpBuilder::InsertionGuard g2(b_);
+        b_.setInsertionPointToStart(&w.getThenRegion().front());
+        copy();
+        b_.create<nvgpu::DeviceAsyncCreateGroupOp>(loc_, nvgpu::DeviceAsyncTokenType::get(b_.getContext()),
+                                                   ValueRange{tokens.pop_back_val()});
+      }
+    }
+    if (!tokens.empty())
+      b_.create<nvgpu::DeviceAsyncCreateGroupOp>(loc_, nvgpu::DeviceAsyncTokenType::get(b_.getContext()), tokens);
+    b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scalarCopy();
+  }
 }
 
 Elems GpuKernelLowering::as(const Dist& d, TileType t, const Layout& l) {
@@ -313,6 +458,20 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
       })
       .Case<LoadOp>([&](LoadOp l) {
         const ViewInfo& v = views_.at(l.getView());
+        if (l->hasOneUse() && l.getPadding().isZero()) {
+          auto dot = dyn_cast<DotOp>(*l->user_begin());
+          // Deferring the read to the dot is safe only if nothing in between writes.
+          auto writesBefore = [&](Operation* end) {
+            for (Operation* o = l->getNextNode(); o && o != end; o = o->getNextNode())
+              if (isa<StoreOp>(o) || o->getNumRegions() > 0) return true;
+            return false;
+          };
+          if (dot && dot.getAcc() != l.getResult() && dot->getBlock() == l->getBlock() &&
+              !writesBefore(dot)) {
+            direct_[l.getResult()] = v;
+            return success();
+          }
+        }
         TileType t = l.getType();
         Type elt = t.getElementType();
         double pad = l.getPadding().convertToDouble();
@@ -466,8 +625,8 @@ Dist GpuKernelLowering::dotSimt(DotOp d) {
   int64_t N = ct.getShape()[1], K = at.getShape()[1];
   Elems acc = as(tiles_.at(d.getAcc()), ct, Layout{}); // before the operands take the scratch
   int64_t aBytes = at.getNumElements() * (at.getElementType().getIntOrFloatBitWidth() / 8);
-  Value sa = stage(tiles_.at(d.getLhs()), at, 0);
-  Value sb = stage(tiles_.at(d.getRhs()), bt, (aBytes + 15) / 16 * 16);
+  auto bufs = stageOperands({d.getLhs(), d.getRhs()}, {0, (aBytes + 15) / 16 * 16});
+  Value sa = bufs[0], sb = bufs[1];
   SmallVector<Slot> slots;
   for (int64_t k = 0; k < (int64_t)acc.size(); ++k) slots.push_back(slot(ct.getShape(), k));
   auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(K), cidx(1), ValueRange(acc));
@@ -495,8 +654,7 @@ Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
   Elems acc = as(tiles_.at(d.getAcc()), ct, l); // before the operands take the scratch
   int64_t aBytes = at.getNumElements() * 2;
   int64_t bOff = (aBytes + 15) / 16 * 16;
-  stage(tiles_.at(d.getLhs()), at, 0);
-  Value sb = stage(tiles_.at(d.getRhs()), bt, bOff);
+  Value sb = stageOperands({d.getLhs(), d.getRhs()}, {0, bOff})[1];
   Value sa32 = shared(at.getNumElements() / 2, b_.getI32Type(), 0); // bf16 pairs along K
   Type i16 = b_.getI16Type(), i32 = b_.getI32Type();
   Value w = warp(), ln = lane();

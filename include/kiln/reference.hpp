@@ -4,8 +4,11 @@
 #include "kiln/export.hpp"
 #include "kiln/tensor.hpp"
 
+namespace kiln { class Runtime; }
+
 /// Host references in double precision (Eigen), for the verifier. Inputs are read through
-/// their views (any dtype, any strides); results are row-major doubles.
+/// their views (any dtype, any strides); results are row-major doubles. gpu_gemm is the
+/// GPU reference: cuBLASLt on a CUDA runtime's device (docs/verifier.md, "GPU references").
 namespace kiln::reference {
 
 enum class Epilogue { none, bias_relu, bias_gelu };
@@ -13,6 +16,19 @@ enum class Epilogue { none, bias_relu, bias_gelu };
 /// C[M,N] = epilogue(A[M,K] @ B[K,N] + bias[N]); bias ignored for Epilogue::none.
 KILN_API std::vector<double> gemm(const TensorView& a, const TensorView& b,
                                   const TensorView* bias, Epilogue epilogue);
+/// C[M,N] = epilogue(A[M,K] @ B[K,N] + bias[N]) on the GPU with cuBLASLt, in `rt`'s CUDA
+/// context: device memory in, device memory out, finished when it returns. A, B, bias and
+/// C share one dtype (f32, bf16 or f16); the product accumulates in f32 (CUBLAS_COMPUTE_32F:
+/// plain f32, never TF32) and the epilogue is cuBLASLt's (CUBLASLT_EPILOGUE_RELU_BIAS,
+/// CUBLASLT_EPILOGUE_GELU_BIAS: the tanh GELU, like gelu() below). Matrices are read and
+/// written through their views: row-major with any row stride >= the row length, inner
+/// stride 1; bias contiguous. Throws kiln::Error:
+///  - InvalidArgument naming the argument for a wrong rank, shape, dtype or stride, a
+///    missing bias, or (on the device) a host pointer or a misaligned one;
+///  - Unsupported when `rt` is not a CUDA runtime with a GPU, or libcublasLt.so.13 is
+///    missing, or cuBLASLt has no algorithm for the problem.
+KILN_API void gpu_gemm(const Runtime& rt, const TensorView& a, const TensorView& b,
+                       const TensorView* bias, Epilogue epilogue, const TensorView& c);
 /// Row-wise softmax of X[M,N].
 KILN_API std::vector<double> softmax(const TensorView& x);
 /// Elementwise X + Y, same dims.

@@ -57,7 +57,7 @@ struct KILN_API KernelReport {
   std::string str() const;   ///< "sm_90a: 40 registers, 0 spill bytes, 16384 B smem, 128 threads"
 };
 
-namespace detail { struct CompiledImpl; struct RuntimeImpl; struct DeviceTensorImpl; }
+namespace detail { struct CompiledImpl; struct RuntimeImpl; struct DeviceTensorImpl; struct RuntimeAccess; }
 
 /// A kernel ready to run on one backend. Move-only.
 class KILN_API CompiledKernel {
@@ -122,6 +122,7 @@ public:
   void synchronize() const;
 
 private:
+  friend struct detail::RuntimeAccess; // kiln's own code (e.g. reference::gpu_gemm)
   explicit Runtime(std::shared_ptr<detail::RuntimeImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<detail::RuntimeImpl> impl_;
 };

@@ -37,13 +37,16 @@ int64_t eval(const GridPlan& p, int n, const Bindings& b, const std::string& ker
     return l % r;
   case GridExpr::Min: return std::min(l, r);
   case GridExpr::Max: return std::max(l, r);
+  case GridExpr::Div:
+    if (r == 0) throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid size divides by zero");
+    return l / r; // truncating, like arith.divsi
   default: return 0;
   }
 }
 
 std::string show(const GridPlan& p, int n) {
   const GridExpr& e = p.nodes.at(n);
-  static const char* names[] = {"", "", "add", "sub", "mul", "ceildiv", "floordiv", "rem", "min", "max"};
+  static const char* names[] = {"", "", "add", "sub", "mul", "ceildiv", "floordiv", "rem", "min", "max", "div"};
   if (e.kind == GridExpr::Const) return std::to_string(e.value);
   if (e.kind == GridExpr::Sym) return e.sym;
   return std::string(names[e.kind]) + "(" + show(p, e.lhs) + ", " + show(p, e.rhs) + ")";

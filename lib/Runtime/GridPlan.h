@@ -11,7 +11,7 @@
 namespace kiln::detail {
 
 struct GridExpr {
-  enum Kind { Const, Sym, Add, Sub, Mul, CeilDiv, FloorDiv, Rem, Min, Max } kind = Const;
+  enum Kind { Const, Sym, Add, Sub, Mul, CeilDiv, FloorDiv, Rem, Min, Max, Div } kind = Const;
   int64_t value = 0;  ///< Const
   std::string sym;    ///< Sym
   int lhs = -1, rhs = -1;

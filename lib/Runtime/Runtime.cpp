@@ -44,7 +44,13 @@ Runtime Runtime::create(Backend backend, const RuntimeOptions& options) {
   if (backend == Backend::cuda) return Runtime(detail::makeCudaRuntime(options));
   if (backend == Backend::automatic) {
     std::string why;
-    if (detail::cudaAvailable(&why)) return Runtime(detail::makeCudaRuntime(options));
+    if (detail::cudaAvailable(&why)) {
+      try {
+        return Runtime(detail::makeCudaRuntime(options));
+      } catch (const Error& e) { // e.g. a GPU older than Ampere: the CPU still works
+        why = e.what();
+      }
+    }
     return Runtime(detail::makeCpuRuntime("cuda: " + why));
   }
   return Runtime(detail::makeCpuRuntime(""));

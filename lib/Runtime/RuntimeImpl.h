@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/error.hpp"
+#include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 #include "Runtime/Launch.h"
 
@@ -25,6 +27,21 @@ struct DeviceTensorImpl {
   TensorView view;
 };
 
+/// One matrix operand of reference::gpu_gemm, validated (lib/Verify/GpuReference.cpp):
+/// row-major, element (i, j) at data + (i*ld + j) elements, ld >= cols.
+struct GemmOperand {
+  void* data = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0;
+};
+/// reference::gpu_gemm's arguments after validation: one dtype for all; bias contiguous,
+/// cols(C) elements, non-null exactly when the epilogue is not none.
+struct GpuGemmArgs {
+  DType dtype = DType::f32;
+  GemmOperand a, b, c;
+  const void* bias = nullptr;
+  reference::Epilogue epilogue = reference::Epilogue::none;
+};
+
 struct RuntimeImpl {
   virtual ~RuntimeImpl() = default;
   virtual std::unique_ptr<CompiledImpl> compile(const Kernel& kernel) = 0;
@@ -33,8 +50,18 @@ struct RuntimeImpl {
   virtual void upload(const HostTensor& from, DeviceTensorImpl& to) = 0;
   virtual void download(const DeviceTensorImpl& from, HostTensor& to) = 0;
   virtual void synchronize() = 0;
+  /// reference::gpu_gemm: the CUDA backend runs cuBLASLt and waits; others cannot.
+  virtual void gpuGemm(const GpuGemmArgs&) {
+    throw Error(ErrorKind::Unsupported, "reference::gpu_gemm runs cuBLASLt on a CUDA runtime's device, and this "
+                                        "runtime is '" + description + "' (use reference::gemm on the host)");
+  }
   Backend backend = Backend::cpu;
   std::string description;
+};
+
+/// What kiln's own code may reach behind a Runtime (a friend of kiln::Runtime).
+struct RuntimeAccess {
+  static RuntimeImpl& impl(const Runtime& rt) { return *rt.impl_; }
 };
 
 /// The CPU backend (backends/cpu); `why_not_cuda` is appended to its description.

@@ -30,25 +30,28 @@ def KilnLowerToLoops : Pass<"kiln-lower-to-loops", "::mlir::ModuleOp"> {
 }
 
 def KilnLowerToGPU : Pass<"kiln-lower-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "CUDA backend: lower tile kernels to gpu.func kernels (SIMT, blocked layout)";
+  let summary = "CUDA backend: lower tile kernels to gpu.func kernels (registers, tensor cores, cp.async)";
   let description = [{
     Each `tile.kernel` becomes a `gpu.func` kernel in `gpu.module @kiln`, one CTA per
     `tile.grid` index (blockIdx.x/y/z) and `num-warps` warps per CTA. A tile value is
-    distributed over the CTA's threads in a blocked layout: thread t holds elements
-    t, t+T, t+2T, ... of the row-major tile, as SSA values (registers). Loads and stores
-    go straight between registers and global memory, coalesced and masked at ragged edges.
-    Ops that need other threads' elements (dot, broadcast, reductions) exchange them
-    through one dynamic shared-memory scratch buffer, fenced by barriers; the pass records
-    its size in `kiln.shared_bytes` on the gpu.func. Math uses polynomial approximations
-    (no libdevice). This is the portable sm_80+ baseline; tensor-core MMA, cp.async
-    pipelining and TMA come as layouts and passes on top of it.
+    distributed over the CTA's threads as SSA values (registers): in a blocked layout
+    (thread t holds elements t, t+T, ...; loads and stores coalesce, masked at ragged
+    edges), or in the mma accumulator layout when it comes from a tensor-core dot
+    (bf16/f16 operands, mma.sync.m16n8k16, f32 accumulate). Dot operands loaded only for
+    the dot go global -> shared directly with 16-byte cp.async copies (zero-filled past the
+    edge) when the rows are aligned, element by element otherwise. Other exchanges
+    (broadcast, reductions, layout changes) go through one dynamic shared-memory scratch
+    buffer between barriers; the pass records its size in `kiln.shared_bytes`. Math uses
+    polynomial approximations (no libdevice). Not yet: multi-stage pipelining (`stages`
+    is accepted and ignored), ldmatrix, wgmma/TMA.
   }];
   let options = [
     Option<"numWarps", "num-warps", "int64_t", /*default=*/"4", "warps per CTA">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect", "::mlir::LLVM::LLVMDialect"];
+                           "::mlir::math::MathDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect", "::mlir::nvgpu::NVGPUDialect"];
 }
 
 #endif // KILN_PASSES

@@ -5,6 +5,7 @@
 
 #include "kiln/error.hpp"
 #include "kiln/reference.hpp"
+#include "kiln/runtime.hpp"
 
 using namespace kiln;
 using Catch::Contains;
@@ -158,4 +159,47 @@ TEST_CASE("reference shape errors throw InvalidArgument naming the argument", "[
 
   TensorView bad_strides{a23.data(), DType::f32, {2, 3}, {1}};
   require_invalid([&] { reference::softmax(bad_strides); }, "X has 1 strides for rank 2");
+}
+
+TEST_CASE("gpu_gemm on a CPU runtime throws Unsupported", "[reference][cublas]") {
+  using reference::Epilogue;
+  Runtime cpu = Runtime::create(Backend::cpu);
+  HostTensor a(DType::f32, {2, 3}), b(DType::f32, {3, 2}), c(DType::f32, {2, 2});
+  try {
+    reference::gpu_gemm(cpu, a.view(), b.view(), nullptr, Epilogue::none, c.view());
+    FAIL("expected kiln::Error");
+  } catch (const Error& e) {
+    REQUIRE(e.kind() == ErrorKind::Unsupported);
+    REQUIRE_THAT(e.what(), Contains("runs cuBLASLt on a CUDA runtime"));
+  }
+}
+
+TEST_CASE("gpu_gemm argument errors throw InvalidArgument naming the argument", "[reference][cublas]") {
+  // Arguments are checked before the backend is asked, so a CPU runtime shows them.
+  using reference::Epilogue;
+  Runtime cpu = Runtime::create(Backend::cpu);
+  HostTensor a(DType::f32, {2, 3}), b(DType::f32, {3, 2}), c(DType::f32, {2, 2}), b42(DType::f32, {4, 2}),
+      c23(DType::f32, {2, 3}), bias3(DType::f32, {3}), a16(DType::bf16, {2, 3});
+  auto run = [&](const TensorView& av, const TensorView& bv, const TensorView* bias, Epilogue e,
+                 const TensorView& cv) { reference::gpu_gemm(cpu, av, bv, bias, e, cv); };
+  require_invalid([&] { run(a.view(), b42.view(), nullptr, Epilogue::none, c.view()); },
+                  "reference::gpu_gemm: A.dims[1] must equal B.dims[0]");
+  require_invalid([&] { run(a.view(), b.view(), nullptr, Epilogue::none, c23.view()); },
+                  "C must be [2x2] (M x N)");
+  require_invalid([&] { run(a16.view(), b.view(), nullptr, Epilogue::none, c.view()); },
+                  "B must have A's dtype bf16");
+  require_invalid([&] { run(a.view(), b.view(), nullptr, Epilogue::bias_relu, c.view()); }, "bias is required");
+  TensorView b3 = bias3.view();
+  require_invalid([&] { run(a.view(), b.view(), &b3, Epilogue::bias_gelu, c.view()); }, "bias must have length 2");
+  TensorView strided_bias{bias3.data(), DType::f32, {2}, {2}};
+  require_invalid([&] { run(a.view(), b.view(), &strided_bias, Epilogue::bias_relu, c.view()); },
+                  "bias must be contiguous");
+  TensorView bt{b.data(), DType::f32, {3, 2}, {1, 3}};
+  require_invalid([&] { run(a.view(), bt, nullptr, Epilogue::none, c.view()); }, "B must have inner stride 1");
+  TensorView overlapping{c.data(), DType::f32, {2, 2}, {1, 1}};
+  require_invalid([&] { run(a.view(), b.view(), nullptr, Epilogue::none, overlapping); },
+                  "C must have a row stride >= its row length 2");
+  TensorView short_rows{a.data(), DType::f32, {2, 3}, {2, 1}};
+  require_invalid([&] { run(short_rows, b.view(), nullptr, Epilogue::none, c.view()); },
+                  "A must have a row stride >= its row length 3");
 }

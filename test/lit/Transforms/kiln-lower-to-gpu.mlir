@@ -15,13 +15,22 @@
 // CHECK: gpu.block_id  y
 // The k loop carries 2 fragments x 4 f32 per thread: 32x16 over 2 warps of 16x16.
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32)
-// Masked global loads: in-bounds test, else the padding.
-// CHECK: arith.cmpi ult
-// CHECK: scf.if %{{.*}} -> (bf16)
-// A is staged at offset 0, B after it, each between two barriers.
-// CHECK: memref.view %{{.*}} : memref<?xi8, #gpu.address_space<workgroup>> to memref<512xbf16, #gpu.address_space<workgroup>>
+// The dot's operands go global -> shared directly, between one pair of barriers: A at
+// offset 0, B after it. Where the rows are 16-byte aligned (checked at run time), 16-byte
+// cp.async copies zero-fill past the edge; otherwise a masked element-by-element copy.
 // CHECK: gpu.barrier
+// CHECK: memref.view %{{.*}} : memref<?xi8, #gpu.address_space<workgroup>> to memref<512xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.extract_strided_metadata %arg0
+// CHECK: scf.if
+// CHECK: memref.reinterpret_cast {{.*}} strides: [%{{.*}}, 1]
+// CHECK: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} : memref<?x?xbf16, strided<[?, 1], offset: ?>, #gpu.address_space<global>> to memref<512xbf16, #gpu.address_space<workgroup>>
+// CHECK: } else {
+// CHECK: scf.if %{{.*}} -> (bf16)
 // CHECK: memref.view %{{.*}}[%c1024{{.*}}] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.extract_strided_metadata %arg1
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: gpu.barrier
 // CHECK: memref.view %{{.*}} : memref<?xi8, #gpu.address_space<workgroup>> to memref<256xi32, #gpu.address_space<workgroup>>
 // CHECK-COUNT-2: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // Stores go back to global memory only where the tile is inside C.

@@ -1,0 +1,323 @@
+#include "Cublas.h"
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+namespace kiln::cuda {
+namespace {
+
+// X-macro: every cuBLASLt entry point kiln uses, by its exported name (nm -D
+// libcublasLt.so.13: unversioned names, the symbol version is the soname). The member is
+// named like the symbol and typed from cublasLt.h's prototype.
+#define KILN_CUBLASLT_SYMBOLS(X)                                                         \
+  X(cublasLtGetVersion)                                                                  \
+  X(cublasLtGetStatusName)                                                               \
+  X(cublasLtGetStatusString)                                                             \
+  X(cublasLtCreate)                                                                      \
+  X(cublasLtDestroy)                                                                     \
+  X(cublasLtMatmulDescCreate)                                                            \
+  X(cublasLtMatmulDescDestroy)                                                           \
+  X(cublasLtMatmulDescSetAttribute)                                                      \
+  X(cublasLtMatrixLayoutCreate)                                                          \
+  X(cublasLtMatrixLayoutDestroy)                                                         \
+  X(cublasLtMatmulPreferenceCreate)                                                      \
+  X(cublasLtMatmulPreferenceDestroy)                                                     \
+  X(cublasLtMatmulPreferenceSetAttribute)                                                \
+  X(cublasLtMatmulAlgoGetHeuristic)                                                      \
+  X(cublasLtMatmul)
+
+struct CublasLtApi {
+#define KILN_CUBLASLT_MEMBER(name) decltype(&::name) name = nullptr;
+  KILN_CUBLASLT_SYMBOLS(KILN_CUBLASLT_MEMBER)
+#undef KILN_CUBLASLT_MEMBER
+  std::string path;
+  std::string versionString; // "cuBLASLt 13.1.0 (libcublasLt.so.13)"
+};
+
+struct LoadResult {
+  std::unique_ptr<CublasLtApi> api;
+  std::string error;
+};
+
+LoadResult loadCublasLt() {
+  std::vector<std::string> candidates = {"libcublasLt.so.13"};
+  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* root = std::getenv(env); root && *root)
+      candidates.push_back(std::string(root) + "/lib64/libcublasLt.so.13");
+  candidates.push_back("/usr/local/cuda/lib64/libcublasLt.so.13");
+
+  std::string tried;
+  for (const auto& lib : candidates) {
+    void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = ::dlerror();
+      tried += "\n  dlopen(" + lib + "): " + (e ? e : "failed");
+      continue;
+    }
+    auto api = std::make_unique<CublasLtApi>();
+    api->path = lib;
+    std::string missing;
+    auto resolve = [&](const char* name) -> void* {
+      void* p = ::dlsym(h, name);
+      if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
+      return p;
+    };
+#define KILN_CUBLASLT_RESOLVE(name) api->name = reinterpret_cast<decltype(&::name)>(resolve(#name));
+    KILN_CUBLASLT_SYMBOLS(KILN_CUBLASLT_RESOLVE)
+#undef KILN_CUBLASLT_RESOLVE
+    if (!missing.empty()) {
+      tried += "\n  " + lib + " lacks " + missing;
+      continue; // handle left open, like the driver's
+    }
+    const size_t v = api->cublasLtGetVersion(); // major*10000 + minor*100 + patch
+    api->versionString = "cuBLASLt " + std::to_string(v / 10000) + "." +
+                         std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) + " (" +
+                         lib + ")";
+    LoadResult r;
+    r.api = std::move(api);
+    return r;
+  }
+  LoadResult r;
+  r.error = "cuBLASLt not found: the GPU reference (reference::gpu_gemm) runs cuBLASLt from "
+            "the CUDA 13 toolkit's libcublasLt.so.13, and no candidate loaded:" +
+            tried +
+            "\n  install the toolkit's cuBLAS (or add its lib64 to LD_LIBRARY_PATH, or set "
+            "CUDA_HOME), or verify against the host reference (reference::gemm)";
+  return r;
+}
+
+const LoadResult& loaded() {
+  // Thread-safe, computed once (failure included), never destroyed.
+  static const LoadResult* result = new LoadResult(loadCublasLt());
+  return *result;
+}
+
+const CublasLtApi& lt() {
+  const LoadResult& r = loaded();
+  if (!r.api) throw Error(ErrorKind::Unsupported, r.error);
+  return *r.api;
+}
+
+const char* builtinStatusName(cublasStatus_t s) {
+  switch (s) {
+#define KILN_CUBLAS_ERR(x) case x: return #x;
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_SUCCESS)
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_NOT_INITIALIZED)
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_ALLOC_FAILED)
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_INVALID_VALUE)
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_ARCH_MISMATCH)
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_MAPPING_ERROR)
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_EXECUTION_FAILED)
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_INTERNAL_ERROR)
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_NOT_SUPPORTED)
+    KILN_CUBLAS_ERR(CUBLAS_STATUS_LICENSE_ERROR)
+#undef KILN_CUBLAS_ERR
+  }
+  return nullptr;
+}
+
+// "backends/cuda/Cublas.cpp" from an absolute __FILE__ (as Driver.cpp does).
+std::string shortPath(const char* file) {
+  const std::string f = std::string("/") + (file ? file : "?");
+  for (const char* root : {"/backends/", "/lib/", "/test/", "/tools/"}) {
+    auto pos = f.rfind(root);
+    if (pos != std::string::npos) return f.substr(pos + 1);
+  }
+  return f.substr(f.rfind('/') + 1);
+}
+
+cudaDataType_t cudaType(DType t) {
+  switch (t) {
+  case DType::f32: return CUDA_R_32F;
+  case DType::f16: return CUDA_R_16F;
+  case DType::bf16: return CUDA_R_16BF;
+  }
+  throw Error(ErrorKind::Unsupported, "cuBLASLt GEMM: unsupported dtype");
+}
+
+// The largest power of two (<= 256) dividing the address: what cuBLASLt's heuristic may
+// assume about an operand (its default assumption is 256).
+uint32_t alignmentOf(CUdeviceptr p) {
+  uint32_t a = 256;
+  while (a > 1 && p % a != 0) a /= 2;
+  return a;
+}
+
+// RAII for the three descriptor kinds (built only after lt() succeeded).
+struct MatmulDesc {
+  cublasLtMatmulDesc_t d = nullptr;
+  ~MatmulDesc() {
+    if (d) lt().cublasLtMatmulDescDestroy(d);
+  }
+  template <class V> void set(cublasLtMatmulDescAttributes_t attr, const V& v, const char* what) {
+    KILN_CUBLAS_CHECK_CTX(lt().cublasLtMatmulDescSetAttribute(d, attr, &v, sizeof(v)), what);
+  }
+};
+struct Layout {
+  cublasLtMatrixLayout_t d = nullptr;
+  ~Layout() {
+    if (d) lt().cublasLtMatrixLayoutDestroy(d);
+  }
+};
+struct Preference {
+  cublasLtMatmulPreference_t d = nullptr;
+  ~Preference() {
+    if (d) lt().cublasLtMatmulPreferenceDestroy(d);
+  }
+  template <class V> void set(cublasLtMatmulPreferenceAttributes_t attr, const V& v, const char* what) {
+    KILN_CUBLAS_CHECK_CTX(lt().cublasLtMatmulPreferenceSetAttribute(d, attr, &v, sizeof(v)), what);
+  }
+};
+
+// A row-major R x C matrix with leading dimension ld is the column-major C x R matrix
+// with the same ld: that is how cuBLASLt (column-major) sees kiln's operands.
+void makeColumnMajorLayout(Layout& l, cudaDataType_t t, const RowMajorMatrix& m, const char* name) {
+  KILN_CUBLAS_CHECK_CTX(lt().cublasLtMatrixLayoutCreate(&l.d, t, uint64_t(m.cols), uint64_t(m.rows), m.ld),
+                        std::string("cuBLASLt layout of ") + name);
+}
+
+std::string dimsStr(const GemmProblem& p) {
+  return std::to_string(p.a.rows) + "x" + std::to_string(p.b.cols) + "x" + std::to_string(p.a.cols);
+}
+
+float hostGelu(float x) {
+  const float k = 0.7978845608028654f; // sqrt(2/pi)
+  return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+}
+
+// K == 0: D = epilogue(bias) in every row (or zeros), written row by row (the gaps
+// between rows of a strided D are not kiln's to touch).
+void fillWithoutK(const GemmProblem& p, CUstream stream) {
+  const int64_t M = p.d.rows, N = p.d.cols;
+  const int64_t es = size_of(p.dtype);
+  std::vector<unsigned char> row(size_t(N * es), 0);
+  if (p.epilogue != GemmEpilogue::none) {
+    std::vector<unsigned char> bias(size_t(N * es));
+    KILN_CU_CHECK(driver().cuStreamSynchronize(stream));
+    KILN_CU_CHECK(driver().cuMemcpyDtoH_v2(bias.data(), p.bias, bias.size()));
+    for (int64_t j = 0; j < N; ++j) {
+      float x = load_as_f32(bias.data(), p.dtype, j);
+      x = p.epilogue == GemmEpilogue::bias_relu ? (x > 0 ? x : 0.0f) : hostGelu(x);
+      store_from_f32(row.data(), p.dtype, j, x);
+    }
+  }
+  KILN_CU_CHECK(driver().cuStreamSynchronize(stream));
+  for (int64_t i = 0; i < M; ++i)
+    KILN_CU_CHECK(driver().cuMemcpyHtoD_v2(p.d.ptr + CUdeviceptr(i * p.d.ld * es), row.data(), row.size()));
+}
+
+} // namespace
+
+bool cublasLtAvailable(std::string* why) {
+  const LoadResult& r = loaded();
+  if (!r.api && why) *why = r.error;
+  return r.api != nullptr;
+}
+
+std::string cublasLtVersionString() { return lt().versionString; }
+
+std::string cublasStatusName(cublasStatus_t s) {
+  const LoadResult& r = loaded();
+  if (r.api) {
+    if (const char* n = r.api->cublasLtGetStatusName(s); n && *n) return n;
+  }
+  if (const char* n = builtinStatusName(s)) return n;
+  return "cublasStatus_t " + std::to_string(static_cast<int>(s));
+}
+
+namespace detail {
+
+void throwCublasError(cublasStatus_t s, const char* expr, const char* file, int line,
+                      const std::string& context) {
+  std::string msg = context.empty() ? std::string() : context + ": ";
+  msg += std::string(expr) + " failed: " + cublasStatusName(s);
+  const LoadResult& r = loaded();
+  if (r.api)
+    if (const char* text = r.api->cublasLtGetStatusString(s); text && *text) msg += std::string(" (") + text + ")";
+  msg += " at " + shortPath(file) + ":" + std::to_string(line);
+  ErrorKind kind = ErrorKind::Runtime;
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH) kind = ErrorKind::Unsupported;
+  if (s == CUBLAS_STATUS_INVALID_VALUE) kind = ErrorKind::InvalidArgument;
+  throw Error(kind, msg);
+}
+
+} // namespace detail
+
+CublasLtGemm::CublasLtGemm() {
+  KILN_CUBLAS_CHECK(lt().cublasLtCreate(&handle_));
+  workspace_ = DeviceBuffer(kWorkspaceBytes);
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  if (!handle_) return;
+  const cublasStatus_t s = lt().cublasLtDestroy(handle_);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    std::fprintf(stderr, "kiln: warning: cublasLtDestroy failed in ~CublasLtGemm: %s\n",
+                 cublasStatusName(s).c_str());
+}
+
+void CublasLtGemm::run(const GemmProblem& p, CUstream stream) {
+  const int64_t M = p.a.rows, K = p.a.cols, N = p.b.cols;
+  if (M == 0 || N == 0) return;
+  if (K == 0) return fillWithoutK(p, stream);
+  const CublasLtApi& api = lt();
+  const cudaDataType_t t = cudaType(p.dtype);
+
+  // Row-major D = A @ B is column-major D^T = B^T @ A^T: cuBLASLt's "A" is kiln's B
+  // (N x K column-major), its "B" is kiln's A (K x M), its D is N x M, and the bias (one
+  // value per row of cuBLASLt's D) is indexed by kiln's column n, as wanted.
+  MatmulDesc desc;
+  KILN_CUBLAS_CHECK(api.cublasLtMatmulDescCreate(&desc.d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t noTrans = CUBLAS_OP_N;
+  desc.set(CUBLASLT_MATMUL_DESC_TRANSA, noTrans, "cuBLASLt TRANSA");
+  desc.set(CUBLASLT_MATMUL_DESC_TRANSB, noTrans, "cuBLASLt TRANSB");
+  if (p.epilogue != GemmEpilogue::none) {
+    const cublasLtEpilogue_t e =
+        p.epilogue == GemmEpilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
+    desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE, e, "cuBLASLt epilogue");
+    const void* bias = reinterpret_cast<const void*>(p.bias);
+    desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, "cuBLASLt bias pointer");
+    desc.set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, t, "cuBLASLt bias dtype");
+  }
+
+  Layout la, lb, ld;
+  makeColumnMajorLayout(la, t, p.b, "B");
+  makeColumnMajorLayout(lb, t, p.a, "A");
+  makeColumnMajorLayout(ld, t, p.d, "C");
+
+  Preference pref;
+  KILN_CUBLAS_CHECK(api.cublasLtMatmulPreferenceCreate(&pref.d));
+  const uint64_t ws = workspace_.size();
+  pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, ws, "cuBLASLt workspace preference");
+  const uint32_t alignA = alignmentOf(p.b.ptr), alignB = alignmentOf(p.a.ptr), alignD = alignmentOf(p.d.ptr);
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignA, "cuBLASLt alignment preference");
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignB, "cuBLASLt alignment preference");
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignD, "cuBLASLt alignment preference");
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignD, "cuBLASLt alignment preference");
+
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const std::string what = "cuBLASLt GEMM " + dimsStr(p) + " " + to_string(p.dtype);
+  KILN_CUBLAS_CHECK_CTX(api.cublasLtMatmulAlgoGetHeuristic(handle_, desc.d, la.d, lb.d, ld.d, ld.d, pref.d, 1,
+                                                           &heuristic, &found),
+                        what);
+  if (found == 0)
+    throw Error(ErrorKind::Unsupported, what + ": cuBLASLt has no algorithm for this problem (dtype, "
+                                               "epilogue, leading dimensions, alignment)");
+
+  const float alpha = 1.0f, beta = 0.0f;
+  const auto* A = reinterpret_cast<const void*>(p.b.ptr);
+  const auto* B = reinterpret_cast<const void*>(p.a.ptr);
+  auto* D = reinterpret_cast<void*>(p.d.ptr);
+  KILN_CUBLAS_CHECK_CTX(api.cublasLtMatmul(handle_, desc.d, &alpha, A, la.d, B, lb.d, &beta, D, ld.d, D, ld.d,
+                                           &heuristic.algo, reinterpret_cast<void*>(workspace_.ptr()),
+                                           workspace_.size(), stream),
+                        what);
+}
+
+} // namespace kiln::cuda

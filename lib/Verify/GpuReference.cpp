@@ -1,0 +1,75 @@
+// reference::gpu_gemm: argument checks (any backend), then the runtime's backend runs it
+// (the CUDA backend with cuBLASLt: backends/cuda/Cublas.cpp).
+#include <algorithm>
+
+#include "kiln/error.hpp"
+#include "kiln/reference.hpp"
+#include "kiln/runtime.hpp"
+#include "Runtime/RuntimeImpl.h"
+
+namespace kiln::reference {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) {
+  throw Error(ErrorKind::InvalidArgument, "reference::gpu_gemm: " + what);
+}
+
+void checkView(const char* name, const TensorView& v, int64_t rank, DType dtype) {
+  if (v.rank() != rank)
+    fail(std::string(name) + " must be rank " + std::to_string(rank) + ", got " + v.describe());
+  if (!v.strides.empty() && v.strides.size() != v.dims.size())
+    fail(std::string(name) + " has " + std::to_string(v.strides.size()) + " strides for rank " +
+         std::to_string(rank));
+  for (int64_t d : v.dims)
+    if (d < 0) fail(std::string(name) + " has a negative dim: " + v.describe());
+  if (v.dtype != dtype)
+    fail(std::string(name) + " must have A's dtype " + to_string(dtype) + " (cuBLASLt runs one dtype for A, B, "
+         "bias and C), got " + v.describe());
+  if (v.numel() > 0 && v.data == nullptr) fail(std::string(name) + " has a null data pointer: " + v.describe());
+}
+
+// A rank-2 view as cuBLASLt can read it: inner stride 1, rows ld >= cols elements apart.
+detail::GemmOperand matrix(const char* name, const TensorView& v, DType dtype) {
+  checkView(name, v, 2, dtype);
+  const std::vector<int64_t> st = v.effective_strides();
+  const int64_t rows = v.dims[0], cols = v.dims[1];
+  if (cols > 1 && st[1] != 1)
+    fail(std::string(name) + " must have inner stride 1 (cuBLASLt reads rows of contiguous elements), got " +
+         v.describe());
+  // A single row, or no elements at all: the row stride is never used.
+  const int64_t ld = rows > 1 && cols > 0 ? st[0] : std::max<int64_t>(cols, 1);
+  if (ld < std::max<int64_t>(cols, 1))
+    fail(std::string(name) + " must have a row stride >= its row length " + std::to_string(cols) +
+         " (rows must not overlap), got " + v.describe());
+  return {v.data, rows, cols, ld};
+}
+
+} // namespace
+
+void gpu_gemm(const Runtime& rt, const TensorView& a, const TensorView& b, const TensorView* bias,
+              Epilogue epilogue, const TensorView& c) {
+  detail::GpuGemmArgs g;
+  g.dtype = a.dtype;
+  g.epilogue = epilogue;
+  g.a = matrix("A", a, a.dtype);
+  g.b = matrix("B", b, a.dtype);
+  g.c = matrix("C", c, a.dtype);
+  if (g.a.cols != g.b.rows)
+    fail("A.dims[1] must equal B.dims[0] (K), got A " + a.describe() + " and B " + b.describe());
+  if (g.c.rows != g.a.rows || g.c.cols != g.b.cols)
+    fail("C must be [" + std::to_string(g.a.rows) + "x" + std::to_string(g.b.cols) + "] (M x N), got " +
+         c.describe());
+  if (epilogue != Epilogue::none) {
+    if (bias == nullptr) fail("bias is required for a bias_relu/bias_gelu epilogue");
+    checkView("bias", *bias, 1, a.dtype);
+    if (bias->dims[0] != g.b.cols)
+      fail("bias must have length " + std::to_string(g.b.cols) + " (N), got " + bias->describe());
+    if (bias->dims[0] > 1 && bias->effective_strides()[0] != 1)
+      fail("bias must be contiguous (cuBLASLt takes no bias stride), got " + bias->describe());
+    g.bias = bias->data;
+  }
+  detail::RuntimeAccess::impl(rt).gpuGemm(g);
+}
+
+} // namespace kiln::reference
