@@ -654,31 +654,59 @@ Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
   Elems acc = as(tiles_.at(d.getAcc()), ct, l); // before the operands take the scratch
   int64_t aBytes = at.getNumElements() * 2;
   int64_t bOff = (aBytes + 15) / 16 * 16;
-  Value sb = stageOperands({d.getLhs(), d.getRhs()}, {0, bOff})[1];
-  Value sa32 = shared(at.getNumElements() / 2, b_.getI32Type(), 0); // bf16 pairs along K
-  Type i16 = b_.getI16Type(), i32 = b_.getI32Type();
+  auto bufs = stageOperands({d.getLhs(), d.getRhs()}, {0, bOff});
+  // Fragments come from shared memory with ldmatrix: .x4 gives a 16x16 A fragment, .x2.trans
+  // a 16x8 B fragment from row-major [K][N] (the transpose turns rows of B into the
+  // k-pairs mma's "col" operand wants). Every row address is 16-byte aligned: K and N are
+  // multiples of 8 and both buffers start on 16 bytes.
+  Type i32 = b_.getI32Type();
+  auto sharedAddr = [&](Value buf) { // the buffer's 32-bit address in the shared window
+    Value p = b_.create<memref::ExtractAlignedPointerAsIndexOp>(loc_, buf);
+    return b_.create<arith::IndexCastOp>(loc_, i32, p).getResult();
+  };
+  Value aBase = sharedAddr(bufs[0]), bBase = sharedAddr(bufs[1]);
   Value w = warp(), ln = lane();
-  Value rowBase = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, w, cidx(l.wn)), cidx(l.tm * 16)),
-                                           b_.create<arith::DivUIOp>(loc_, ln, cidx(4)));
-  Value colBase = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, w, cidx(l.wn)), cidx(l.tn * 8)),
-                                           b_.create<arith::DivUIOp>(loc_, ln, cidx(4)));
-  Value kLane = b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, ln, cidx(4)), cidx(2));
+  Value warpRow = b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, w, cidx(l.wn)), cidx(l.tm * 16));
+  Value warpCol = b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, w, cidx(l.wn)), cidx(l.tn * 8));
+  Value l16 = b_.create<arith::RemUIOp>(loc_, ln, cidx(16));
+  Value aCol = b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, ln, cidx(16)), cidx(8));
+  auto toI32 = [&](Value idx) { return b_.create<arith::IndexCastOp>(loc_, i32, idx).getResult(); };
+  auto ldmatrix = [&](int n, bool trans, Value addr) {
+    std::string text = "ldmatrix.sync.aligned.m8n8.x" + std::to_string(n) + (trans ? ".trans" : "") +
+                       ".shared.b16 {";
+    std::string cons;
+    for (int r = 0; r < n; ++r) {
+      text += (r ? ",$" : "$") + std::to_string(r);
+      cons += "=r,";
+    }
+    text += "}, [$" + std::to_string(n) + "];";
+    SmallVector<Type> regs(n, i32);
+    auto st = LLVM::LLVMStructType::getLiteral(b_.getContext(), regs);
+    auto op = b_.create<LLVM::InlineAsmOp>(loc_, st, ValueRange{addr}, text, cons + "r",
+                                           /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                           LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+    SmallVector<Value> out;
+    for (int r = 0; r < n; ++r)
+      out.push_back(b_.create<LLVM::ExtractValueOp>(loc_, op.getResult(0), ArrayRef<int64_t>{r}));
+    return out;
+  };
   auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(K / 16), cidx(1), ValueRange(acc));
   OpBuilder::InsertionGuard guard(b_);
   b_.setInsertionPointToStart(loop.getBody());
-  Value k0 = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, loop.getInductionVar(), cidx(16)), kLane);
-  auto aPair = [&](Value row, Value k) { // A[row][k], A[row][k+1] as one 32-bit word
-    Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(K)), k);
-    return b_.create<memref::LoadOp>(loc_, sa32, ValueRange{b_.create<arith::DivUIOp>(loc_, flat, cidx(2))}).getResult();
+  Value kStep = b_.create<arith::MulIOp>(loc_, loop.getInductionVar(), cidx(16));
+  // A: lane l addresses row (l % 16) of the fragment at column (l / 16) * 8.
+  auto aFrag = [&](int64_t tmi) {
+    Value row = b_.create<arith::AddIOp>(loc_, warpRow, b_.create<arith::AddIOp>(loc_, l16, cidx(tmi * 16)));
+    Value col = b_.create<arith::AddIOp>(loc_, kStep, aCol);
+    Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(K)), col);
+    return ldmatrix(4, false, b_.create<arith::AddIOp>(loc_, aBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
   };
-  auto bPair = [&](Value k, Value col) { // B[k][col] low half, B[k+1][col] high half
-    auto half = [&](Value kk) {
-      Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, kk, cidx(N)), col);
-      Value v = b_.create<memref::LoadOp>(loc_, sb, ValueRange{flat});
-      return b_.create<arith::ExtUIOp>(loc_, i32, b_.create<arith::BitcastOp>(loc_, i16, v)).getResult();
-    };
-    Value lo = half(k), hi = half(b_.create<arith::AddIOp>(loc_, k, cidx(1)));
-    return b_.create<arith::OrIOp>(loc_, lo, b_.create<arith::ShLIOp>(loc_, hi, b_.create<arith::ConstantIntOp>(loc_, i32, 16))).getResult();
+  // B: lanes 0-15 address rows k..k+15 of the 16x8 block at column n (lanes 16-31 repeat).
+  auto bFrag = [&](int64_t tni) {
+    Value row = b_.create<arith::AddIOp>(loc_, kStep, l16);
+    Value col = b_.create<arith::AddIOp>(loc_, warpCol, cidx(tni * 8));
+    Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(N)), col);
+    return ldmatrix(2, true, b_.create<arith::AddIOp>(loc_, bBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
   };
   std::string asmText = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + (e.isBF16() ? "bf16.bf16" : "f16.f16") +
                         ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
@@ -686,16 +714,10 @@ Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
   auto resT = LLVM::LLVMStructType::getLiteral(b_.getContext(), {f32, f32, f32, f32});
   Elems next(acc.size());
   ValueRange c = loop.getRegionIterArgs();
-  SmallVector<std::array<Value, 2>> bfrag(l.tn);
-  for (int64_t tni = 0; tni < l.tn; ++tni) {
-    Value col = b_.create<arith::AddIOp>(loc_, colBase, cidx(tni * 8));
-    bfrag[tni] = {bPair(k0, col), bPair(b_.create<arith::AddIOp>(loc_, k0, cidx(8)), col)};
-  }
+  SmallVector<SmallVector<Value>> bfrag;
+  for (int64_t tni = 0; tni < l.tn; ++tni) bfrag.push_back(bFrag(tni));
   for (int64_t tmi = 0; tmi < l.tm; ++tmi) {
-    Value r0 = b_.create<arith::AddIOp>(loc_, rowBase, cidx(tmi * 16));
-    Value r1 = b_.create<arith::AddIOp>(loc_, r0, cidx(8));
-    Value k8 = b_.create<arith::AddIOp>(loc_, k0, cidx(8));
-    Value a[4] = {aPair(r0, k0), aPair(r1, k0), aPair(r0, k8), aPair(r1, k8)};
+    SmallVector<Value> a = aFrag(tmi);
     for (int64_t tni = 0; tni < l.tn; ++tni) {
       int64_t base = (tmi * l.tn + tni) * 4;
       SmallVector<Value> ops{a[0], a[1], a[2], a[3], bfrag[tni][0], bfrag[tni][1],

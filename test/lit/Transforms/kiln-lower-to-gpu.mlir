@@ -31,7 +31,10 @@
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: gpu.barrier
-// CHECK: memref.view %{{.*}} : memref<?xi8, #gpu.address_space<workgroup>> to memref<256xi32, #gpu.address_space<workgroup>>
+// Fragments come from shared memory with ldmatrix (x4 for A, x2.trans for B).
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: llvm.inline_asm has_side_effects "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
+// CHECK: llvm.inline_asm has_side_effects "ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK-COUNT-2: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // Stores go back to global memory only where the tile is inside C.
 // CHECK: scf.if
