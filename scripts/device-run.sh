@@ -21,6 +21,7 @@ run() { # name, log, command...
 }
 run cuda-support cuda-support.log $K/kiln-cuda-support-tests
 run gpu-suite gpu-tests.log $K/kiln-gpu-tests --durations yes
+run bench bench.log $K/kiln-bench-gemm "$OUT/bench.csv"
 run big-gemm cli-run.log $K/kiln run gemm_bias_relu --backend=cuda --shape 4097x4096x4096 --dtype bf16
 for k in gemm gemm_bias_gelu softmax add rmsnorm; do
   shape=1000x129x4097; case $k in softmax|add|rmsnorm) shape=4097x1000;; esac
@@ -34,3 +35,4 @@ printf '%-14s %s\n' "check" "result"
 for n in "${!result[@]}"; do printf '%-14s %s\n' "$n" "${result[$n]}"; done | sort
 grep -c "reference_ok=true" "$OUT/cli-run.log" | sed 's/^/cli runs verified: /'
 grep "reference_ok=false" "$OUT/cli-run.log" | head -5
+grep -vE "^(cuda|NVIDIA)" "$OUT/bench.log" | cut -c1-90
