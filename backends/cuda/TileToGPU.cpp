@@ -124,6 +124,28 @@ private:
   SmallVector<Value> stageOperands(ArrayRef<Value> tiles, ArrayRef<int64_t> byteOffsets);
   /// Copies the window `v` of a tile of type `t` from global memory into `buf`.
   void copyGlobalToShared(const ViewInfo& v, TileType t, Value buf);
+  /// i1: the rows of `base` are 16-byte aligned (unit inner stride, row stride and base
+  /// multiples of 16 bytes), so tiles of `t` can be copied 16 bytes at a time.
+  Value rowsAligned(Value base, TileType t);
+  /// Issues this thread's 16-byte cp.async copies of window `v` into `buf` (no commit).
+  void asyncCopy(const ViewInfo& v, TileType t, Value buf);
+  /// The k-loop of a tensor-core dot over operands already in shared memory.
+  Elems mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc);
+  /// A shared-memory array at a run-time byte offset (the caller bounds it by `maxEnd`).
+  Value sharedAt(int64_t n, Type elt, Value byteOffset, int64_t maxEnd);
+  struct PipePlan {
+    DotOp dot;
+    LoadOp a, b;
+    Layout layout;
+  };
+  /// A loop that only loads two tiles and feeds them to one tensor-core dot accumulating
+  /// its single carried value can be software-pipelined `stages` deep.
+  std::optional<PipePlan> pipelinePlan(LoopOp l);
+  Elems lowerLoopPipelined(LoopOp l, PipePlan plan, const Elems& init);
+  Elems lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, ArrayRef<Value> inits);
+  /// `v` (an index computed in the loop body) recomputed with the induction variable
+  /// replaced by `iv`.
+  Value remat(Value v, LoopOp l, Value iv);
 
   LogicalResult lowerBlock(Block& block);
   LogicalResult lowerOp(Operation* op);
@@ -199,6 +221,13 @@ Value GpuKernelLowering::shared(int64_t n, Type elt, int64_t byteOffset) {
   auto ws = gpu::AddressSpaceAttr::get(b_.getContext(), gpu::AddressSpace::Workgroup);
   auto type = MemRefType::get({n}, elt, MemRefLayoutAttrInterface{}, ws);
   return b_.create<memref::ViewOp>(loc_, type, smemBase_, cidx(byteOffset), ValueRange{});
+}
+
+Value GpuKernelLowering::sharedAt(int64_t n, Type elt, Value byteOffset, int64_t maxEnd) {
+  smemBytes_ = std::max(smemBytes_, maxEnd);
+  auto ws = gpu::AddressSpaceAttr::get(b_.getContext(), gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get({n}, elt, MemRefLayoutAttrInterface{}, ws);
+  return b_.create<memref::ViewOp>(loc_, type, smemBase_, byteOffset, ValueRange{});
 }
 
 Value GpuKernelLowering::stage(const Dist& d, TileType t, int64_t byteOffset) {
@@ -284,73 +313,79 @@ void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value 
   };
   if (shape.size() != 2 || cols % vec != 0) return scalarCopy();
   // The view's strides and base decide at run time which path this CTA takes.
-  auto meta = b_.create<memref::ExtractStridedMetadataOp>(loc_, v.base);
-  Value base = b_.create<memref::ExtractAlignedPointerAsIndexOp>(loc_, v.base);
-  Value offBytes = b_.create<arith::MulIOp>(loc_, meta.getOffset(), cidx(bytes));
-  Value addr = b_.create<arith::AddIOp>(loc_, base, offBytes);
+  auto ifOp = b_.create<scf::IfOp>(loc_, rowsAligned(v.base, t), /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  asyncCopy(v, t, buf);
+  b_.create<NVVM::CpAsyncCommitGroupOp>(loc_);
+  b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  scalarCopy();
+}
+
+Value GpuKernelLowering::rowsAligned(Value base, TileType t) {
+  int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8, vec = 16 / bytes;
+  auto meta = b_.create<memref::ExtractStridedMetadataOp>(loc_, base);
+  Value ptr = b_.create<memref::ExtractAlignedPointerAsIndexOp>(loc_, base);
+  Value addr = b_.create<arith::AddIOp>(loc_, ptr, b_.create<arith::MulIOp>(loc_, meta.getOffset(), cidx(bytes)));
   Value c0 = cidx(0);
   auto eq = [&](Value a, Value bv) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, bv).getResult(); };
   Value ok = eq(b_.create<arith::RemUIOp>(loc_, addr, cidx(16)), c0);
   ok = andOf(ok, eq(meta.getStrides()[1], cidx(1)));
-  ok = andOf(ok, eq(b_.create<arith::RemUIOp>(loc_, meta.getStrides()[0], cidx(vec)), c0));
-  auto ifOp = b_.create<scf::IfOp>(loc_, ok, /*withElse=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    Value dim0 = meta.getSizes()[0], dim1 = meta.getSizes()[1];
-    // The same memory, typed with the unit inner stride this path has just checked
-    // (cp.async wants it static).
-    auto srcType = cast<MemRefType>(v.base.getType());
-    auto unit = MemRefType::get(srcType.getShape(), srcType.getElementType(),
-                                StridedLayoutAttr::get(b_.getContext(), ShapedType::kDynamic,
-                                                       {ShapedType::kDynamic, 1}),
-                                srcType.getMemorySpace());
-    Value src = b_.create<memref::ReinterpretCastOp>(
-        loc_, unit, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
-        ArrayRef<OpFoldResult>{dim0, dim1}, ArrayRef<OpFoldResult>{meta.getStrides()[0], b_.getIndexAttr(1)});
-    Value lastRow = b_.create<arith::MaxSIOp>(loc_, b_.create<arith::SubIOp>(loc_, dim0, cidx(1)), c0);
-    int64_t vecsPerRow = cols / vec, nvec = shape[0] * vecsPerRow;
-    SmallVector<Value> tokens;
-    for (int64_t k = 0; k * T_ < nvec; ++k) {
-      Value e = b_.create<arith::AddIOp>(loc_, tid_, cidx(k * T_));
-      Value valid;
-      if ((k + 1) * T_ > nvec) {
-        valid = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, e, cidx(nvec));
-        e = b_.create<arith::MinUIOp>(loc_, e, cidx(nvec - 1));
-      }
-      Value r = b_.create<arith::DivUIOp>(loc_, e, cidx(vecsPerRow));
-      Value c = b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, e, cidx(vecsPerRow)), cidx(vec));
-      Value gr = b_.create<arith::AddIOp>(loc_, v.offsets[0], r);
-      Value gc = b_.create<arith::AddIOp>(loc_, v.offsets[1], c);
-      // Elements of this vector inside the tensor: 0 past the last row, else what is
-      // left of the row (clamped to 0..vec). The rest is zero-filled by the copy.
-      Value left = b_.create<arith::SubIOp>(loc_, dim1, gc);
-      left = b_.create<arith::MinSIOp>(loc_, b_.create<arith::MaxSIOp>(loc_, left, c0), cidx(vec));
-      Value rowIn = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, gr, dim0);
-      Value n = b_.create<arith::SelectOp>(loc_, rowIn, left, c0);
-      Value srcRow = b_.create<arith::MinSIOp>(loc_, gr, lastRow);
-      Value srcCol = b_.create<arith::SelectOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, n, c0), gc, c0);
-      Value dst = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, r, cidx(cols)), c);
-      auto copy = [&]() {
-        tokens.push_back(b_.create<nvgpu::DeviceAsyncCopyOp>(
-            loc_, nvgpu::DeviceAsyncTokenType::get(b_.getContext()), buf, ValueRange{dst}, src,
-            ValueRange{srcRow, srcCol}, b_.getIndexAttr(vec), n, UnitAttr()));
-      };
-      if (!valid) {
-        copy();
-      } else {
-        auto w = b_.create<scf::IfOp>(loc_, valid, false);
-        OpBuilder::InsertionGuard g2(b_);
-        b_.setInsertionPointToStart(&w.getThenRegion().front());
-        copy();
-        b_.create<nvgpu::DeviceAsyncCreateGroupOp>(loc_, nvgpu::DeviceAsyncTokenType::get(b_.getContext()),
-                                                   ValueRange{tokens.pop_back_val()});
-      }
+  return andOf(ok, eq(b_.create<arith::RemUIOp>(loc_, meta.getStrides()[0], cidx(vec)), c0));
+}
+
+void GpuKernelLowering::asyncCopy(const ViewInfo& v, TileType t, Value buf) {
+  ArrayRef<int64_t> shape = t.getShape();
+  int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t vec = 16 / bytes, cols = shape.back();
+  auto meta = b_.create<memref::ExtractStridedMetadataOp>(loc_, v.base);
+  Value c0 = cidx(0);
+  Value dim0 = meta.getSizes()[0], dim1 = meta.getSizes()[1];
+  // The same memory, typed with the unit inner stride the caller has checked (cp.async
+  // wants it static).
+  auto srcType = cast<MemRefType>(v.base.getType());
+  auto unit = MemRefType::get(srcType.getShape(), srcType.getElementType(),
+                              StridedLayoutAttr::get(b_.getContext(), ShapedType::kDynamic,
+                                                     {ShapedType::kDynamic, 1}),
+                              srcType.getMemorySpace());
+  Value src = b_.create<memref::ReinterpretCastOp>(
+      loc_, unit, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+      ArrayRef<OpFoldResult>{dim0, dim1}, ArrayRef<OpFoldResult>{meta.getStrides()[0], b_.getIndexAttr(1)});
+  Value lastRow = b_.create<arith::MaxSIOp>(loc_, b_.create<arith::SubIOp>(loc_, dim0, cidx(1)), c0);
+  int64_t vecsPerRow = cols / vec, nvec = shape[0] * vecsPerRow;
+  for (int64_t k = 0; k * T_ < nvec; ++k) {
+    Value e = b_.create<arith::AddIOp>(loc_, tid_, cidx(k * T_));
+    Value valid;
+    if ((k + 1) * T_ > nvec) {
+      valid = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, e, cidx(nvec));
+      e = b_.create<arith::MinUIOp>(loc_, e, cidx(nvec - 1));
     }
-    if (!tokens.empty())
-      b_.create<nvgpu::DeviceAsyncCreateGroupOp>(loc_, nvgpu::DeviceAsyncTokenType::get(b_.getContext()), tokens);
-    b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
-    scalarCopy();
+    Value r = b_.create<arith::DivUIOp>(loc_, e, cidx(vecsPerRow));
+    Value c = b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, e, cidx(vecsPerRow)), cidx(vec));
+    Value gr = b_.create<arith::AddIOp>(loc_, v.offsets[0], r);
+    Value gc = b_.create<arith::AddIOp>(loc_, v.offsets[1], c);
+    // Elements of this vector inside the tensor: 0 past the last row, else what is left
+    // of the row (clamped to 0..vec). The rest is zero-filled by the copy.
+    Value left = b_.create<arith::SubIOp>(loc_, dim1, gc);
+    left = b_.create<arith::MinSIOp>(loc_, b_.create<arith::MaxSIOp>(loc_, left, c0), cidx(vec));
+    Value rowIn = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, gr, dim0);
+    Value n = b_.create<arith::SelectOp>(loc_, rowIn, left, c0);
+    Value srcRow = b_.create<arith::MinSIOp>(loc_, gr, lastRow);
+    Value srcCol = b_.create<arith::SelectOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, n, c0), gc, c0);
+    Value dst = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, r, cidx(cols)), c);
+    auto copy = [&]() {
+      b_.create<nvgpu::DeviceAsyncCopyOp>(loc_, nvgpu::DeviceAsyncTokenType::get(b_.getContext()), buf,
+                                          ValueRange{dst}, src, ValueRange{srcRow, srcCol},
+                                          b_.getIndexAttr(vec), n, UnitAttr());
+    };
+    if (!valid) {
+      copy();
+    } else {
+      auto w = b_.create<scf::IfOp>(loc_, valid, false);
+      OpBuilder::InsertionGuard g2(b_);
+      b_.setInsertionPointToStart(&w.getThenRegion().front());
+      copy();
+    }
   }
 }
 
@@ -648,13 +683,17 @@ Dist GpuKernelLowering::dotSimt(DotOp d) {
 // Tensor-core dot: A and B staged row-major in shared memory, fragments loaded per k-step
 // of 16, one mma.sync.m16n8k16 (f32 accumulate) per 16x8 fragment of the warp's tile.
 Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
-  TileType at = d.getLhs().getType(), bt = d.getRhs().getType(), ct = d.getType();
-  Type e = at.getElementType();
-  int64_t N = ct.getShape()[1], K = at.getShape()[1];
+  TileType at = d.getLhs().getType(), ct = d.getType();
   Elems acc = as(tiles_.at(d.getAcc()), ct, l); // before the operands take the scratch
   int64_t aBytes = at.getNumElements() * 2;
   int64_t bOff = (aBytes + 15) / 16 * 16;
   auto bufs = stageOperands({d.getLhs(), d.getRhs()}, {0, bOff});
+  return Dist{mmaLoop(bufs[0], bufs[1], at, ct, l, acc), l, false};
+}
+
+Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc) {
+  Type e = at.getElementType();
+  int64_t N = ct.getShape()[1], K = at.getShape()[1];
   // Fragments come from shared memory with ldmatrix: .x4 gives a 16x16 A fragment, .x2.trans
   // a 16x8 B fragment from row-major [K][N] (the transpose turns rows of B into the
   // k-pairs mma's "col" operand wants). Every row address is 16-byte aligned: K and N are
@@ -664,7 +703,7 @@ Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
     Value p = b_.create<memref::ExtractAlignedPointerAsIndexOp>(loc_, buf);
     return b_.create<arith::IndexCastOp>(loc_, i32, p).getResult();
   };
-  Value aBase = sharedAddr(bufs[0]), bBase = sharedAddr(bufs[1]);
+  Value aBase = sharedAddr(bufA), bBase = sharedAddr(bufB);
   Value w = warp(), ln = lane();
   Value warpRow = b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, w, cidx(l.wn)), cidx(l.tm * 16));
   Value warpCol = b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, w, cidx(l.wn)), cidx(l.tn * 8));
@@ -731,7 +770,7 @@ Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
     }
   }
   b_.create<scf::YieldOp>(loc_, next);
-  return Dist{Elems(loop.getResults()), l, false};
+  return Elems(loop.getResults());
 }
 
 Value GpuKernelLowering::elementwise(Operation* op, ArrayRef<Value> x) {
@@ -778,6 +817,40 @@ LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
     sizes.push_back(e.size());
     layouts.push_back(lay);
   }
+  Elems results;
+  if (auto plan = pipelinePlan(l)) {
+    // Pipelined when both operands' rows allow 16-byte cp.async (decided per launch, since
+    // strides are launch values); the plain loop otherwise.
+    auto base = [&](LoadOp ld) { return map_.lookup(ld.getView().getDefiningOp<ViewOp>().getTensor()); };
+    Value aligned = andOf(rowsAligned(base(plan->a), plan->a.getType()),
+                          rowsAligned(base(plan->b), plan->b.getType()));
+    SmallVector<Type> types;
+    for (Value v : inits) types.push_back(v.getType());
+    auto ifOp = b_.create<scf::IfOp>(loc_, types, aligned, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      b_.create<scf::YieldOp>(loc_, ValueRange(lowerLoopPipelined(l, *plan, inits)));
+      b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      Elems simple = lowerLoopSimple(l, layouts, inits);
+      if (simple.empty() && !inits.empty()) return failure();
+      b_.create<scf::YieldOp>(loc_, ValueRange(simple));
+    }
+    results.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  } else {
+    results = lowerLoopSimple(l, layouts, inits);
+    if (results.empty() && !inits.empty()) return failure();
+  }
+  size_t at = 0;
+  for (auto [i, r] : llvm::enumerate(l.getResults())) {
+    tiles_[r] = Dist{Elems(results.begin() + at, results.begin() + at + sizes[i]), layouts[i], false};
+    at += sizes[i];
+  }
+  return success();
+}
+
+Elems GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, ArrayRef<Value> inits) {
+  auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
   auto loop = b_.create<scf::ForOp>(loc_, cidx(0), map_.lookup(l.getCount()), cidx(1), inits);
   OpBuilder::InsertionGuard guard(b_);
   // With nothing carried, scf.for comes with its yield; we write our own below.
@@ -786,24 +859,104 @@ LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
   map_.map(l.getInductionVar(), loop.getInductionVar());
   size_t at = 0;
   for (auto [i, carried] : llvm::enumerate(l.getCarried())) {
-    auto args = loop.getRegionIterArgs().slice(at, sizes[i]);
+    size_t n = perThread(cast<TileType>(carried.getType()).getShape(), layouts[i]);
+    auto args = loop.getRegionIterArgs().slice(at, n);
     tiles_[carried] = Dist{Elems(args.begin(), args.end()), layouts[i], false};
-    at += sizes[i];
+    at += n;
   }
-  if (failed(lowerBlock(l.getBody().front()))) return failure();
+  if (failed(lowerBlock(l.getBody().front()))) return {};
   SmallVector<Value> yields;
   for (auto [i, v] : llvm::enumerate(yield.getValues())) {
     Elems e = as(tiles_.at(v), cast<TileType>(v.getType()), layouts[i]);
     yields.append(e.begin(), e.end());
   }
   b_.create<scf::YieldOp>(loc_, yields);
-  at = 0;
-  for (auto [i, r] : llvm::enumerate(l.getResults())) {
-    auto res = loop.getResults().slice(at, sizes[i]);
-    tiles_[r] = Dist{Elems(res.begin(), res.end()), layouts[i], false};
-    at += sizes[i];
+  return Elems(loop.getResults());
+}
+
+std::optional<GpuKernelLowering::PipePlan> GpuKernelLowering::pipelinePlan(LoopOp l) {
+  if (l.getStages() < 2 || l.getInits().size() != 1) return std::nullopt;
+  Block& body = l.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  auto dot = yield.getValues()[0].getDefiningOp<DotOp>();
+  if (!dot || dot.getAcc() != l.getCarried()[0] || !dot->hasOneUse()) return std::nullopt;
+  auto a = dot.getLhs().getDefiningOp<LoadOp>(), b = dot.getRhs().getDefiningOp<LoadOp>();
+  if (!a || !b || !a->hasOneUse() || !b->hasOneUse() || !a.getPadding().isZero() || !b.getPadding().isZero())
+    return std::nullopt;
+  for (Operation& op : body.without_terminator())
+    if (!isa<ViewOp, LoadOp, DotOp>(op) && op.getDialect()->getNamespace() != "arith") return std::nullopt;
+  for (LoadOp ld : {a, b})
+    if (ld.getType().getRank() != 2 || ld.getType().getShape()[1] % 8) return std::nullopt;
+  auto layout = mmaLayoutFor(dot);
+  if (!layout) return std::nullopt;
+  return PipePlan{dot, a, b, *layout};
+}
+
+Value GpuKernelLowering::remat(Value v, LoopOp l, Value iv) {
+  if (v == l.getInductionVar()) return iv;
+  Operation* def = v.getDefiningOp();
+  if (!def || def->getBlock() != &l.getBody().front()) return map_.lookup(v);
+  IRMapping m;
+  for (Value o : def->getOperands()) m.map(o, remat(o, l, iv));
+  return b_.clone(*def, m)->getResult(0);
+}
+
+// Software pipeline, `stages` deep: the copies for iteration k + stages - 1 are in flight
+// while iteration k computes. Each stage has its own A and B buffers; cp.async groups are
+// committed one per iteration (empty ones too), so waiting until at most stages-2 groups
+// are pending means iteration k's copies (this thread's) landed; the barrier after makes
+// everyone's visible and also tells that every thread finished iteration k-1, whose
+// buffers the next copies overwrite.
+Elems GpuKernelLowering::lowerLoopPipelined(LoopOp l, PipePlan p, const Elems& init) {
+  int64_t S = l.getStages();
+  TileType at = p.a.getType(), bt = p.b.getType(), ct = p.dot.getType();
+  int64_t aBytes = (at.getNumElements() * 2 + 15) / 16 * 16;
+  int64_t bBytes = (bt.getNumElements() * 2 + 15) / 16 * 16;
+  int64_t stageBytes = aBytes + bBytes;
+  Value count = map_.lookup(l.getCount());
+  auto viewAt = [&](LoadOp ld, Value iv) {
+    auto view = ld.getView().getDefiningOp<ViewOp>();
+    ViewInfo info{map_.lookup(view.getTensor()), {}, llvm::to_vector(view.getType().getShape())};
+    for (auto [d, idx] : llvm::enumerate(view.getIndices()))
+      info.offsets.push_back(b_.create<arith::MulIOp>(loc_, remat(idx, l, iv), cidx(info.shape[d])));
+    return info;
+  };
+  auto buffers = [&](Value iter) {
+    Value slot = b_.create<arith::RemUIOp>(loc_, iter, cidx(S));
+    Value off = b_.create<arith::MulIOp>(loc_, slot, cidx(stageBytes));
+    Value bufA = sharedAt(at.getNumElements(), at.getElementType(), off, S * stageBytes);
+    Value bufB = sharedAt(bt.getNumElements(), bt.getElementType(),
+                          b_.create<arith::AddIOp>(loc_, off, cidx(aBytes)), S * stageBytes);
+    return std::make_pair(bufA, bufB);
+  };
+  auto issue = [&](Value iter) { // copies of iteration `iter`, if it exists; then commit
+    Value exists = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, iter, count);
+    auto ifOp = b_.create<scf::IfOp>(loc_, exists, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      auto [bufA, bufB] = buffers(iter);
+      asyncCopy(viewAt(p.a, iter), at, bufA);
+      asyncCopy(viewAt(p.b, iter), bt, bufB);
+    }
+    b_.create<NVVM::CpAsyncCommitGroupOp>(loc_);
+  };
+  barrier(); // the scratch may hold an earlier op's data still being read
+  for (int64_t s = 0; s < S - 1; ++s) issue(cidx(s));
+  auto loop = b_.create<scf::ForOp>(loc_, cidx(0), count, cidx(1), ValueRange(init));
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    Value kk = loop.getInductionVar();
+    b_.create<NVVM::CpAsyncWaitGroupOp>(loc_, S - 2);
+    barrier();
+    issue(b_.create<arith::AddIOp>(loc_, kk, cidx(S - 1)));
+    auto [bufA, bufB] = buffers(kk);
+    b_.create<scf::YieldOp>(loc_, ValueRange(mmaLoop(bufA, bufB, at, ct, p.layout, loop.getRegionIterArgs())));
   }
-  return success();
+  b_.create<NVVM::CpAsyncWaitGroupOp>(loc_, 0); // drain the trailing (empty) groups
+  barrier();
+  return Elems(loop.getResults());
 }
 
 struct LowerToGPUPass : kiln::impl::KilnLowerToGPUBase<LowerToGPUPass> {
