@@ -131,6 +131,12 @@ private:
   void asyncCopy(const ViewInfo& v, TileType t, Value buf);
   /// The k-loop of a tensor-core dot over operands already in shared memory.
   Elems mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc);
+  /// The global coordinates of slot `s` of view `v`, and whether they lie inside the
+  /// tensor (dims `dims`) and the slot exists.
+  std::pair<SmallVector<Value>, Value> globalSlot(const ViewInfo& v, const Slot& s, ArrayRef<Value> dims);
+  /// The element at slot `s` of view `v`, or `pad` outside the tensor.
+  Value maskedLoad(const ViewInfo& v, const Slot& s, ArrayRef<Value> dims, Type elt, double pad);
+  SmallVector<Value> dimsOf(Value base, size_t rank);
   /// A shared-memory array at a run-time byte offset (the caller bounds it by `maxEnd`).
   Value sharedAt(int64_t n, Type elt, Value byteOffset, int64_t maxEnd);
   struct PipePlan {
@@ -276,31 +282,43 @@ SmallVector<Value> GpuKernelLowering::stageOperands(ArrayRef<Value> tiles, Array
 // Fast path when the rows are 16-byte aligned (contiguous rows, row stride and base a
 // multiple of 16 bytes): each thread issues 16-byte cp.async copies, which zero-fill the
 // part of a vector past the tensor's edge. Otherwise: element by element, masked.
+SmallVector<Value> GpuKernelLowering::dimsOf(Value base, size_t rank) {
+  SmallVector<Value> dims;
+  for (size_t d = 0; d < rank; ++d) dims.push_back(b_.create<memref::DimOp>(loc_, base, d));
+  return dims;
+}
+
+std::pair<SmallVector<Value>, Value> GpuKernelLowering::globalSlot(const ViewInfo& v, const Slot& s,
+                                                                   ArrayRef<Value> dims) {
+  SmallVector<Value> g;
+  Value inb = s.valid;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    g.push_back(b_.create<arith::AddIOp>(loc_, v.offsets[d], s.coords[d]));
+    inb = andOf(inb, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, g[d], dims[d]));
+  }
+  return {g, inb};
+}
+
+Value GpuKernelLowering::maskedLoad(const ViewInfo& v, const Slot& s, ArrayRef<Value> dims, Type elt, double pad) {
+  auto [g, inb] = globalSlot(v, s, dims);
+  auto ifOp = b_.create<scf::IfOp>(loc_, TypeRange{elt}, inb, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<memref::LoadOp>(loc_, v.base, g)});
+  b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  b_.create<scf::YieldOp>(loc_, ValueRange{constOf(elt, pad)});
+  return ifOp.getResult(0);
+}
+
 void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value buf) {
   ArrayRef<int64_t> shape = t.getShape();
   int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8;
   int64_t vec = 16 / bytes, cols = shape.back();
   auto scalarCopy = [&]() {
-    SmallVector<Value> dims;
-    for (size_t d = 0; d < shape.size(); ++d) dims.push_back(b_.create<memref::DimOp>(loc_, v.base, d));
-    Type elt = t.getElementType();
+    SmallVector<Value> dims = dimsOf(v.base, shape.size());
     for (int64_t k = 0; k < perThread(shape); ++k) {
       Slot s = slot(shape, k);
-      Value inb = s.valid;
-      SmallVector<Value> g;
-      for (size_t d = 0; d < shape.size(); ++d) {
-        g.push_back(b_.create<arith::AddIOp>(loc_, v.offsets[d], s.coords[d]));
-        inb = andOf(inb, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, g[d], dims[d]));
-      }
-      auto ifOp = b_.create<scf::IfOp>(loc_, TypeRange{elt}, inb, /*withElse=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b_);
-        b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
-        b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<memref::LoadOp>(loc_, v.base, g)});
-        b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
-        b_.create<scf::YieldOp>(loc_, ValueRange{constOf(elt, 0.0)});
-      }
-      Value val = ifOp.getResult(0);
+      Value val = maskedLoad(v, s, dims, t.getElementType(), 0.0);
       if (!s.valid) {
         b_.create<memref::StoreOp>(loc_, val, buf, s.flat);
       } else {
@@ -508,29 +526,11 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
           }
         }
         TileType t = l.getType();
-        Type elt = t.getElementType();
-        double pad = l.getPadding().convertToDouble();
-        SmallVector<Value> dims;
-        for (size_t d = 0; d < v.shape.size(); ++d) dims.push_back(b_.create<memref::DimOp>(loc_, v.base, d));
+        SmallVector<Value> dims = dimsOf(v.base, v.shape.size());
         Elems out;
-        for (int64_t k = 0; k < perThread(t.getShape()); ++k) {
-          Slot s = slot(t.getShape(), k);
-          SmallVector<Value> g;
-          Value inb = s.valid;
-          for (size_t d = 0; d < v.shape.size(); ++d) {
-            g.push_back(b_.create<arith::AddIOp>(loc_, v.offsets[d], s.coords[d]));
-            inb = andOf(inb, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, g[d], dims[d]));
-          }
-          auto ifOp = b_.create<scf::IfOp>(loc_, TypeRange{elt}, inb, /*withElse=*/true);
-          {
-            OpBuilder::InsertionGuard guard(b_);
-            b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
-            b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<memref::LoadOp>(loc_, v.base, g)});
-            b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
-            b_.create<scf::YieldOp>(loc_, ValueRange{constOf(elt, pad)});
-          }
-          out.push_back(ifOp.getResult(0));
-        }
+        for (int64_t k = 0; k < perThread(t.getShape()); ++k)
+          out.push_back(maskedLoad(v, slot(t.getShape(), k), dims, t.getElementType(),
+                                   l.getPadding().convertToDouble()));
         tiles_[l.getResult()] = Dist{out, {}, false};
         return success();
       })
@@ -540,16 +540,9 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
         const Dist& d = tiles_.at(st.getValue());
         Layout layout = d.uniform ? Layout{} : d.layout;
         Elems src = as(d, t, layout);
-        SmallVector<Value> dims;
-        for (size_t d = 0; d < v.shape.size(); ++d) dims.push_back(b_.create<memref::DimOp>(loc_, v.base, d));
+        SmallVector<Value> dims = dimsOf(v.base, v.shape.size());
         for (int64_t k = 0; k < (int64_t)src.size(); ++k) {
-          Slot s = slot(t.getShape(), k, layout);
-          SmallVector<Value> g;
-          Value inb = s.valid;
-          for (size_t d = 0; d < v.shape.size(); ++d) {
-            g.push_back(b_.create<arith::AddIOp>(loc_, v.offsets[d], s.coords[d]));
-            inb = andOf(inb, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, g[d], dims[d]));
-          }
+          auto [g, inb] = globalSlot(v, slot(t.getShape(), k, layout), dims);
           auto ifOp = b_.create<scf::IfOp>(loc_, inb, /*withElse=*/false);
           OpBuilder::InsertionGuard guard(b_);
           b_.setInsertionPointToStart(&ifOp.getThenRegion().front());

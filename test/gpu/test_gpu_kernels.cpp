@@ -156,3 +156,17 @@ TEST_CASE("gpu: kernels run on a caller's stream", "[gpu]") {
   gpu().download(dev[p.output], p.args[p.output]);
   CHECK(verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16)).ok);
 }
+
+TEST_CASE("gpu: a kernel needing more shared memory than the device allows is refused", "[gpu][errors]") {
+  // f32 operands take the SIMT dot, which stages A (128x256) and B (256x256) f32 tiles in
+  // shared memory at once: 384 KiB, over the H200's 227 KiB per CTA.
+  Runtime rt = Runtime::create(Backend::cuda, {.num_warps = 32});
+  try {
+    rt.compile(catalogue::gemm(DType::f32, {.m = 128, .n = 256, .k = 256, .stages = 1}));
+    FAIL("the compile should be refused");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+    CHECK_THAT(std::string(e.what()), Contains("bytes of shared memory per CTA"));
+    CHECK_THAT(std::string(e.what()), Contains("use smaller tiles"));
+  }
+}
