@@ -21,6 +21,7 @@ run() { # name, log, command...
 }
 run cuda-support cuda-support.log $K/kiln-cuda-support-tests
 run gpu-suite gpu-tests.log $K/kiln-gpu-tests --durations yes
+run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
 run bench bench.log $K/kiln-bench-gemm "$OUT/bench.csv"
 run big-gemm cli-run.log $K/kiln run gemm_bias_relu --backend=cuda --shape 4097x4096x4096 --dtype bf16
 for k in gemm gemm_bias_gelu softmax add rmsnorm; do

@@ -239,7 +239,8 @@ std::string cuErrorMessage(CUresult r, const char* expr, const char* file, int l
          std::to_string(line);
   if (isStickyError(r))
     msg += "; the CUDA context is now unusable (a sticky error: every later call on it "
-           "fails; restart the process)";
+           "fails; restart the process, or create a new kiln::Runtime, which resets the "
+           "context where the driver allows)";
   return msg;
 }
 
@@ -333,10 +334,39 @@ Context::Context(int ordinal) {
   KILN_CU_CHECK_CTX(d.cuDevicePrimaryCtxRetain(&ctx_, device_),
                     "retaining the primary context of CUDA device " + std::to_string(ordinal));
   ordinal_ = ordinal;
-  const CUresult r = d.cuCtxSetCurrent(ctx_);
+  CUresult r = d.cuCtxSetCurrent(ctx_);
   if (r != CUDA_SUCCESS) {
     reset();
     detail::throwCuError(r, "cuCtxSetCurrent(ctx_)", __FILE__, __LINE__);
+  }
+  // A kernel fault (illegal address, ...) leaves the primary context unusable. Where the
+  // driver allows it, a reset brings the device back (every allocation and module in it is
+  // gone, as they already are in effect); for most faults it does not, and the process
+  // has to restart. cuStreamQuery on the legacy stream reports a sticky error without
+  // waiting for work in flight.
+  r = d.cuStreamQuery(nullptr);
+  if (isStickyError(r)) {
+    const std::string fault = describe(r);
+    std::fprintf(stderr, "kiln: warning: the primary context of CUDA device %d is unusable (%s); resetting it\n",
+                 ordinal, fault.c_str());
+    CUresult rr = d.cuDevicePrimaryCtxReset_v2(device_);
+    if (rr == CUDA_SUCCESS) {
+      d.cuDevicePrimaryCtxRelease_v2(device_); // the reset destroyed the context we retained
+      ctx_ = nullptr;
+      rr = d.cuDevicePrimaryCtxRetain(&ctx_, device_);
+      if (rr == CUDA_SUCCESS) rr = d.cuCtxSetCurrent(ctx_);
+      if (rr == CUDA_SUCCESS) rr = d.cuStreamQuery(nullptr);
+      if (rr == CUDA_ERROR_NOT_READY) rr = CUDA_SUCCESS;
+    }
+    if (rr != CUDA_SUCCESS) {
+      if (ctx_) d.cuDevicePrimaryCtxRelease_v2(device_);
+      ctx_ = nullptr;
+      ordinal_ = -1;
+      throw Error(ErrorKind::Runtime,
+                  "CUDA device " + std::to_string(ordinal) + " is unusable in this process: an earlier kernel fault (" +
+                      fault + ") is sticky, and the driver refuses to reset the context (" + describe(rr) +
+                      "); restart the process to use the GPU again");
+    }
   }
 }
 

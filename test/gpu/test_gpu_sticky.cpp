@@ -1,0 +1,53 @@
+// A kernel that faults (here: an illegal address, from views that claim far more memory
+// than was allocated — launch checks cannot see allocation sizes) leaves the CUDA context
+// unusable. kiln must say so clearly; a new Runtime then resets the context where the
+// driver allows it, and otherwise says the process must restart — while the automatic
+// backend falls back to the CPU, so the process can still compute.
+// Hidden tag: it breaks the device's primary context, so it runs in a process of its own
+// (scripts/device-run.sh runs `kiln-gpu-tests "[sticky]"` after the main suite).
+#include <catch2/catch.hpp>
+
+#include "kiln/catalogue.hpp"
+#include "kiln/error.hpp"
+#include "kiln/runtime.hpp"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+TEST_CASE("gpu: after a kernel faults, kiln says so and the process carries on", "[.sticky][gpu]") {
+  {
+    Runtime broken = Runtime::create(Backend::cuda);
+    CompiledKernel ck = broken.compile(catalogue::add(DType::f32));
+    DeviceTensor x = broken.allocate(DType::f32, {16}), z = broken.allocate(DType::f32, {16});
+    // 2^22 x 2^10 f32 elements (16 GiB) over 64 bytes of memory: the writes leave it.
+    TensorView huge{x.view().data, DType::f32, {1 << 22, 1 << 10}, {}};
+    TensorView out{z.view().data, DType::f32, {1 << 22, 1 << 10}, {}};
+    try {
+      ck.launch({huge, huge, out});
+      FAIL("the faulting launch should report an error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Runtime);
+      CHECK_THAT(std::string(e.what()), Contains("running kernel 'add'"));
+      CHECK_THAT(std::string(e.what()), Contains("unusable"));
+    }
+  } // the broken runtime's kernels and buffers go away here (their frees only log)
+
+  bool fresh = false;
+  try {
+    Runtime rt = Runtime::create(Backend::cuda); // resets the context where the driver allows
+    auto r = catalogue::run_and_verify(rt, catalogue::find("gemm_bias_relu"), {129, 65, 33}, DType::bf16, 3);
+    INFO(r.report.summary());
+    CHECK(r.report.ok);
+    fresh = true;
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Runtime);
+    CHECK_THAT(std::string(e.what()), Contains("restart the process"));
+  }
+  WARN((fresh ? "the driver reset the context: the GPU carried on"
+              : "the driver refused a reset: the GPU needs a new process"));
+  // Either way the process can still compute: auto picks the CPU when CUDA cannot start.
+  Runtime any = Runtime::create(Backend::automatic);
+  auto r = catalogue::run_and_verify(any, catalogue::find("add"), {7, 300}, DType::f32, 4);
+  CHECK(r.report.ok);
+  if (!fresh) CHECK_THAT(any.describe(), Contains("restart the process"));
+}
