@@ -37,7 +37,6 @@ public:
   DeviceCode code;
   Module module;
   CUfunction function = nullptr;
-  std::vector<char> cubin; ///< kept by a compile-only runtime
 
   void launch(const std::vector<TensorView>& args, void* stream, bool wait) override {
     if (state->compile_only)
@@ -114,10 +113,8 @@ public:
       r.compiler = "CUDA driver PTX JIT (nvJitLink unavailable: " + why + ")";
     }
     out->times.assemble_ms = kd::msSince(t0);
-    if (state->compile_only) {
-      out->cubin = std::move(image);
-      return out;
-    }
+    out->binary.assign(image.begin(), image.end());
+    if (state->compile_only) return out;
 
     t0 = std::chrono::steady_clock::now();
     state->context.makeCurrent();
@@ -127,6 +124,7 @@ public:
                       " bytes of shared memory per CTA; " + state->device.name + " allows " +
                       std::to_string(state->device.max_smem_per_block_optin) + " (use smaller tiles)");
     out->module = image.empty() ? Module(out->code.ptx, kernel.name()) : Module(image, kernel.name());
+    if (image.empty()) out->binary = out->code.ptx; // the driver JIT's input
     out->function = out->module.getFunction(kernel.name());
     if (out->code.shared_bytes > kDefaultSmemLimit)
       setMaxDynamicSharedMemory(out->function, int(out->code.shared_bytes), kernel.name());

@@ -71,6 +71,9 @@ public:
   Backend backend() const;
   const CompileTimes& times() const;
   const KernelReport& report() const;
+  /// CUDA: the machine code that was loaded (a cubin; PTX when the driver JIT-compiled
+  /// it). Empty on the CPU. For shipping ahead-of-time builds and for caches.
+  const std::string& binary() const;
   /// Runs the kernel on `args` (one per signature argument, in order) and waits for it.
   /// Dims and strides are launch values; every argument is checked first (rank, dtype,
   /// symbol agreement, constants, strides; on CUDA, device pointers and alignment) and a

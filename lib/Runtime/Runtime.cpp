@@ -89,6 +89,7 @@ const KernelSignature& CompiledKernel::signature() const { return impl_->sig; }
 Backend CompiledKernel::backend() const { return impl_->backend; }
 const CompileTimes& CompiledKernel::times() const { return impl_->times; }
 const KernelReport& CompiledKernel::report() const { return impl_->report; }
+const std::string& CompiledKernel::binary() const { return impl_->binary; }
 void CompiledKernel::launch(const std::vector<TensorView>& args) const { impl_->launch(args, nullptr, true); }
 void CompiledKernel::launch(const std::vector<TensorView>& args, void* stream) const {
   impl_->launch(args, stream, false);

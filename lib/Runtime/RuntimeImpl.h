@@ -20,6 +20,7 @@ struct CompiledImpl {
   Backend backend = Backend::cpu;
   CompileTimes times;
   KernelReport report;
+  std::string binary; ///< CUDA: the cubin (or PTX for the driver's JIT); CPU: empty
 };
 
 struct DeviceTensorImpl {

@@ -32,6 +32,8 @@ void compilesWithoutSpills(const std::string& name) {
       CHECK_THAT(r.compiler, Contains("nvJitLink"));
       CHECK(ck.times().codegen_ms > 0);
       CHECK(ck.times().assemble_ms > 0);
+      REQUIRE(ck.binary().size() > 4);
+      CHECK(ck.binary().substr(0, 4) == "\x7f" "ELF");
     }
   }
 }

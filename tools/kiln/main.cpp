@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "kiln/kiln.hpp"
@@ -43,7 +44,9 @@ int cmdCompile(const std::string& kernel, const std::string& emit, const std::st
   if (b == kiln::Backend::cpu && !arch.empty())
     throw kiln::Error(kiln::ErrorKind::InvalidArgument, "--arch is a CUDA option; drop it or use --backend=cuda");
   auto rt = kiln::Runtime::create(b == kiln::Backend::automatic ? kiln::Backend::cpu : b, options);
-  std::string text = rt.emit(k, stage);
+  std::optional<kiln::CompiledKernel> ck;
+  if (stage == kiln::Stage::cubin) ck.emplace(rt.compile(k)); // the cubin and its report at once
+  std::string text = ck ? ck->binary() : rt.emit(k, stage);
   if (!output.empty()) {
     std::ofstream out(output, std::ios::binary);
     out.write(text.data(), std::streamsize(text.size()));
@@ -51,9 +54,8 @@ int cmdCompile(const std::string& kernel, const std::string& emit, const std::st
     std::printf("wrote %zu bytes of %s to %s\n", text.size(), emit.c_str(), output.c_str());
     return 0;
   }
-  if (stage == kiln::Stage::cubin) {
-    auto ck = rt.compile(k);
-    std::printf("cubin: %zu bytes (use -o FILE to save it)\n%s\n", text.size(), ck.report().str().c_str());
+  if (ck) {
+    std::printf("cubin: %zu bytes (use -o FILE to save it)\n%s\n", text.size(), ck->report().str().c_str());
     return 0;
   }
   std::cout << text;
