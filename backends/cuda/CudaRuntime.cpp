@@ -43,6 +43,7 @@ public:
       throw Error(ErrorKind::Unsupported, "kernel '" + sig.name + "' was compiled by a compile-only "
                                           "CUDA runtime (no GPU): it cannot be launched");
     kd::Bindings bound = kd::checkLaunchArgs(sig, args);
+    state->context.makeCurrent(); // pointer queries need it too (an engine's worker thread may have none)
     for (size_t i = 0; i < args.size(); ++i) {
       const TensorView& a = args[i];
       if (a.numel() == 0) continue;
@@ -61,14 +62,13 @@ public:
     std::vector<int64_t> grid = code.grid.evaluate(bound, sig.name);
     while (grid.size() < 3) grid.push_back(1);
     for (int64_t g : grid)
-      if (g == 0) return; // an empty problem: nothing to run
+      if (g <= 0) return; // an empty problem: nothing to run (as on the CPU)
     const int64_t limits[3] = {(1ll << 31) - 1, 65535, 65535};
     for (int d = 0; d < 3; ++d)
       if (grid[d] < 0 || grid[d] > limits[d])
         throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': grid " + code.grid.str() + " = " +
                                                     std::to_string(grid[d]) + " CTAs in dim " + std::to_string(d) +
                                                     ", over CUDA's limit of " + std::to_string(limits[d]));
-    state->context.makeCurrent();
     kd::PackedArgs packed = kd::packMemrefArgs(args);
     auto s = static_cast<CUstream>(stream);
     launchKernel(function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
@@ -271,7 +271,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   state->arch = options.arch.empty() ? state->device.arch() : options.arch;
   cuda::checkArch(state->arch);
   cuda::checkRunsOn(state->arch, state->device);
-  state->context = cuda::Context(options.device);
+  state->context = cuda::Context(options.device, options.reset_after_fault);
   rt->description = "cuda: " + state->device.name + " (" + state->arch + ", " +
                     std::to_string(state->device.sm_count) + " SMs, driver " +
                     cuda::formatDriverVersion(state->device.driver_version) + ")";

@@ -239,8 +239,8 @@ std::string cuErrorMessage(CUresult r, const char* expr, const char* file, int l
          std::to_string(line);
   if (isStickyError(r))
     msg += "; the CUDA context is now unusable (a sticky error: every later call on it "
-           "fails; restart the process, or create a new kiln::Runtime, which resets the "
-           "context where the driver allows)";
+           "fails; restart the process, or create a kiln::Runtime with "
+           "RuntimeOptions::reset_after_fault, where the driver allows a reset)";
   return msg;
 }
 
@@ -322,7 +322,7 @@ DeviceInfo queryDevice(int ordinal) {
 // ---------------------------------------------------------------------------------------
 // Context
 
-Context::Context(int ordinal) {
+Context::Context(int ordinal, bool resetAfterFault) {
   const Driver& d = driver();
   const int n = deviceCount();
   if (ordinal < 0 || ordinal >= n)
@@ -347,6 +347,14 @@ Context::Context(int ordinal) {
   r = d.cuStreamQuery(nullptr);
   if (isStickyError(r)) {
     const std::string fault = describe(r);
+    if (!resetAfterFault) {
+      reset();
+      ordinal_ = -1;
+      throw Error(ErrorKind::Runtime,
+                  "CUDA device " + std::to_string(ordinal) + " is unusable in this process: an earlier kernel fault (" +
+                      fault + ") is sticky; restart the process (or set RuntimeOptions::reset_after_fault to reset "
+                      "the shared primary context, which frees every allocation in it, the engine's too)");
+    }
     std::fprintf(stderr, "kiln: warning: the primary context of CUDA device %d is unusable (%s); resetting it\n",
                  ordinal, fault.c_str());
     CUresult rr = d.cuDevicePrimaryCtxReset_v2(device_);

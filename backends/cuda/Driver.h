@@ -159,7 +159,10 @@ DeviceInfo queryDevice(int ordinal);
 class Context {
 public:
   Context() = default; ///< empty
-  explicit Context(int ordinal);
+  /// `resetAfterFault`: when an earlier kernel fault left the primary context unusable,
+  /// reset it (which frees every allocation in it, the embedding engine's too) instead of
+  /// refusing with an error. The driver may still refuse.
+  explicit Context(int ordinal, bool resetAfterFault = false);
   ~Context();
   Context(Context&& other) noexcept;
   Context& operator=(Context&& other) noexcept;

@@ -148,7 +148,7 @@ private:
   /// its single carried value can be software-pipelined `stages` deep.
   std::optional<PipePlan> pipelinePlan(LoopOp l);
   Elems lowerLoopPipelined(LoopOp l, PipePlan plan, const Elems& init);
-  Elems lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, ArrayRef<Value> inits);
+  FailureOr<Elems> lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, ArrayRef<Value> inits);
   /// `v` (an index computed in the loop body) recomputed with the induction variable
   /// replaced by `iv`.
   Value remat(Value v, LoopOp l, Value iv);
@@ -825,14 +825,15 @@ LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
       b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
       b_.create<scf::YieldOp>(loc_, ValueRange(lowerLoopPipelined(l, *plan, inits)));
       b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      Elems simple = lowerLoopSimple(l, layouts, inits);
-      if (simple.empty() && !inits.empty()) return failure();
-      b_.create<scf::YieldOp>(loc_, ValueRange(simple));
+      FailureOr<Elems> simple = lowerLoopSimple(l, layouts, inits);
+      if (failed(simple)) return failure();
+      b_.create<scf::YieldOp>(loc_, ValueRange(*simple));
     }
     results.assign(ifOp.getResults().begin(), ifOp.getResults().end());
   } else {
-    results = lowerLoopSimple(l, layouts, inits);
-    if (results.empty() && !inits.empty()) return failure();
+    FailureOr<Elems> simple = lowerLoopSimple(l, layouts, inits);
+    if (failed(simple)) return failure();
+    results = *simple;
   }
   size_t at = 0;
   for (auto [i, r] : llvm::enumerate(l.getResults())) {
@@ -842,7 +843,7 @@ LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
   return success();
 }
 
-Elems GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, ArrayRef<Value> inits) {
+FailureOr<Elems> GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, ArrayRef<Value> inits) {
   auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
   auto loop = b_.create<scf::ForOp>(loc_, cidx(0), map_.lookup(l.getCount()), cidx(1), inits);
   OpBuilder::InsertionGuard guard(b_);
@@ -857,7 +858,7 @@ Elems GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, Arr
     tiles_[carried] = Dist{Elems(args.begin(), args.end()), layouts[i], false};
     at += n;
   }
-  if (failed(lowerBlock(l.getBody().front()))) return {};
+  if (failed(lowerBlock(l.getBody().front()))) return failure();
   SmallVector<Value> yields;
   for (auto [i, v] : llvm::enumerate(yield.getValues())) {
     Elems e = as(tiles_.at(v), cast<TileType>(v.getType()), layouts[i]);
@@ -876,6 +877,9 @@ std::optional<GpuKernelLowering::PipePlan> GpuKernelLowering::pipelinePlan(LoopO
   auto a = dot.getLhs().getDefiningOp<LoadOp>(), b = dot.getRhs().getDefiningOp<LoadOp>();
   if (!a || !b || !a->hasOneUse() || !b->hasOneUse() || !a.getPadding().isZero() || !b.getPadding().isZero())
     return std::nullopt;
+  // The pipelined loop re-reads the operands each iteration: only right for loads made
+  // in the body (a tile loaded before the loop may since have been overwritten).
+  if (a->getBlock() != &body || b->getBlock() != &body) return std::nullopt;
   for (Operation& op : body.without_terminator())
     if (!isa<ViewOp, LoadOp, DotOp>(op) && op.getDialect()->getNamespace() != "arith") return std::nullopt;
   for (LoadOp ld : {a, b})

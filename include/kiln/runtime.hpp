@@ -33,6 +33,10 @@ struct KILN_API RuntimeOptions {
   /// arch-specific 'a' variant), or sm_90a when compiling without a GPU.
   std::string arch;
   int num_warps = 4;         ///< CUDA: warps per CTA
+  /// CUDA: if an earlier kernel fault left the device's primary context unusable, reset
+  /// it (freeing every allocation in it — the embedding engine's too) rather than refuse.
+  /// The driver may still refuse; then the process must restart.
+  bool reset_after_fault = false;
 };
 
 /// Wall-clock milliseconds of each compile phase, from one steady clock.

@@ -44,7 +44,7 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
           bad(sig, where + " is " + std::to_string(extent) + " but " + ds.symbol + " = " +
                        std::to_string(it->second) + " (from " + boundBy[ds.symbol] + ")");
       }
-      if (strides[d] < 0 || (strides[d] == 0 && extent > 1))
+      if (v.numel() > 0 && (strides[d] < 0 || (strides[d] == 0 && extent > 1)))
         bad(sig, where + " has stride " + std::to_string(strides[d]) +
                      ": strides must be positive (0 only for a dim of extent 1)");
     }

@@ -13,8 +13,8 @@ namespace kiln::detail {
 using Bindings = std::map<std::string, int64_t>;
 
 /// Checks `args` against `sig`: count, rank, dtype, constant dims, agreement of every use
-/// of a symbol, strides (positive, or zero only on a dim of extent <= 1), null data with
-/// elements. Returns the bound symbols; throws kiln::Error(InvalidArgument) naming the
+/// of a symbol, strides (positive, or zero only on a dim of extent <= 1; not checked for
+/// an empty tensor, which is never addressed), null data with elements. Returns the bound symbols; throws kiln::Error(InvalidArgument) naming the
 /// kernel, the argument and the rule.
 Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args);
 

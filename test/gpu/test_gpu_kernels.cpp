@@ -8,6 +8,10 @@
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 
+#include "Driver.h" // an engine's own stream, for the caller-stream test
+
+#include <limits>
+
 using namespace kiln;
 using Catch::Matchers::Contains;
 
@@ -19,9 +23,12 @@ const Runtime& gpu() {
 }
 
 // 1, 7, 127, 129, 1000 and 4097 as M, N and K; none a multiple of the 64x64x32 tiles.
+// The last four have K and N multiples of 8, so bf16/f16 runs take the pipelined
+// cp.async k-loop (fewer iterations than stages included); the others take the plain loop.
 const std::vector<std::vector<int64_t>> kGemmShapes = {
     {1, 1, 1},     {7, 127, 129},  {129, 7, 1000}, {127, 1000, 7}, {1000, 129, 127},
-    {4097, 65, 33}, {33, 4097, 65}, {65, 33, 4097}, {257, 129, 65}};
+    {4097, 65, 33}, {33, 4097, 65}, {65, 33, 4097}, {257, 129, 65},
+    {129, 64, 16}, {1000, 1000, 1000}, {65, 40, 4096}, {3, 8, 8}};
 const std::vector<std::vector<int64_t>> kRowShapes = {
     {1, 1}, {7, 1000}, {129, 127}, {1000, 129}, {4097, 7}, {3, 4097}, {5, 257}};
 
@@ -85,6 +92,52 @@ TEST_CASE("gpu: tile configurations and warp counts give the same answers", "[gp
   }
 }
 
+TEST_CASE("gpu: the pipelined k-loop is right for every warp count and stage depth", "[gpu]") {
+  for (int warps : {1, 2, 4, 8}) {
+    Runtime rt = Runtime::create(Backend::cuda, {.num_warps = warps});
+    for (int64_t stages : {2, 3, 5}) {
+      for (DType dt : {DType::bf16, DType::f16}) {
+        CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(dt, {.m = 64, .n = 64, .k = 32, .stages = stages}));
+        for (const std::vector<int64_t>& s : {std::vector<int64_t>{70, 72, 32}, {129, 136, 1000}, {64, 64, 96}}) {
+          catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, dt, stages * 10 + warps);
+          std::vector<DeviceTensor> dev;
+          std::vector<TensorView> v;
+          for (auto& h : p.args) { dev.push_back(rt.upload(h)); v.push_back(dev.back().view()); }
+          ck.launch(v);
+          rt.download(dev[p.output], p.args[p.output]);
+          auto r = verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(dt));
+          INFO(warps << " warps, " << stages << " stages, " << to_string(dt) << " " << str(s) << ": " << r.summary());
+          CHECK(r.ok);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu: cp.async zero-fills the part of a vector past a padded row's end", "[gpu]") {
+  // K = 1001 with a leading dimension of 1008: rows are 16-byte aligned, so the pipelined
+  // path runs, and the last vector of each row holds 1 valid element and 7 of padding
+  // that must read as zero (the buffer there holds NaN).
+  const int64_t M = 96, N = 80, K = 1001, ld = 1008;
+  HostTensor a(DType::bf16, {M, ld}), b(DType::bf16, {K, N}), bias(DType::bf16, {N}), c(DType::bf16, {M, N});
+  a.fill_random(1);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = K; k < ld; ++k) a.set(i * ld + k, std::numeric_limits<float>::quiet_NaN());
+  b.fill_random(2);
+  bias.fill_random(3);
+  c.poison();
+  DeviceTensor da = gpu().upload(a), db = gpu().upload(b), dbias = gpu().upload(bias), dc = gpu().upload(c);
+  TensorView av{da.view().data, DType::bf16, {M, K}, {ld, 1}};
+  gpu().compile(catalogue::gemm_bias_relu(DType::bf16)).launch({av, db.view(), dbias.view(), dc.view()});
+  gpu().download(dc, c);
+  TensorView hv{a.data(), DType::bf16, {M, K}, {ld, 1}};
+  TensorView hbias = bias.view();
+  auto r = verify::compare(c.view(), reference::gemm(hv, b.view(), &hbias, reference::Epilogue::bias_relu),
+                           verify::Tolerance::for_dtype(DType::bf16));
+  INFO(r.summary());
+  CHECK(r.ok);
+}
+
 TEST_CASE("gpu: strided device inputs are read through their strides", "[gpu]") {
   const int64_t M = 70, N = 45, K = 33;
   HostTensor a(DType::f32, {M, K}), bt(DType::f32, {N, K}), c(DType::f32, {M, N});
@@ -145,14 +198,15 @@ TEST_CASE("gpu: mismatched launch shapes are refused before anything runs", "[gp
 }
 
 TEST_CASE("gpu: kernels run on a caller's stream", "[gpu]") {
-  // The engine's stream is any CUstream; 0 (the legacy default stream) is one.
+  // An engine's own non-blocking stream (made here with the driver API, as an engine would).
   CompiledKernel ck = gpu().compile(catalogue::softmax(DType::bf16));
   catalogue::Problem p = catalogue::find("softmax").problem({33, 3000}, DType::bf16, 9);
   std::vector<DeviceTensor> dev;
   std::vector<TensorView> v;
   for (auto& h : p.args) { dev.push_back(gpu().upload(h)); v.push_back(dev.back().view()); }
-  ck.launch(v, nullptr);
-  gpu().synchronize();
+  cuda::Stream stream(CU_STREAM_NON_BLOCKING);
+  ck.launch(v, stream.get());
+  stream.synchronize();
   gpu().download(dev[p.output], p.args[p.output]);
   CHECK(verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16)).ok);
 }

@@ -1,8 +1,8 @@
 // A kernel that faults (here: an illegal address, from views that claim far more memory
 // than was allocated — launch checks cannot see allocation sizes) leaves the CUDA context
-// unusable. kiln must say so clearly; a new Runtime then resets the context where the
-// driver allows it, and otherwise says the process must restart — while the automatic
-// backend falls back to the CPU, so the process can still compute.
+// unusable. kiln must say so clearly, refuse a new Runtime on that context unless asked to
+// reset it, reset it where the driver allows, and otherwise say the process must restart —
+// while the automatic backend falls back to the CPU, so the process can still compute.
 // Hidden tag: it breaks the device's primary context, so it runs in a process of its own
 // (scripts/device-run.sh runs `kiln-gpu-tests "[sticky]"` after the main suite).
 #include <catch2/catch.hpp>
@@ -32,9 +32,18 @@ TEST_CASE("gpu: after a kernel faults, kiln says so and the process carries on",
     }
   } // the broken runtime's kernels and buffers go away here (their frees only log)
 
+  // kiln never resets a context it shares with the engine unless asked to.
+  try {
+    Runtime::create(Backend::cuda);
+    FAIL("a runtime on the faulted context should be refused");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Runtime);
+    CHECK_THAT(std::string(e.what()), Contains("restart the process"));
+    CHECK_THAT(std::string(e.what()), Contains("reset_after_fault"));
+  }
   bool fresh = false;
   try {
-    Runtime rt = Runtime::create(Backend::cuda); // resets the context where the driver allows
+    Runtime rt = Runtime::create(Backend::cuda, {.reset_after_fault = true});
     auto r = catalogue::run_and_verify(rt, catalogue::find("gemm_bias_relu"), {129, 65, 33}, DType::bf16, 3);
     INFO(r.report.summary());
     CHECK(r.report.ok);

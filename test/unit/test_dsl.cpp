@@ -256,3 +256,16 @@ TEST_CASE("storing into an input argument is rejected with its name", "[dsl][err
   });
   CHECK_THAT(msg, Contains("writes to argument 'X', which is an 'in' argument"));
 }
+
+TEST_CASE("a store outside the grid of a kernel with a grid is rejected", "[dsl][errors]") {
+  // On a GPU the code outside the grid runs in every program: such a store would race.
+  auto msg = errorOf([] {
+    kernel("store_outside", [](Builder& k) {
+      auto [M] = k.dims("M");
+      auto Y = k.output("Y", {M}, f32);
+      k.store(Y.tile({k.constant(0)}, {4}), k.zeros({4}));
+      k.grid({cdiv(M, 4)}, [&](Index i) { k.store(Y.tile({i}, {4}), k.full({4}, 1.0)); });
+    });
+  });
+  CHECK_THAT(msg, Contains("is outside the tile.grid of a kernel that has one"));
+}

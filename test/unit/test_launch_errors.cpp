@@ -114,9 +114,16 @@ TEST_CASE("a rejected launch writes nothing and the kernel stays usable", "[laun
   CHECK(verify::compare(g.c.view(), ref, verify::Tolerance::for_dtype(DType::f32)).ok);
 }
 
-TEST_CASE("empty tensors launch and do nothing", "[launch]") {
+TEST_CASE("empty tensors launch: K = 0 gives zeros, M = 0 and N = 0 write nothing", "[launch]") {
   Gemm g;
-  HostTensor a(DType::f32, {0, 5}), c(DType::f32, {0, 6});
-  g.ck.launch({a.view(), g.b.view(), c.view()});
-  SUCCEED("a 0-row GEMM ran");
+  // K = 0: C = A @ B is all zeros (the row-major strides of a 5x0 A are {0, 1}).
+  HostTensor a(DType::f32, {8, 0}), b(DType::f32, {0, 6}), c(DType::f32, {8, 6});
+  c.poison();
+  g.ck.launch({a.view(), b.view(), c.view()});
+  for (int64_t i = 0; i < c.numel(); ++i) REQUIRE(c.get(i) == 0.0f);
+  // M = 0 and N = 0: nothing to write, and nothing is refused.
+  HostTensor a0(DType::f32, {0, 5}), c0(DType::f32, {0, 6}), b0(DType::f32, {5, 0}), cn(DType::f32, {8, 0});
+  g.ck.launch({a0.view(), g.b.view(), c0.view()});
+  g.ck.launch({g.a.view(), b0.view(), cn.view()});
+  SUCCEED("0-row and 0-column GEMMs ran");
 }

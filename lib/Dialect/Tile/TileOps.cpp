@@ -305,6 +305,12 @@ LogicalResult LoadOp::verify() {
 LogicalResult StoreOp::verify() {
   auto v = getView().getType();
   auto t = getValue().getType();
+  // Code outside the grid runs once per program on a GPU, not once: a store there would
+  // race with the grid's own stores.
+  if (!(*this)->getParentOfType<GridOp>())
+    if (auto kernel = (*this)->getParentOfType<KernelOp>())
+      if (!kernel.getBody().front().getOps<GridOp>().empty())
+        return emitOpError("is outside the tile.grid of a kernel that has one; move it into the grid");
   if (auto view = getView().getDefiningOp<ViewOp>())
     if (auto arg = dyn_cast<BlockArgument>(view.getTensor()))
       if (auto kernel = dyn_cast<KernelOp>(arg.getOwner()->getParentOp()))

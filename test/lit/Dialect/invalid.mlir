@@ -654,3 +654,16 @@ tile.kernel @loop_no_iv(in %X : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N
     }) {stages = 1 : i64} : (index) -> ()
   }
 }
+
+// -----
+
+tile.kernel @store_outside_grid(in %X : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N], f32>) {
+  %n = tile.dim "N"
+  %c0 = arith.constant 0 : index
+  %v = tile.view %Y[%c0] : !tile.tensor<[N], f32> -> !tile.view<4xf32>
+  %t = tile.full 1.0 : !tile.tile<4xf32>
+  // expected-error @+1 {{'tile.store' op is outside the tile.grid of a kernel that has one; move it into the grid}}
+  tile.store %t, %v : !tile.tile<4xf32>, !tile.view<4xf32>
+  tile.grid (%i) in (%n) {
+  }
+}
