@@ -39,7 +39,7 @@ TEST_CASE("the verifier computes relative L2 and the worst element", "[verify]")
   HostTensor out(DType::f32, {4});
   for (int i = 0; i < 4; ++i) out.set(i, float(i + 1));
   const std::vector<double> ref{1, 2, 3.5, 4};
-  const auto r = verify::compare(out.view(), ref, verify::Tolerance{1.0});
+  const auto r = verify::compare(out.view(), ref, verify::Tolerance{1.0, 1.0});
   REQUIRE(r.ok);
   REQUIRE(r.rel_l2 == Approx(0.5 / std::sqrt(1 + 4 + 12.25 + 16)));
   REQUIRE(r.max_abs == 0.5);
@@ -139,4 +139,18 @@ TEST_CASE("a non-finite reference never passes", "[verify]") {
   REQUIRE_FALSE(r.ok);
   REQUIRE(r.worst_index == 1);
   REQUIRE_THAT(r.summary(), Contains("reference is not finite (first at flat index 1)"));
+}
+
+TEST_CASE("one badly wrong element in a large output fails even when the L2 error is small", "[verify]") {
+  // 1000x1000 bf16-scale data; one element off by 20% of the peak moves rel_l2 by ~3e-4,
+  // far under bf16's 1e-2, but the per-element bound (5% of the peak) catches it.
+  HostTensor out(DType::f32, {1000, 1000});
+  out.fill_random(11);
+  std::vector<double> ref = out.to_f64();
+  out.set(123456, out.get(123456) + 0.2f);
+  auto r = verify::compare(out.view(), ref, verify::Tolerance::for_dtype(DType::bf16));
+  CHECK(r.rel_l2 < 1e-2);
+  CHECK_FALSE(r.ok);
+  CHECK(r.worst_index == 123456);
+  CHECK_THAT(r.summary(), Catch::Matchers::Contains("x peak |ref|"));
 }
