@@ -13,6 +13,8 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -107,7 +109,7 @@ LogicalResult convertToNVVM(gpu::GPUModuleOp gm) {
   MLIRContext* ctx = gm.getContext();
   // The GPU patterns name NVVM attributes, so NVVM must be loaded before they are built
   // (a pass would declare it as a dependent dialect).
-  ctx->loadDialect<NVVM::NVVMDialect, LLVM::LLVMDialect, nvgpu::NVGPUDialect>();
+  ctx->loadDialect<NVVM::NVVMDialect, LLVM::LLVMDialect, nvgpu::NVGPUDialect, vector::VectorDialect>();
   LowerToLLVMOptions options(ctx, DataLayout(gm));
   options.overrideIndexBitwidth(64);
   LLVMTypeConverter converter(ctx, options);
@@ -118,6 +120,9 @@ LogicalResult convertToNVVM(gpu::GPUModuleOp gm) {
   RewritePatternSet patterns(ctx);
   populateGpuToNVVMConversionPatterns(converter, patterns);
   populateNVGPUToNVVMConversionPatterns(converter, patterns);
+  // kiln emits vector stores only where it has checked the vector alignment at run time.
+  populateVectorToLLVMConversionPatterns(converter, patterns, /*reassociateFPReductions=*/false,
+                                         /*force32BitVectorIndices=*/false, /*useVectorAlignment=*/true);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
   cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
   populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
@@ -125,7 +130,8 @@ LogicalResult convertToNVVM(gpu::GPUModuleOp gm) {
   LLVMConversionTarget target(*ctx);
   target.addLegalDialect<NVVM::NVVMDialect>();
   target.addIllegalDialect<gpu::GPUDialect, arith::ArithDialect, cf::ControlFlowDialect,
-                           memref::MemRefDialect, math::MathDialect, nvgpu::NVGPUDialect>();
+                           memref::MemRefDialect, math::MathDialect, nvgpu::NVGPUDialect,
+                           vector::VectorDialect>();
   target.addLegalOp<gpu::GPUModuleOp, gpu::YieldOp>();
   return applyPartialConversion(gm, target, std::move(patterns));
 }

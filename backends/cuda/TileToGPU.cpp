@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -127,6 +128,11 @@ private:
   /// i1: the rows of `base` are 16-byte aligned (unit inner stride, row stride and base
   /// multiples of 16 bytes), so tiles of `t` can be copied 16 bytes at a time.
   Value rowsAligned(Value base, TileType t);
+  /// `base` (rank 2) typed with a static unit inner stride; the caller has checked it is 1.
+  Value unitInnerStride(Value base);
+  /// Stores an mma-layout tile, two adjacent columns per vector store where the row
+  /// stride and base allow it, element by element elsewhere.
+  void storeMmaPairs(const ViewInfo& v, TileType t, const Layout& layout, const Elems& src);
   /// Issues this thread's 16-byte cp.async copies of window `v` into `buf` (no commit).
   void asyncCopy(const ViewInfo& v, TileType t, Value buf);
   /// The k-loop of a tensor-core dot over operands already in shared memory.
@@ -352,23 +358,68 @@ Value GpuKernelLowering::rowsAligned(Value base, TileType t) {
   return andOf(ok, eq(b_.create<arith::RemUIOp>(loc_, meta.getStrides()[0], cidx(vec)), c0));
 }
 
+Value GpuKernelLowering::unitInnerStride(Value base) {
+  auto meta = b_.create<memref::ExtractStridedMetadataOp>(loc_, base);
+  auto type = cast<MemRefType>(base.getType());
+  auto unit = MemRefType::get(type.getShape(), type.getElementType(),
+                              StridedLayoutAttr::get(b_.getContext(), ShapedType::kDynamic,
+                                                     {ShapedType::kDynamic, 1}),
+                              type.getMemorySpace());
+  return b_.create<memref::ReinterpretCastOp>(
+      loc_, unit, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+      ArrayRef<OpFoldResult>{meta.getSizes()[0], meta.getSizes()[1]},
+      ArrayRef<OpFoldResult>{meta.getStrides()[0], b_.getIndexAttr(1)});
+}
+
+void GpuKernelLowering::storeMmaPairs(const ViewInfo& v, TileType t, const Layout& layout, const Elems& src) {
+  int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8;
+  // Pairs need: unit inner stride, an even row stride, a base aligned to two elements.
+  auto meta = b_.create<memref::ExtractStridedMetadataOp>(loc_, v.base);
+  Value ptr = b_.create<memref::ExtractAlignedPointerAsIndexOp>(loc_, v.base);
+  Value addr = b_.create<arith::AddIOp>(loc_, ptr, b_.create<arith::MulIOp>(loc_, meta.getOffset(), cidx(bytes)));
+  Value c0 = cidx(0);
+  auto eq = [&](Value a, Value bv) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, bv).getResult(); };
+  Value ok = eq(b_.create<arith::RemUIOp>(loc_, addr, cidx(2 * bytes)), c0);
+  ok = andOf(ok, eq(meta.getStrides()[1], cidx(1)));
+  ok = andOf(ok, eq(b_.create<arith::RemUIOp>(loc_, meta.getStrides()[0], cidx(2)), c0));
+  SmallVector<Value> dims = dimsOf(v.base, 2);
+  auto scalar = [&](int64_t k) {
+    auto [g, inb] = globalSlot(v, slot(t.getShape(), k, layout), dims);
+    auto w = b_.create<scf::IfOp>(loc_, inb, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(&w.getThenRegion().front());
+    b_.create<memref::StoreOp>(loc_, src[k], v.base, g);
+  };
+  auto ifOp = b_.create<scf::IfOp>(loc_, ok, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  Value unit = unitInnerStride(v.base);
+  auto vecType = VectorType::get({2}, t.getElementType());
+  // Registers k and k+1 (k even) of an mma fragment are columns c and c+1 of one row.
+  for (int64_t k = 0; k + 1 < (int64_t)src.size(); k += 2) {
+    auto [g, inb] = globalSlot(v, slot(t.getShape(), k, layout), dims);
+    Value next = b_.create<arith::AddIOp>(loc_, g[1], cidx(1));
+    Value both = andOf(inb, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, next, dims[1]));
+    auto pair = b_.create<scf::IfOp>(loc_, both, /*withElse=*/true);
+    OpBuilder::InsertionGuard g2(b_);
+    b_.setInsertionPointToStart(&pair.getThenRegion().front());
+    Value vec = b_.create<vector::FromElementsOp>(loc_, vecType, ValueRange{src[k], src[k + 1]});
+    b_.create<vector::StoreOp>(loc_, vec, unit, g);
+    b_.setInsertionPointToStart(&pair.getElseRegion().front());
+    scalar(k);
+    scalar(k + 1);
+  }
+  b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
+  for (int64_t k = 0; k < (int64_t)src.size(); ++k) scalar(k);
+}
+
 void GpuKernelLowering::asyncCopy(const ViewInfo& v, TileType t, Value buf) {
   ArrayRef<int64_t> shape = t.getShape();
   int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8;
   int64_t vec = 16 / bytes, cols = shape.back();
-  auto meta = b_.create<memref::ExtractStridedMetadataOp>(loc_, v.base);
   Value c0 = cidx(0);
-  Value dim0 = meta.getSizes()[0], dim1 = meta.getSizes()[1];
-  // The same memory, typed with the unit inner stride the caller has checked (cp.async
-  // wants it static).
-  auto srcType = cast<MemRefType>(v.base.getType());
-  auto unit = MemRefType::get(srcType.getShape(), srcType.getElementType(),
-                              StridedLayoutAttr::get(b_.getContext(), ShapedType::kDynamic,
-                                                     {ShapedType::kDynamic, 1}),
-                              srcType.getMemorySpace());
-  Value src = b_.create<memref::ReinterpretCastOp>(
-      loc_, unit, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
-      ArrayRef<OpFoldResult>{dim0, dim1}, ArrayRef<OpFoldResult>{meta.getStrides()[0], b_.getIndexAttr(1)});
+  Value src = unitInnerStride(v.base);
+  Value dim0 = b_.create<memref::DimOp>(loc_, src, 0), dim1 = b_.create<memref::DimOp>(loc_, src, 1);
   Value lastRow = b_.create<arith::MaxSIOp>(loc_, b_.create<arith::SubIOp>(loc_, dim0, cidx(1)), c0);
   int64_t vecsPerRow = cols / vec, nvec = shape[0] * vecsPerRow;
   for (int64_t k = 0; k * T_ < nvec; ++k) {
@@ -540,6 +591,10 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
         const Dist& d = tiles_.at(st.getValue());
         Layout layout = d.uniform ? Layout{} : d.layout;
         Elems src = as(d, t, layout);
+        if (layout.kind == Layout::Mma) {
+          storeMmaPairs(v, t, layout, src);
+          return success();
+        }
         SmallVector<Value> dims = dimsOf(v.base, v.shape.size());
         for (int64_t k = 0; k < (int64_t)src.size(); ++k) {
           auto [g, inb] = globalSlot(v, slot(t.getShape(), k, layout), dims);

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -31,7 +32,8 @@ std::shared_ptr<mlir::MLIRContext> makeContext() {
   registry.insert<tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::scf::SCFDialect, mlir::memref::MemRefDialect, mlir::math::MathDialect,
                   mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect,
-                  mlir::NVVM::NVVMDialect, mlir::nvgpu::NVGPUDialect>();
+                  mlir::NVVM::NVVMDialect, mlir::nvgpu::NVGPUDialect,
+                  mlir::vector::VectorDialect>();
   // The CUDA path: conversions to LLVM that convert-gpu-to-nvvm pulls from each dialect,
   // the NVVM target (PTX), and translation to LLVM IR. Registered only, loaded on use.
   mlir::arith::registerConvertArithToLLVMInterface(registry);

@@ -51,7 +51,8 @@ def KilnLowerToGPU : Pass<"kiln-lower-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::LLVM::LLVMDialect",
-                           "::mlir::NVVM::NVVMDialect", "::mlir::nvgpu::NVGPUDialect"];
+                           "::mlir::NVVM::NVVMDialect", "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 #endif // KILN_PASSES

@@ -43,7 +43,9 @@
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: gpu.barrier
 // CHECK: mma.sync.aligned.m16n8k16
-// Stores go back to global memory only where the tile is inside C.
+// The mma accumulator is stored two adjacent columns at a time where C's rows allow it
+// (checked per launch), element by element otherwise; only where the tile is inside C.
+// CHECK: vector.store %{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>, #gpu.address_space<global>>, vector<2xf32>
 // CHECK: memref.store %{{.*}} : memref<?x?xf32, strided<[?, ?], offset: ?>, #gpu.address_space<global>>
 // CHECK: gpu.return
 // CHECK-NOT: tile.
