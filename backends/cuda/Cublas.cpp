@@ -1,4 +1,5 @@
 #include "Cublas.h"
+#include "DynamicLibrary.h"
 
 #include <dlfcn.h>
 
@@ -45,35 +46,24 @@ struct LoadResult {
 };
 
 LoadResult loadCublasLt() {
-  std::vector<std::string> candidates = {"libcublasLt.so.13"};
-  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* root = std::getenv(env); root && *root)
-      candidates.push_back(std::string(root) + "/lib64/libcublasLt.so.13");
-  candidates.push_back("/usr/local/cuda/lib64/libcublasLt.so.13");
-
+  auto api = std::make_unique<CublasLtApi>();
   std::string tried;
-  for (const auto& lib : candidates) {
-    void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* e = ::dlerror();
-      tried += "\n  dlopen(" + lib + "): " + (e ? e : "failed");
-      continue;
-    }
-    auto api = std::make_unique<CublasLtApi>();
-    api->path = lib;
-    std::string missing;
-    auto resolve = [&](const char* name) -> void* {
-      void* p = ::dlsym(h, name);
-      if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
-      return p;
-    };
+  void* h = openFirst(toolkitCandidates({"libcublasLt.so.13"}, "libcublasLt.so.13"),
+                      [&](void* handle) {
+                        std::string missing;
+                        auto resolve = [&](const char* name) -> void* {
+                          void* p = ::dlsym(handle, name);
+                          if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
+                          return p;
+                        };
 #define KILN_CUBLASLT_RESOLVE(name) api->name = reinterpret_cast<decltype(&::name)>(resolve(#name));
-    KILN_CUBLASLT_SYMBOLS(KILN_CUBLASLT_RESOLVE)
+                        KILN_CUBLASLT_SYMBOLS(KILN_CUBLASLT_RESOLVE)
 #undef KILN_CUBLASLT_RESOLVE
-    if (!missing.empty()) {
-      tried += "\n  " + lib + " lacks " + missing;
-      continue; // handle left open, like the driver's
-    }
+                        return missing;
+                      },
+                      api->path, tried);
+  if (h) {
+    const std::string& lib = api->path;
     const size_t v = api->cublasLtGetVersion(); // major*10000 + minor*100 + patch
     api->versionString = "cuBLASLt " + std::to_string(v / 10000) + "." +
                          std::to_string(v / 100 % 100) + "." + std::to_string(v % 100) + " (" +

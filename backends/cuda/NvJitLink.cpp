@@ -15,6 +15,7 @@
 #include <memory>
 #include <sstream>
 
+#include "DynamicLibrary.h"
 #include "kiln/error.hpp"
 
 namespace kiln::cuda {
@@ -50,37 +51,25 @@ struct LoadResult {
 };
 
 LoadResult loadNvJitLink() {
-  std::vector<std::string> candidates = {"libnvJitLink.so.13", "libnvJitLink.so"};
-  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* root = std::getenv(env); root && *root)
-      candidates.push_back(std::string(root) + "/lib64/libnvJitLink.so.13");
-  candidates.push_back("/usr/local/cuda/lib64/libnvJitLink.so.13");
-
+  auto api = std::make_unique<NvJitLinkApi>();
   std::string tried;
-  for (const auto& lib : candidates) {
-    void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* e = ::dlerror();
-      tried += "\n  dlopen(" + lib + "): " + (e ? e : "failed");
-      continue;
-    }
-    auto api = std::make_unique<NvJitLinkApi>();
-    api->path = lib;
-    std::string missing;
-    auto resolve = [&](const char* name, const char* fallback) -> void* {
-      void* p = ::dlsym(h, name);
-      if (!p && fallback) p = ::dlsym(h, fallback);
-      if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
-      return p;
-    };
+  void* h = openFirst(toolkitCandidates({"libnvJitLink.so.13", "libnvJitLink.so"}, "libnvJitLink.so.13"),
+                      [&](void* handle) {
+                        std::string missing;
+                        auto resolve = [&](const char* name, const char* fallback) -> void* {
+                          void* p = ::dlsym(handle, name);
+                          if (!p && fallback) p = ::dlsym(handle, fallback);
+                          if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
+                          return p;
+                        };
 #define KILN_NVJL_RESOLVE(member, symbol, fallback)                                      \
   api->member = reinterpret_cast<decltype(&::symbol)>(resolve(#symbol, fallback));
-    KILN_NVJITLINK_SYMBOLS(KILN_NVJL_RESOLVE)
+                        KILN_NVJITLINK_SYMBOLS(KILN_NVJL_RESOLVE)
 #undef KILN_NVJL_RESOLVE
-    if (!missing.empty()) {
-      tried += "\n  " + lib + " lacks " + missing;
-      continue; // handle left open: dlclose of a half-used library buys nothing
-    }
+                        return missing;
+                      },
+                      api->path, tried);
+  if (h) {
     unsigned major = 0, minor = 0;
     if (api->version(&major, &minor) == NVJITLINK_SUCCESS)
       api->versionString = "nvJitLink " + std::to_string(major) + "." + std::to_string(minor);

@@ -1,0 +1,52 @@
+#pragma once
+// Internal: finding and opening a CUDA toolkit library with dlopen, shared by the
+// nvJitLink and cuBLASLt loaders (the driver has its own: libcuda is not in the toolkit).
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace kiln::cuda {
+
+/// Where a toolkit library may be: each name through the loader's own search, then
+/// `lib64File` under $CUDA_HOME, $CUDA_PATH and /usr/local/cuda.
+inline std::vector<std::string> toolkitCandidates(std::initializer_list<const char*> names,
+                                                  const std::string& lib64File) {
+  std::vector<std::string> out(names.begin(), names.end());
+  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* root = std::getenv(env); root && *root)
+      out.push_back(std::string(root) + "/lib64/" + lib64File);
+  out.push_back("/usr/local/cuda/lib64/" + lib64File);
+  return out;
+}
+
+/// Opens the first candidate that loads and for which `resolve(handle)` finds every symbol
+/// (it returns the missing names, empty when complete). Returns the handle and sets `path`,
+/// or returns nullptr with one line per failed candidate appended to `tried`. A handle
+/// that loaded but lacked symbols is left open: dlclose of a half-used library buys
+/// nothing, and this runs once per process.
+inline void* openFirst(const std::vector<std::string>& candidates,
+                       const std::function<std::string(void* handle)>& resolve, std::string& path,
+                       std::string& tried) {
+  for (const auto& lib : candidates) {
+    void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = ::dlerror();
+      tried += "\n  dlopen(" + lib + "): " + (e ? e : "failed");
+      continue;
+    }
+    std::string missing = resolve(h);
+    if (!missing.empty()) {
+      tried += "\n  " + lib + " lacks " + missing;
+      continue;
+    }
+    path = lib;
+    return h;
+  }
+  return nullptr;
+}
+
+} // namespace kiln::cuda
