@@ -74,9 +74,14 @@ int cmdRun(const std::string& kernel, const std::string& backend, const std::str
               static_cast<unsigned long long>(seed));
   std::printf("device: %s\n", rt.describe().c_str());
   std::printf("trace:   %8.2f ms  (DSL -> tile IR)\n", r.trace_ms);
-  std::printf("compile: %8.2f ms  (tile passes %.2f, lowering %.2f, codegen %.2f, cubin %.2f, load %.2f)\n",
-              r.compile.total_ms(), r.compile.tile_passes_ms, r.compile.lowering_ms,
-              r.compile.codegen_ms, r.compile.assemble_ms, r.compile.load_ms);
+  if (rt.backend() == kiln::Backend::cuda)
+    std::printf("compile: %8.2f ms  (tile passes %.2f, lowering %.2f, PTX %.2f, cubin %.2f, load %.2f)\n",
+                r.compile.total_ms(), r.compile.tile_passes_ms, r.compile.lowering_ms,
+                r.compile.codegen_ms, r.compile.assemble_ms, r.compile.load_ms);
+  else
+    std::printf("compile: %8.2f ms  (tile passes %.2f, lowering %.2f, codegen+JIT %.2f)\n",
+                r.compile.total_ms(), r.compile.tile_passes_ms, r.compile.lowering_ms,
+                r.compile.codegen_ms);
   std::printf("kernel:  %s\n", r.kernel.str().c_str());
   std::printf("run:     %8.3f ms  (first call, host clock; %.2f GFLOP/s)\n", r.run_ms,
               r.run_ms > 0 ? r.flops / (r.run_ms * 1e6) : 0.0);
