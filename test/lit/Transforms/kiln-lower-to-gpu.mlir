@@ -72,3 +72,42 @@ tile.kernel @mm(in %A : !tile.tensor<[M, K], bf16>, in %B : !tile.tensor<[K, N],
     tile.store %acc, %vc : !tile.tile<32x16xf32>, !tile.view<32x16xf32>
   }
 }
+
+// Exchanges through shared memory are fenced: a reduction writes its input to the scratch
+// between two barriers, reads it back after the second; the broadcast that follows writes
+// the scratch again only after another barrier (so no thread still reads the first use).
+
+// CHECK-LABEL: gpu.func @rowmax
+// CHECK-SAME: kiln.shared_bytes = 512 : i64, kiln.threads = 64 : i64
+// The reduce stages its 4x32 f32 input (512 bytes) ...
+// CHECK: memref.view {{.*}} to memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-2: memref.store {{.*}} : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// ... and each thread folds one row of the result over the reduced dim.
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32)
+// CHECK: memref.load {{.*}} : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: arith.maximumf
+// The broadcast reuses the scratch only after a barrier.
+// CHECK: memref.view {{.*}} to memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// CHECK: memref.store {{.*}} : memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK-COUNT-2: memref.load {{.*}} : memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: arith.subf
+// CHECK: gpu.return
+tile.kernel @rowmax(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) {
+  %M = tile.dim "M"
+  %c4 = arith.constant 4 : index
+  %gm = arith.ceildivsi %M, %c4 : index
+  tile.grid (%i) in (%gm) {
+    %c0 = arith.constant 0 : index
+    %vx = tile.view %X[%i, %c0] : !tile.tensor<[M, N], f32> -> !tile.view<4x32xf32>
+    %x = tile.load %vx : !tile.view<4x32xf32> -> !tile.tile<4x32xf32>
+    %m = tile.reduce_max %x dim 1 : !tile.tile<4x32xf32> -> !tile.tile<4xf32>
+    %b = tile.broadcast %m [0] : !tile.tile<4xf32> -> !tile.tile<4x32xf32>
+    %d = tile.sub %x, %b : !tile.tile<4x32xf32>
+    %vy = tile.view %Y[%i, %c0] : !tile.tensor<[M, N], f32> -> !tile.view<4x32xf32>
+    tile.store %d, %vy : !tile.tile<4x32xf32>, !tile.view<4x32xf32>
+  }
+}
