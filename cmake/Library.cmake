@@ -9,7 +9,7 @@ set(KILN_PLAIN_SOURCES
   lib/Runtime/Error.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
   backends/cuda/CudaRuntime.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
   backends/cuda/Cublas.cpp
-  lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Verify/GpuReference.cpp
+  lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Verify/GpuReference.cpp
   lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp)
 add_library(kiln SHARED ${KILN_MLIR_SOURCES} ${KILN_PLAIN_SOURCES})
 add_library(kiln::kiln ALIAS kiln)

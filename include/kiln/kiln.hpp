@@ -5,6 +5,7 @@
 #include "kiln/dtype.hpp"
 #include "kiln/error.hpp"
 #include "kiln/kernel.hpp"
+#include "kiln/profile.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 #include "kiln/tensor.hpp"

@@ -1,0 +1,51 @@
+#pragma once
+// Lifecycle reports (issue 4, first part): one row per (route, kernel, shape), every phase
+// kept apart — import, compile, warm, model, peak memory, verification. A figure that was
+// not measured is absent (std::nullopt) and written `not-run`, never 0.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/export.hpp"
+
+namespace kiln::profile {
+
+/// Summary of repeated timings (milliseconds).
+struct KILN_API Stat {
+  double median = 0, p10 = 0, p90 = 0, min = 0;
+  int reps = 0;
+};
+/// Median, p10, p90 (nearest rank) and min of `samples`; nullopt when it is empty.
+KILN_API std::optional<Stat> summarize(std::vector<double> samples);
+
+struct KILN_API Row {
+  std::string shape;   ///< "4096x4096x4096"
+  std::string dtype;   ///< "bf16"
+  std::string device;  ///< "NVIDIA H200" or the host CPU
+  std::string route;   ///< "kiln", "framework", "cuda", "eigen", "kiln-cpu"
+  std::string kernel;  ///< "gemm_bias_relu"
+  std::optional<bool> reference_ok;
+  std::optional<double> rel_err;
+  std::optional<double> import_ms;
+  std::optional<double> compile_ms;
+  std::string cache;   ///< "miss", "memory", "disk"; empty: not applicable
+  std::optional<double> first_run_ms; ///< the first launch after compiling
+  std::optional<Stat> warm;   ///< warm latency in ms
+  std::optional<double> model_ms;
+  std::optional<double> peak_mb;
+  std::optional<double> tflops;
+  std::optional<double> gbps;
+};
+
+/// The CSV header's first eight columns are exactly
+/// shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb (warm_ms = median).
+KILN_API std::string to_csv(const std::vector<Row>& rows);
+/// Everything, as a JSON document {"rows": [...]} (not-run figures are null).
+KILN_API std::string to_json(const std::vector<Row>& rows);
+/// A self-contained HTML page (inline SVG, no scripts): a table, throughput per shape per
+/// route, and cold versus warm time per route. Cold = the measured parts of import +
+/// compile + first run (a route with nothing to compile has no compile part); a row
+/// without a first run has no cold figure.
+KILN_API std::string to_html(const std::vector<Row>& rows, const std::string& title);
+
+} // namespace kiln::profile

@@ -1,0 +1,193 @@
+#include "kiln/profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::profile {
+
+std::optional<Stat> summarize(std::vector<double> samples) {
+  if (samples.empty()) return std::nullopt;
+  std::sort(samples.begin(), samples.end());
+  auto rank = [&](double q) { // nearest rank
+    size_t i = size_t(std::ceil(q * double(samples.size()))) ;
+    return samples[std::min(samples.size() - 1, i == 0 ? 0 : i - 1)];
+  };
+  Stat s;
+  s.median = rank(0.5);
+  s.p10 = rank(0.1);
+  s.p90 = rank(0.9);
+  s.min = samples.front();
+  s.reps = int(samples.size());
+  return s;
+}
+
+namespace {
+
+const char* kNotRun = "not-run";
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+std::string cell(const std::optional<double>& v) { return v ? num(*v) : kNotRun; }
+std::string cell(const std::optional<bool>& v) { return v ? (*v ? "true" : "false") : kNotRun; }
+
+// RFC 4180: quote a field holding a comma, a quote or a line break.
+std::string csvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string html(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+    case '<': out += "&lt;"; break;
+    case '>': out += "&gt;"; break;
+    case '&': out += "&amp;"; break;
+    case '"': out += "&quot;"; break;
+    default: out += c;
+    }
+  }
+  return out;
+}
+
+std::optional<double> warmMedian(const Row& r) {
+  return r.warm ? std::optional<double>(r.warm->median) : std::nullopt;
+}
+
+std::optional<double> cold(const Row& r) {
+  if (!r.first_run_ms) return std::nullopt;
+  return r.import_ms.value_or(0) + r.compile_ms.value_or(0) + *r.first_run_ms;
+}
+
+// A grouped horizontal bar chart: one group per label, one bar per series.
+std::string barChart(const std::string& title, const std::string& unit,
+                     const std::vector<std::string>& groups, const std::vector<std::string>& series,
+                     const std::map<std::pair<std::string, std::string>, double>& values) {
+  static const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
+  double peak = 0;
+  for (auto& [k, v] : values) peak = std::max(peak, v);
+  const int barH = 14, gap = 10, left = 220, width = 420;
+  int height = 40 + int(groups.size()) * (int(series.size()) * barH + gap) + 20 * int(series.size());
+  std::string svg = "<h2>" + html(title) + "</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    std::to_string(left + width + 120) + "\" height=\"" + std::to_string(height) + "\">\n";
+  int y = 20;
+  for (const auto& g : groups) {
+    svg += "<text x=\"0\" y=\"" + std::to_string(y + barH) + "\" font-size=\"12\">" + html(g) + "</text>\n";
+    for (size_t s = 0; s < series.size(); ++s) {
+      auto it = values.find({g, series[s]});
+      if (it != values.end() && peak > 0) {
+        int w = std::max(1, int(width * it->second / peak));
+        svg += "<rect x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(y) + "\" width=\"" +
+               std::to_string(w) + "\" height=\"" + std::to_string(barH - 2) + "\" fill=\"" +
+               colours[s % 6] + "\"/>\n<text x=\"" + std::to_string(left + w + 4) + "\" y=\"" +
+               std::to_string(y + barH - 3) + "\" font-size=\"11\">" + num(it->second) + " " + html(unit) +
+               "</text>\n";
+      } else {
+        svg += "<text x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(y + barH - 3) +
+               "\" font-size=\"11\" fill=\"#888\">" + html(series[s]) + ": not-run</text>\n";
+      }
+      y += barH;
+    }
+    y += gap;
+  }
+  for (size_t s = 0; s < series.size(); ++s, y += 20)
+    svg += "<rect x=\"0\" y=\"" + std::to_string(y) + "\" width=\"12\" height=\"12\" fill=\"" + colours[s % 6] +
+           "\"/><text x=\"18\" y=\"" + std::to_string(y + 11) + "\" font-size=\"12\">" + html(series[s]) + "</text>\n";
+  return svg + "</svg>\n";
+}
+
+} // namespace
+
+std::string to_csv(const std::vector<Row>& rows) {
+  std::string out =
+      "shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb,route,kernel,import_ms,"
+      "first_run_ms,cache,warm_p10_ms,warm_p90_ms,warm_min_ms,warm_reps,tflops,gbps,rel_err\n";
+  for (const Row& r : rows) {
+    std::vector<std::string> f = {
+        csvField(r.shape), csvField(r.dtype), csvField(r.device), cell(r.reference_ok),
+        cell(r.compile_ms), cell(warmMedian(r)), cell(r.model_ms), cell(r.peak_mb), csvField(r.route),
+        csvField(r.kernel), cell(r.import_ms), cell(r.first_run_ms), r.cache.empty() ? kNotRun : csvField(r.cache),
+        r.warm ? num(r.warm->p10) : kNotRun, r.warm ? num(r.warm->p90) : kNotRun,
+        r.warm ? num(r.warm->min) : kNotRun, r.warm ? std::to_string(r.warm->reps) : kNotRun,
+        cell(r.tflops), cell(r.gbps), cell(r.rel_err)};
+    for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + f[i];
+    out += "\n";
+  }
+  return out;
+}
+
+std::string to_json(const std::vector<Row>& rows) {
+  using nlohmann::json;
+  auto opt = [](const auto& v) -> json { return v ? json(*v) : json(nullptr); };
+  json arr = json::array();
+  for (const Row& r : rows) {
+    json warm = nullptr;
+    if (r.warm)
+      warm = {{"median_ms", r.warm->median}, {"p10_ms", r.warm->p10}, {"p90_ms", r.warm->p90},
+              {"min_ms", r.warm->min}, {"reps", r.warm->reps}};
+    arr.push_back({{"shape", r.shape}, {"dtype", r.dtype}, {"device", r.device}, {"route", r.route},
+                   {"kernel", r.kernel}, {"reference_ok", opt(r.reference_ok)}, {"rel_err", opt(r.rel_err)},
+                   {"import_ms", opt(r.import_ms)}, {"compile_ms", opt(r.compile_ms)},
+                   {"cache", r.cache.empty() ? json(nullptr) : json(r.cache)},
+                   {"first_run_ms", opt(r.first_run_ms)}, {"warm", warm}, {"model_ms", opt(r.model_ms)},
+                   {"peak_mb", opt(r.peak_mb)}, {"tflops", opt(r.tflops)}, {"gbps", opt(r.gbps)}});
+  }
+  return json{{"rows", arr}}.dump(2) + "\n";
+}
+
+std::string to_html(const std::vector<Row>& rows, const std::string& title) {
+  std::vector<std::string> shapes, routes;
+  std::set<std::string> seenShape, seenRoute;
+  for (const Row& r : rows) {
+    std::string s = r.kernel + " " + r.shape + " " + r.dtype;
+    if (seenShape.insert(s).second) shapes.push_back(s);
+    if (seenRoute.insert(r.route).second) routes.push_back(r.route);
+  }
+  std::map<std::pair<std::string, std::string>, double> tput, coldMs, warmMs;
+  for (const Row& r : rows) {
+    std::string s = r.kernel + " " + r.shape + " " + r.dtype;
+    if (r.tflops) tput[{s, r.route}] = *r.tflops;
+    if (auto c = cold(r)) coldMs[{s, r.route + " cold"}] = *c;
+    if (r.warm) warmMs[{s, r.route + " warm"}] = r.warm->median;
+  }
+  std::vector<std::string> coldWarmSeries;
+  for (const auto& rt : routes) {
+    coldWarmSeries.push_back(rt + " cold");
+    coldWarmSeries.push_back(rt + " warm");
+  }
+  auto both = coldMs;
+  both.insert(warmMs.begin(), warmMs.end());
+  std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html(title) +
+                    "</title>\n<style>body{font-family:sans-serif;margin:24px}table{border-collapse:collapse}"
+                    "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#f0f0f0}"
+                    ".bad{color:#b00;font-weight:bold}</style></head><body>\n<h1>" + html(title) + "</h1>\n";
+  out += "<table>\n<tr><th>route</th><th>kernel</th><th>shape</th><th>dtype</th><th>device</th>"
+         "<th>reference_ok</th><th>import ms</th><th>compile ms</th><th>first run ms</th><th>warm ms (p10-p90)</th>"
+         "<th>TFLOP/s</th><th>model ms</th><th>peak MB</th></tr>\n";
+  for (const Row& r : rows) {
+    std::string ok = cell(r.reference_ok);
+    out += "<tr><td>" + html(r.route) + "</td><td>" + html(r.kernel) + "</td><td>" + html(r.shape) + "</td><td>" +
+           html(r.dtype) + "</td><td>" + html(r.device) + "</td><td" +
+           (r.reference_ok && !*r.reference_ok ? " class=\"bad\"" : "") + ">" + ok + "</td><td>" + cell(r.import_ms) +
+           "</td><td>" + cell(r.compile_ms) + "</td><td>" + cell(r.first_run_ms) + "</td><td>" +
+           (r.warm ? num(r.warm->median) + " (" + num(r.warm->p10) + "-" + num(r.warm->p90) + ")" : kNotRun) +
+           "</td><td>" + cell(r.tflops) + "</td><td>" + cell(r.model_ms) + "</td><td>" + cell(r.peak_mb) +
+           "</td></tr>\n";
+  }
+  out += "</table>\n";
+  out += barChart("Throughput per shape and route", "TFLOP/s", shapes, routes, tput);
+  out += barChart("Cold (import + compile + first run) versus warm, per route", "ms", shapes, coldWarmSeries, both);
+  return out + "</body></html>\n";
+}
+
+} // namespace kiln::profile

@@ -1,0 +1,108 @@
+// Lifecycle reports: the CSV's fixed first columns, `not-run` for what was not measured
+// (never 0), JSON with everything, and an HTML page with its two plots.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kiln/profile.hpp"
+
+using namespace kiln::profile;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+std::vector<Row> sampleRows() {
+  Row kiln;
+  kiln.shape = "4096x4096x4096";
+  kiln.dtype = "bf16";
+  kiln.device = "NVIDIA H200";
+  kiln.route = "kiln";
+  kiln.kernel = "gemm_bias_relu";
+  kiln.reference_ok = true;
+  kiln.rel_err = 1.6e-3;
+  kiln.import_ms = 12.5;
+  kiln.compile_ms = 380;
+  kiln.cache = "miss";
+  kiln.first_run_ms = 2.3;
+  kiln.warm = summarize({1.51, 1.50, 1.52, 1.49, 1.60});
+  kiln.tflops = 91.5;
+  Row framework = kiln;
+  framework.route = "framework";
+  framework.compile_ms.reset(); // cuBLAS compiles nothing
+  framework.cache.clear();
+  framework.warm = summarize({0.18});
+  framework.tflops = 763;
+  framework.model_ms.reset();
+  Row cpu; // a route that never ran: only its identity is known
+  cpu.shape = "4096x4096x4096";
+  cpu.dtype = "bf16";
+  cpu.device = "host, with, commas";
+  cpu.route = "eigen";
+  cpu.kernel = "gemm_bias_relu";
+  return {kiln, framework, cpu};
+}
+
+} // namespace
+
+TEST_CASE("warm timings are summarised by nearest-rank percentiles", "[profile]") {
+  auto s = summarize({5, 1, 4, 2, 3, 10, 9, 8, 7, 6});
+  REQUIRE(s);
+  CHECK(s->median == 5);
+  CHECK(s->p10 == 1);
+  CHECK(s->p90 == 9);
+  CHECK(s->min == 1);
+  CHECK(s->reps == 10);
+  CHECK_FALSE(summarize({}));
+}
+
+TEST_CASE("the CSV starts with the eight lifecycle columns", "[profile]") {
+  std::string csv = to_csv(sampleRows());
+  CHECK_THAT(csv, StartsWith("shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb,"));
+  std::istringstream in(csv);
+  std::string header, first;
+  std::getline(in, header);
+  std::getline(in, first);
+  CHECK_THAT(first, StartsWith("4096x4096x4096,bf16,NVIDIA H200,true,380,1.51,not-run,not-run,kiln,"));
+}
+
+TEST_CASE("figures that were not measured are written not-run, never 0", "[profile]") {
+  std::string csv = to_csv(sampleRows());
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line); // header
+  std::getline(in, line); // kiln
+  std::getline(in, line); // framework: no compile
+  CHECK_THAT(line, StartsWith("4096x4096x4096,bf16,NVIDIA H200,true,not-run,0.18,"));
+  std::getline(in, line); // eigen: nothing measured; the device with commas is quoted
+  CHECK_THAT(line, StartsWith("4096x4096x4096,bf16,\"host, with, commas\",not-run,not-run,not-run,not-run,not-run,eigen,"));
+  CHECK(line.find(",0,") == std::string::npos);
+}
+
+TEST_CASE("the JSON holds every figure and null for what was not run", "[profile]") {
+  auto doc = nlohmann::json::parse(to_json(sampleRows()));
+  REQUIRE(doc["rows"].size() == 3);
+  auto& k = doc["rows"][0];
+  CHECK(k["route"] == "kiln");
+  CHECK(k["warm"]["reps"] == 5);
+  CHECK(k["warm"]["p90_ms"] == Approx(1.60)); // nearest rank of 5: the largest
+  CHECK(k["cache"] == "miss");
+  CHECK(doc["rows"][1]["compile_ms"].is_null());
+  CHECK(doc["rows"][2]["warm"].is_null());
+  CHECK(doc["rows"][2]["reference_ok"].is_null());
+}
+
+TEST_CASE("the HTML report has the table and both plots", "[profile]") {
+  std::string page = to_html(sampleRows(), "gemm <bias> relu");
+  CHECK_THAT(page, StartsWith("<!DOCTYPE html>"));
+  CHECK_THAT(page, Contains("<title>gemm &lt;bias&gt; relu</title>"));
+  CHECK_THAT(page, Contains("Throughput per shape and route"));
+  CHECK_THAT(page, Contains("Cold (import + compile + first run) versus warm"));
+  CHECK_THAT(page, Contains("<svg"));
+  CHECK_THAT(page, Contains("763 TFLOP/s"));
+  // kiln cold = 12.5 + 380 + 2.3
+  CHECK_THAT(page, Contains("394.8 ms"));
+  CHECK_THAT(page, Contains("eigen: not-run"));
+  CHECK(page.find("<script") == std::string::npos);
+}
