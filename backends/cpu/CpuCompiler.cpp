@@ -156,6 +156,19 @@ public:
     std::memcpy(to.data(), t.host.data(), to.numel() * size_of(to.dtype()));
   }
   void synchronize() override {}
+  std::vector<double> time(const std::function<void()>& run, int reps, int warmup, bool flushCache) override {
+    // Writing 64 MiB evicts the inputs from any host last-level cache.
+    std::vector<char> flush(flushCache ? size_t(64) << 20 : 0);
+    for (int i = 0; i < warmup; ++i) run();
+    std::vector<double> ms;
+    for (int i = 0; i < reps; ++i) {
+      if (flushCache) std::memset(flush.data(), i, flush.size());
+      auto t0 = std::chrono::steady_clock::now();
+      run();
+      ms.push_back(detail::msSince(t0));
+    }
+    return ms;
+  }
 };
 
 } // namespace

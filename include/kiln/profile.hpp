@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kiln/export.hpp"
+#include "kiln/runtime.hpp"
 
 namespace kiln::profile {
 
@@ -36,6 +37,18 @@ struct KILN_API Row {
   std::optional<double> tflops;
   std::optional<double> gbps;
 };
+
+struct KILN_API TimingOptions {
+  int reps = 30;
+  int warmup = 5;
+  bool flush_cache = true; ///< flush L2 (GPU) / the last-level cache (CPU) before each launch
+};
+
+/// Warm latency of `kernel` on `args`: each launch timed alone (CUDA events on the GPU,
+/// the steady clock on the CPU) after warm-up, caches flushed in between, summarised.
+/// The arguments must live on `rt`'s backend (Runtime::upload / allocate).
+KILN_API Stat time_kernel(const Runtime& rt, const CompiledKernel& kernel,
+                          const std::vector<TensorView>& args, const TimingOptions& options = {});
 
 /// The CSV header's first eight columns are exactly
 /// shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb (warm_ms = median).

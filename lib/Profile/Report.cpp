@@ -8,7 +8,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/error.hpp"
+#include "Runtime/RuntimeImpl.h"
+
 namespace kiln::profile {
+
+Stat time_kernel(const Runtime& rt, const CompiledKernel& kernel, const std::vector<TensorView>& args,
+                 const TimingOptions& o) {
+  if (o.reps < 1 || o.warmup < 0)
+    throw Error(ErrorKind::InvalidArgument, "time_kernel: reps must be >= 1 and warmup >= 0");
+  if (kernel.backend() != rt.backend())
+    throw Error(ErrorKind::InvalidArgument, std::string("time_kernel: kernel '") + kernel.signature().name +
+                                                "' was compiled for " + to_string(kernel.backend()) +
+                                                " but the runtime is " + to_string(rt.backend()));
+  kernel.launch(args); // checks the arguments once, and fails before any timing if wrong
+  auto ms = detail::RuntimeAccess::impl(rt).time([&] { kernel.launch(args, nullptr); }, o.reps, o.warmup,
+                                                  o.flush_cache);
+  return *summarize(std::move(ms));
+}
 
 std::optional<Stat> summarize(std::vector<double> samples) {
   if (samples.empty()) return std::nullopt;

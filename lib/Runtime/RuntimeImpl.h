@@ -2,6 +2,7 @@
 // Internal, MLIR-free: the interfaces a backend implements behind kiln::Runtime,
 // kiln::CompiledKernel and kiln::DeviceTensor.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,10 @@ struct RuntimeImpl {
   virtual void upload(const HostTensor& from, DeviceTensorImpl& to) = 0;
   virtual void download(const DeviceTensorImpl& from, HostTensor& to) = 0;
   virtual void synchronize() = 0;
+  /// Milliseconds of each of `reps` calls of `run` after `warmup` untimed ones, on the
+  /// backend's clock (CUDA events on the GPU, the steady clock on the CPU); with
+  /// `flushCache`, the last-level cache is flushed before each timed call.
+  virtual std::vector<double> time(const std::function<void()>& run, int reps, int warmup, bool flushCache) = 0;
   /// reference::gpu_gemm: the CUDA backend runs cuBLASLt and waits; others cannot.
   virtual void gpuGemm(const GpuGemmArgs&) {
     throw Error(ErrorKind::Unsupported, "reference::gpu_gemm runs cuBLASLt on a CUDA runtime's device, and this "

@@ -5,6 +5,7 @@
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
+#include "kiln/profile.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 
@@ -223,4 +224,20 @@ TEST_CASE("gpu: a kernel needing more shared memory than the device allows is re
     CHECK_THAT(std::string(e.what()), Contains("bytes of shared memory per CTA"));
     CHECK_THAT(std::string(e.what()), Contains("use smaller tiles"));
   }
+}
+
+TEST_CASE("gpu: time_kernel times launches with CUDA events and leaves a right result", "[gpu][profile]") {
+  CompiledKernel ck = gpu().compile(catalogue::gemm_bias_relu(DType::bf16));
+  catalogue::Problem p = catalogue::find("gemm_bias_relu").problem({512, 512, 512}, DType::bf16, 21);
+  std::vector<DeviceTensor> dev;
+  std::vector<TensorView> v;
+  for (auto& h : p.args) { dev.push_back(gpu().upload(h)); v.push_back(dev.back().view()); }
+  profile::Stat s = profile::time_kernel(gpu(), ck, v, {.reps = 10, .warmup = 2});
+  CHECK(s.reps == 10);
+  CHECK(s.min > 0);
+  CHECK(s.median < 100); // milliseconds: a 512^3 GEMM, not seconds
+  CHECK(s.p10 <= s.median);
+  CHECK(s.median <= s.p90);
+  gpu().download(dev[p.output], p.args[p.output]);
+  CHECK(verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16)).ok);
 }

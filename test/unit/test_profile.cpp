@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "kiln/catalogue.hpp"
 #include "kiln/profile.hpp"
+#include "kiln/verify.hpp"
 
 using namespace kiln::profile;
 using Catch::Matchers::Contains;
@@ -105,4 +107,32 @@ TEST_CASE("the HTML report has the table and both plots", "[profile]") {
   CHECK_THAT(page, Contains("394.8 ms"));
   CHECK_THAT(page, Contains("eigen: not-run"));
   CHECK(page.find("<script") == std::string::npos);
+}
+
+TEST_CASE("time_kernel times each launch alone and summarises", "[profile][cpu]") {
+  kiln::Runtime rt = kiln::Runtime::create(kiln::Backend::cpu);
+  kiln::CompiledKernel ck = rt.compile(kiln::catalogue::gemm(kiln::DType::f32));
+  kiln::catalogue::Problem p = kiln::catalogue::find("gemm").problem({64, 64, 64}, kiln::DType::f32, 1);
+  std::vector<kiln::DeviceTensor> dev;
+  std::vector<kiln::TensorView> v;
+  for (auto& h : p.args) { dev.push_back(rt.upload(h)); v.push_back(dev.back().view()); }
+  Stat s = time_kernel(rt, ck, v, {.reps = 7, .warmup = 2, .flush_cache = true});
+  CHECK(s.reps == 7);
+  CHECK(s.min > 0);
+  CHECK(s.min <= s.p10);
+  CHECK(s.p10 <= s.median);
+  CHECK(s.median <= s.p90);
+  // The timed launches computed the right thing.
+  rt.download(dev[p.output], p.args[p.output]);
+  CHECK(kiln::verify::compare(p.args[p.output].view(), p.reference, kiln::verify::Tolerance::for_dtype(kiln::DType::f32)).ok);
+}
+
+TEST_CASE("time_kernel refuses a kernel of another backend and bad arguments before timing", "[profile][errors]") {
+  kiln::Runtime cpu = kiln::Runtime::create(kiln::Backend::cpu);
+  kiln::Runtime offline = kiln::Runtime::create(kiln::Backend::cuda, {.compile_only = true});
+  kiln::CompiledKernel gpuKernel = offline.compile(kiln::catalogue::add(kiln::DType::f32));
+  CHECK_THROWS_WITH(time_kernel(cpu, gpuKernel, {}), Contains("was compiled for cuda but the runtime is cpu"));
+  kiln::CompiledKernel ck = cpu.compile(kiln::catalogue::add(kiln::DType::f32));
+  CHECK_THROWS_WITH(time_kernel(cpu, ck, {}), Contains("expects 3 arguments"));
+  CHECK_THROWS_WITH(time_kernel(cpu, ck, {}, {.reps = 0}), Contains("reps must be >= 1"));
 }
