@@ -25,6 +25,10 @@ demo: build
 	$(BUILD)/bin/kiln compile gemm_bias_relu --emit=tile --dtype bf16
 	@echo "== trace -> compile -> run on fresh random data -> verify against Eigen (f64) =="
 	$(BUILD)/bin/kiln run gemm_bias_relu --backend=auto --shape 257x129x65 --dtype bf16
+	@echo "== the lifecycle table: kiln beside the framework route (Eigen on the CPU, cuBLASLt on a GPU) =="
+	@mkdir -p $(BUILD)/report
+	$(BUILD)/bin/kiln bench gemm_bias_relu --backend=auto --shape 257x129x65 --shape 512x512x512 --dtype bf16 \
+	  --csv $(BUILD)/report/lifecycle.csv --json $(BUILD)/report/lifecycle.json --html $(BUILD)/report/lifecycle.html
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -9,6 +9,8 @@
 
 #include "kiln/kiln.hpp"
 
+#include "bench.hpp"
+
 namespace {
 
 constexpr int kVerifyFailed = 1;
@@ -117,6 +119,18 @@ int main(int argc, char** argv) {
   run->add_option("--dtype", rdtype, "element type: f32 | f16 | bf16")->capture_default_str();
   run->add_option("--seed", seed, "random seed for the inputs (default: a fresh one, printed)");
 
+  auto* bench = app.add_subcommand("bench", "time a kernel through each route on this machine (lifecycle rows)");
+  BenchOptions bo;
+  bench->add_option("kernel", bo.kernel, "catalogue kernel (see `kiln list`)")->required();
+  bench->add_option("--shape", bo.shapes, "one or more shapes (MxNxK or MxN)")->required();
+  bench->add_option("--dtype", bo.dtype, "element type: f32 | f16 | bf16")->capture_default_str();
+  bench->add_option("--backend", bo.backend, "auto | cpu | cuda")->capture_default_str();
+  bench->add_option("--reps", bo.reps, "timed launches per route")->capture_default_str();
+  bench->add_option("--warmup", bo.warmup, "untimed launches first")->capture_default_str();
+  bench->add_option("--csv", bo.csv, "write the rows as CSV");
+  bench->add_option("--json", bo.json, "write the rows as JSON");
+  bench->add_option("--html", bo.html, "write an HTML report with plots");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -126,6 +140,10 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("list")) return cmdList();
     if (app.got_subcommand("compile")) return cmdCompile(ckernel, emit, cdtype, cbackend, arch, output);
+    if (app.got_subcommand("bench")) {
+      dtypeOf(bo.dtype);
+      return cmdBench(bo);
+    }
     return cmdRun(rkernel, rbackend, shape, rdtype, seed);
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln: error [%s]: %s\n", kiln::to_string(e.kind()), e.what());

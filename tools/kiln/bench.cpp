@@ -1,0 +1,174 @@
+// kiln bench: the same work through each route on this machine, one lifecycle row per
+// route and shape, under one verification rule (issue 4, first part: the kiln route on
+// either backend, cuBLASLt as the framework route on CUDA, Eigen on the CPU).
+#include "bench.hpp"
+
+#include <Eigen/Dense>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "kiln/kiln.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+bool isGemm(const std::string& k) { return k.rfind("gemm", 0) == 0; }
+
+kiln::reference::Epilogue epilogueOf(const std::string& k) {
+  if (k == "gemm_bias_relu") return kiln::reference::Epilogue::bias_relu;
+  if (k == "gemm_bias_gelu") return kiln::reference::Epilogue::bias_gelu;
+  return kiln::reference::Epilogue::none;
+}
+
+void write(const std::string& path, const std::string& text) {
+  if (path.empty()) return;
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw kiln::Error(kiln::ErrorKind::Runtime, "cannot write '" + path + "'");
+  std::printf("wrote %s\n", path.c_str());
+}
+
+// Eigen's f32 GEMM (+ epilogue) on the same input values, one thread: the CPU's framework route.
+kiln::profile::Row eigenRow(const kiln::catalogue::Problem& p, const std::string& kernel, kiln::DType dt,
+                            const kiln::profile::TimingOptions& o) {
+  using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const auto& A = p.args[0];
+  const auto& B = p.args[1];
+  int64_t M = A.dims()[0], K = A.dims()[1], N = B.dims()[1];
+  Mat a(M, K), b(K, N), c(M, N);
+  for (int64_t i = 0; i < M * K; ++i) a.data()[i] = A.get(i);
+  for (int64_t i = 0; i < K * N; ++i) b.data()[i] = B.get(i);
+  Eigen::RowVectorXf bias = Eigen::RowVectorXf::Zero(N);
+  auto epi = epilogueOf(kernel);
+  if (epi != kiln::reference::Epilogue::none)
+    for (int64_t j = 0; j < N; ++j) bias[j] = p.args[2].get(j);
+  auto run = [&] {
+    c.noalias() = a * b;
+    if (epi == kiln::reference::Epilogue::bias_relu) c = (c.rowwise() + bias).cwiseMax(0.0f);
+    if (epi == kiln::reference::Epilogue::bias_gelu)
+      c = (c.rowwise() + bias).unaryExpr([](float x) { return float(kiln::reference::gelu(x)); });
+  };
+  std::vector<double> ms;
+  for (int i = 0; i < o.warmup; ++i) run();
+  for (int i = 0; i < o.reps; ++i) {
+    auto t0 = Clock::now();
+    run();
+    ms.push_back(msSince(t0));
+  }
+  kiln::HostTensor out(dt, {M, N});
+  for (int64_t i = 0; i < M * N; ++i) out.set(i, c.data()[i]);
+  auto rep = kiln::verify::compare(out.view(), p.reference, kiln::verify::Tolerance::for_dtype(dt));
+  kiln::profile::Row r;
+  r.route = "eigen";
+  r.reference_ok = rep.ok;
+  r.rel_err = rep.rel_l2;
+  r.warm = kiln::profile::summarize(ms);
+  r.tflops = p.flops / (r.warm->median * 1e9);
+  return r;
+}
+
+} // namespace
+
+int cmdBench(const BenchOptions& o) {
+  const auto& entry = kiln::catalogue::find(o.kernel);
+  kiln::DType dt = *kiln::parse_dtype(o.dtype);
+  auto t0 = Clock::now();
+  kiln::Runtime rt = kiln::Runtime::create(kiln::parse_backend(o.backend));
+  double importMs = msSince(t0); // driver load, context, first MLIR use are in compile
+  std::string device = rt.describe().substr(0, rt.describe().find(';'));
+  kiln::profile::TimingOptions timing{o.reps, o.warmup, true};
+  std::vector<kiln::profile::Row> rows;
+  for (const std::string& shapeText : o.shapes) {
+    auto shape = kiln::catalogue::parse_shape(shapeText, entry);
+    kiln::catalogue::Problem p = entry.problem(shape, dt, o.seed);
+    auto stamp = [&](kiln::profile::Row& r) {
+      r.shape = shapeText;
+      r.dtype = o.dtype;
+      r.device = device;
+      r.kernel = o.kernel;
+    };
+    // kiln: trace + compile (cold), first run, warm.
+    auto c0 = Clock::now();
+    kiln::CompiledKernel ck = rt.compile(entry.make(dt));
+    double compileMs = msSince(c0);
+    std::vector<kiln::DeviceTensor> dev;
+    std::vector<kiln::TensorView> v;
+    for (auto& h : p.args) { dev.push_back(rt.upload(h)); v.push_back(dev.back().view()); }
+    auto f0 = Clock::now();
+    ck.launch(v);
+    double firstMs = msSince(f0);
+    kiln::HostTensor out = p.args[p.output];
+    rt.download(dev[p.output], out);
+    auto rep = kiln::verify::compare(out.view(), p.reference, kiln::verify::Tolerance::for_dtype(dt));
+    kiln::profile::Row k;
+    stamp(k);
+    k.route = rt.backend() == kiln::Backend::cuda ? "kiln" : "kiln-cpu";
+    k.reference_ok = rep.ok;
+    k.rel_err = rep.rel_l2;
+    k.import_ms = importMs;
+    k.compile_ms = compileMs;
+    k.cache = "miss"; // no kernel cache yet (issue 5)
+    k.first_run_ms = firstMs;
+    k.warm = kiln::profile::time_kernel(rt, ck, v, timing);
+    k.tflops = p.flops / (k.warm->median * 1e9);
+    rows.push_back(k);
+    // The framework route for the same work.
+    if (isGemm(o.kernel)) {
+      if (rt.backend() == kiln::Backend::cuda) {
+        kiln::DeviceTensor fo = rt.upload(p.args[p.output]); // poisoned output
+        std::vector<kiln::TensorView> fv = v;
+        fv[p.output] = fo.view();
+        const kiln::TensorView* bias = entry.shape_rank == 3 && p.args.size() == 4 ? &fv[2] : nullptr;
+        auto run = [&] { kiln::reference::gpu_gemm(rt, fv[0], fv[1], bias, epilogueOf(o.kernel), fv[p.output]); };
+        auto g0 = Clock::now();
+        run();
+        double fFirst = msSince(g0);
+        kiln::HostTensor fout = p.args[p.output];
+        rt.download(fo, fout);
+        auto frep = kiln::verify::compare(fout.view(), p.reference, kiln::verify::Tolerance::for_dtype(dt));
+        std::vector<double> ms;
+        for (int i = 0; i < o.warmup; ++i) run();
+        for (int i = 0; i < o.reps; ++i) { auto s0 = Clock::now(); run(); ms.push_back(msSince(s0)); }
+        kiln::profile::Row f;
+        stamp(f);
+        f.route = "framework";
+        f.reference_ok = frep.ok;
+        f.rel_err = frep.rel_l2;
+        f.first_run_ms = fFirst;
+        f.warm = kiln::profile::summarize(ms); // host clock incl. sync: an upper bound
+        f.tflops = p.flops / (f.warm->median * 1e9);
+        rows.push_back(f);
+      } else {
+        kiln::profile::Row e = eigenRow(p, o.kernel, dt, timing);
+        stamp(e);
+        rows.push_back(e);
+      }
+    }
+  }
+  std::printf("%-10s %-16s %-6s %-12s %10s %10s %10s %9s\n", "route", "shape", "dtype", "reference", "compile_ms",
+              "first_ms", "warm_ms", "GFLOP/s");
+  auto cellv = [](const std::optional<double>& v) {
+    char b[32];
+    if (!v) return std::string("not-run");
+    std::snprintf(b, sizeof b, "%.3f", *v);
+    return std::string(b);
+  };
+  bool allOk = true;
+  for (const auto& r : rows) {
+    allOk = allOk && r.reference_ok.value_or(false);
+    std::printf("%-10s %-16s %-6s %-12s %10s %10s %10s %9.1f\n", r.route.c_str(), r.shape.c_str(), r.dtype.c_str(),
+                r.reference_ok ? (*r.reference_ok ? "ok" : "WRONG") : "not-run", cellv(r.compile_ms).c_str(),
+                cellv(r.first_run_ms).c_str(), cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(),
+                r.tflops.value_or(0) * 1e3);
+  }
+  write(o.csv, kiln::profile::to_csv(rows));
+  write(o.json, kiln::profile::to_json(rows));
+  write(o.html, kiln::profile::to_html(rows, o.kernel + " on " + device));
+  return allOk ? 0 : 1;
+}
