@@ -82,6 +82,7 @@ int cmdBench(const BenchOptions& o) {
   kiln::Runtime rt = kiln::Runtime::create(kiln::parse_backend(o.backend));
   double importMs = msSince(t0); // driver load, context, first MLIR use are in compile
   std::string device = rt.describe().substr(0, rt.describe().find(';'));
+  if (device.rfind("cuda: ", 0) == 0) device = device.substr(6); // "NVIDIA H200 (sm_90a, ...)"
   kiln::profile::TimingOptions timing{o.reps, o.warmup, true};
   std::vector<kiln::profile::Row> rows;
   for (const std::string& shapeText : o.shapes) {
