@@ -5,34 +5,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <vector>
 
-#include "Driver.h"
 #include "kiln/kiln.hpp"
 
 using namespace kiln;
 
 namespace {
 
-struct Timer {
-  cuda::DeviceBuffer flush{512u << 20};
-  template <typename F>
-  double medianMs(F&& run, int reps = 30, int warmup = 5) {
-    for (int i = 0; i < warmup; ++i) run();
-    std::vector<double> t;
-    for (int i = 0; i < reps; ++i) {
-      flush.fillBytes(uint8_t(i)); // evict the inputs from L2
-      cuda::Event a, b;
-      a.record(nullptr);
-      run();
-      b.record(nullptr);
-      b.synchronize();
-      t.push_back(cuda::Event::elapsedMs(a, b));
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  }
-};
+double medianMs(const Runtime& rt, const std::function<void()>& run) {
+  return profile::summarize(profile::time(rt, run, {.reps = 30, .warmup = 5, .flush_cache = true}))->median;
+}
 
 } // namespace
 
@@ -40,7 +24,6 @@ int main(int argc, char** argv) {
   const char* csvPath = argc > 1 ? argv[1] : "bench.csv";
   Runtime rt = Runtime::create(Backend::cuda);
   std::printf("%s\n", rt.describe().c_str());
-  Timer timer;
   std::ofstream csv(csvPath);
   csv << "shape,dtype,route,config,median_ms,tflops,ratio_to_cublaslt\n";
   struct Config { const char* name; catalogue::GemmTiles tiles; int warps; };
@@ -59,7 +42,7 @@ int main(int argc, char** argv) {
     std::vector<DeviceTensor> dev;
     std::vector<TensorView> v;
     for (auto& h : p.args) { dev.push_back(rt.upload(h)); v.push_back(dev.back().view()); }
-    double ref = timer.medianMs([&] { reference::gpu_gemm(rt, v[0], v[1], &v[2], reference::Epilogue::bias_relu, v[3]); });
+    double ref = medianMs(rt, [&] { reference::gpu_gemm(rt, v[0], v[1], &v[2], reference::Epilogue::bias_relu, v[3]); });
     std::printf("%-16s %-16s %10.4f %9.1f %8s\n", shape.c_str(), "cublasLt", ref, flops / ref / 1e9, "1.00");
     csv << shape << ",bf16,cublaslt,bias_relu_epilogue," << ref << "," << flops / ref / 1e9 << ",1\n";
     for (const Config& c : configs) {
@@ -68,7 +51,7 @@ int main(int argc, char** argv) {
       ck.launch(v); // correctness of this exact config on this shape
       rt.download(dev[3], p.args[3]);
       auto rep = verify::compare(p.args[3].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16));
-      double ms = timer.medianMs([&] { ck.launch(v, nullptr); });
+      double ms = medianMs(r, [&] { ck.launch(v, nullptr); });
       std::printf("%-16s %-16s %10.4f %9.1f %8.3f %s %s\n", shape.c_str(), c.name, ms, flops / ms / 1e9, ref / ms,
                   rep.ok ? "ok" : "WRONG", ck.report().str().c_str());
       csv << shape << ",bf16,kiln," << c.name << "," << ms << "," << flops / ms / 1e9 << "," << ref / ms << "\n";

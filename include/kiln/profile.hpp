@@ -2,6 +2,7 @@
 // Lifecycle reports (issue 4, first part): one row per (route, kernel, shape), every phase
 // kept apart — import, compile, warm, model, peak memory, verification. A figure that was
 // not measured is absent (std::nullopt) and written `not-run`, never 0.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct KILN_API TimingOptions {
   int warmup = 5;
   bool flush_cache = true; ///< flush L2 (GPU) / the last-level cache (CPU) before each launch
 };
+
+/// Times `run` (anything that enqueues work on the backend's default stream, e.g. a
+/// library call) the way time_kernel does: milliseconds of each of options.reps calls.
+KILN_API std::vector<double> time(const Runtime& rt, const std::function<void()>& run,
+                                  const TimingOptions& options = {});
 
 /// Warm latency of `kernel` on `args`: each launch timed alone (CUDA events on the GPU,
 /// the steady clock on the CPU) after warm-up, caches flushed in between, summarised.

@@ -13,6 +13,12 @@
 
 namespace kiln::profile {
 
+std::vector<double> time(const Runtime& rt, const std::function<void()>& run, const TimingOptions& o) {
+  if (o.reps < 1 || o.warmup < 0)
+    throw Error(ErrorKind::InvalidArgument, "time: reps must be >= 1 and warmup >= 0");
+  return detail::RuntimeAccess::impl(rt).time(run, o.reps, o.warmup, o.flush_cache);
+}
+
 Stat time_kernel(const Runtime& rt, const CompiledKernel& kernel, const std::vector<TensorView>& args,
                  const TimingOptions& o) {
   if (o.reps < 1 || o.warmup < 0)
@@ -22,9 +28,7 @@ Stat time_kernel(const Runtime& rt, const CompiledKernel& kernel, const std::vec
                                                 "' was compiled for " + to_string(kernel.backend()) +
                                                 " but the runtime is " + to_string(rt.backend()));
   kernel.launch(args); // checks the arguments once, and fails before any timing if wrong
-  auto ms = detail::RuntimeAccess::impl(rt).time([&] { kernel.launch(args, nullptr); }, o.reps, o.warmup,
-                                                  o.flush_cache);
-  return *summarize(std::move(ms));
+  return *summarize(time(rt, [&] { kernel.launch(args, nullptr); }, o));
 }
 
 std::optional<Stat> summarize(std::vector<double> samples) {

@@ -133,16 +133,14 @@ int cmdBench(const BenchOptions& o) {
         kiln::HostTensor fout = p.args[p.output];
         rt.download(fo, fout);
         auto frep = kiln::verify::compare(fout.view(), p.reference, kiln::verify::Tolerance::for_dtype(dt));
-        std::vector<double> ms;
-        for (int i = 0; i < o.warmup; ++i) run();
-        for (int i = 0; i < o.reps; ++i) { auto s0 = Clock::now(); run(); ms.push_back(msSince(s0)); }
+        std::vector<double> ms = kiln::profile::time(rt, run, timing);
         kiln::profile::Row f;
         stamp(f);
         f.route = "framework";
         f.reference_ok = frep.ok;
         f.rel_err = frep.rel_l2;
         f.first_run_ms = fFirst;
-        f.warm = kiln::profile::summarize(ms); // host clock incl. sync: an upper bound
+        f.warm = kiln::profile::summarize(ms);
         f.tflops = p.flops / (f.warm->median * 1e9);
         rows.push_back(f);
       } else {
