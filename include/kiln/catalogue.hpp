@@ -42,6 +42,17 @@ struct KILN_API Problem {
   std::vector<TensorView> views();
 };
 
+/// A problem's arguments in a runtime's memory (the GPU's on CUDA): the inputs and the
+/// poisoned output, with views ready to launch on.
+struct KILN_API DeviceProblem {
+  std::vector<DeviceTensor> tensors;
+  std::vector<TensorView> views;
+};
+KILN_API DeviceProblem upload(const Runtime& rt, const Problem& p);
+/// Downloads the output of `d` into `p` and verifies it against `p.reference` under the
+/// output dtype's default tolerance.
+KILN_API verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p);
+
 struct KILN_API Entry {
   std::string name;
   std::string summary;

@@ -148,19 +148,27 @@ RunResult run_and_verify(const Runtime& rt, const Entry& entry, const std::vecto
   r.kernel = ck.report();
   Problem p = entry.problem(shape, dtype, seed);
   r.flops = p.flops;
-  // Inputs and the poisoned output go to the backend's memory (the GPU on CUDA).
-  std::vector<DeviceTensor> dev;
-  std::vector<TensorView> views;
-  for (const HostTensor& h : p.args) {
-    dev.push_back(rt.upload(h));
-    views.push_back(dev.back().view());
-  }
+  DeviceProblem d = upload(rt, p);
   t0 = std::chrono::steady_clock::now();
-  ck.launch(views);
+  ck.launch(d.views);
   r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  rt.download(dev[p.output], p.args[p.output]);
-  r.report = verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(dtype));
+  r.report = verify_output(rt, d, p);
   return r;
+}
+
+DeviceProblem upload(const Runtime& rt, const Problem& p) {
+  DeviceProblem d;
+  for (const HostTensor& h : p.args) {
+    d.tensors.push_back(rt.upload(h));
+    d.views.push_back(d.tensors.back().view());
+  }
+  return d;
+}
+
+verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p) {
+  HostTensor& out = p.args.at(p.output);
+  rt.download(d.tensors.at(p.output), out);
+  return verify::compare(out.view(), p.reference, verify::Tolerance::for_dtype(out.dtype()));
 }
 
 } // namespace kiln::catalogue

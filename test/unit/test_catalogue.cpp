@@ -45,3 +45,17 @@ TEST_CASE("run_and_verify traces, compiles, runs and verifies", "[catalogue]") {
   CHECK(r.compile.total_ms() > 0);
   CHECK(r.flops == 2.0 * 257 * 129 * 65);
 }
+
+TEST_CASE("a problem uploaded to a runtime verifies only once the kernel has written it", "[catalogue]") {
+  auto rt = Runtime::create(Backend::cpu);
+  catalogue::Problem p = catalogue::find("add").problem({5, 300}, DType::bf16, 3);
+  catalogue::DeviceProblem d = catalogue::upload(rt, p);
+  REQUIRE(d.views.size() == 3);
+  auto before = catalogue::verify_output(rt, d, p); // the output is still poisoned
+  CHECK_FALSE(before.ok);
+  CHECK(before.nonfinite == 5 * 300);
+  rt.compile(catalogue::add(DType::bf16)).launch(d.views);
+  auto after = catalogue::verify_output(rt, d, p);
+  INFO(after.summary());
+  CHECK(after.ok);
+}

@@ -113,18 +113,15 @@ TEST_CASE("time_kernel times each launch alone and summarises", "[profile][cpu]"
   kiln::Runtime rt = kiln::Runtime::create(kiln::Backend::cpu);
   kiln::CompiledKernel ck = rt.compile(kiln::catalogue::gemm(kiln::DType::f32));
   kiln::catalogue::Problem p = kiln::catalogue::find("gemm").problem({64, 64, 64}, kiln::DType::f32, 1);
-  std::vector<kiln::DeviceTensor> dev;
-  std::vector<kiln::TensorView> v;
-  for (auto& h : p.args) { dev.push_back(rt.upload(h)); v.push_back(dev.back().view()); }
-  Stat s = time_kernel(rt, ck, v, {.reps = 7, .warmup = 2, .flush_cache = true});
+  kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(rt, p);
+  Stat s = time_kernel(rt, ck, d.views, {.reps = 7, .warmup = 2, .flush_cache = true});
   CHECK(s.reps == 7);
   CHECK(s.min > 0);
   CHECK(s.min <= s.p10);
   CHECK(s.p10 <= s.median);
   CHECK(s.median <= s.p90);
   // The timed launches computed the right thing.
-  rt.download(dev[p.output], p.args[p.output]);
-  CHECK(kiln::verify::compare(p.args[p.output].view(), p.reference, kiln::verify::Tolerance::for_dtype(kiln::DType::f32)).ok);
+  CHECK(kiln::catalogue::verify_output(rt, d, p).ok);
 }
 
 TEST_CASE("time_kernel refuses a kernel of another backend and bad arguments before timing", "[profile][errors]") {
