@@ -220,7 +220,10 @@ public:
     if (p.epilogue != GemmEpilogue::none) p.bias = operand("bias", g.bias, g.c.cols);
 
     std::lock_guard<std::mutex> lock(state->cublas_mutex);
-    if (!state->cublas) state->cublas = std::make_unique<CublasLtGemm>();
+    if (!state->cublas) {
+      state->cublas = std::make_unique<CublasLtGemm>();
+      meter->add(int64_t(CublasLtGemm::kWorkspaceBytes)); // held until the runtime goes
+    }
     CUstream stream = nullptr; // the context's legacy stream, as CompiledKernel::launch(args)
     state->cublas->run(p, stream);
     KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(stream), "running the cuBLASLt GEMM of reference::gpu_gemm");

@@ -109,6 +109,15 @@ private:
   std::unique_ptr<detail::DeviceTensorImpl> impl_;
 };
 
+/// Memory a runtime holds on its backend (device memory on CUDA): its tensors and
+/// library workspaces (cuBLASLt's, once reference::gpu_gemm ran). Not counted: the
+/// profiler's cache-flush buffer, loaded code, the CUDA context itself, or memory the
+/// engine allocates outside kiln.
+struct KILN_API MemoryStats {
+  int64_t in_use_bytes = 0;
+  int64_t peak_bytes = 0; ///< high-water mark since creation or reset_peak_memory()
+};
+
 /// Where kernels compile and run. `Backend::automatic` picks CUDA when a GPU and its
 /// driver are present and the CPU otherwise, and says which (and why) in describe().
 class KILN_API Runtime {
@@ -127,6 +136,9 @@ public:
   DeviceTensor allocate(DType dtype, const std::vector<int64_t>& dims) const;
   void download(const DeviceTensor& from, HostTensor& to) const;
   void synchronize() const;
+  MemoryStats memory() const;
+  /// Restarts the high-water mark at the bytes in use now (to measure one phase).
+  void reset_peak_memory() const;
 
 private:
   friend struct detail::RuntimeAccess; // kiln's own code (e.g. reference::gpu_gemm)

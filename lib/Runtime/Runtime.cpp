@@ -62,8 +62,15 @@ CompiledKernel Runtime::compile(const Kernel& kernel) const { return CompiledKer
 std::string Runtime::emit(const Kernel& kernel, Stage stage) const { return impl_->emit(kernel, stage); }
 
 DeviceTensor Runtime::allocate(DType dtype, const std::vector<int64_t>& dims) const {
-  return DeviceTensor(impl_->allocate(dtype, dims));
+  auto t = impl_->allocate(dtype, dims);
+  t->meter = impl_->meter;
+  t->bytes = t->view.numel() * int64_t(size_of(dtype));
+  t->meter->add(t->bytes);
+  return DeviceTensor(std::move(t));
 }
+
+MemoryStats Runtime::memory() const { return {impl_->meter->in_use.load(), impl_->meter->peak.load()}; }
+void Runtime::reset_peak_memory() const { impl_->meter->peak = impl_->meter->in_use.load(); }
 
 DeviceTensor Runtime::upload(const HostTensor& host) const {
   DeviceTensor t = allocate(host.dtype(), host.dims());

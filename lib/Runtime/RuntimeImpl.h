@@ -1,6 +1,7 @@
 #pragma once
 // Internal, MLIR-free: the interfaces a backend implements behind kiln::Runtime,
 // kiln::CompiledKernel and kiln::DeviceTensor.
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -24,9 +25,26 @@ struct CompiledImpl {
   std::string binary; ///< CUDA: the cubin (or PTX for the driver's JIT); CPU: empty
 };
 
+/// Bytes a runtime holds (Runtime::memory): tensors and workspaces, added when allocated
+/// and removed when freed, with the high-water mark.
+struct MemoryMeter {
+  std::atomic<int64_t> in_use{0}, peak{0};
+  void add(int64_t bytes) {
+    int64_t now = in_use += bytes;
+    int64_t p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
+  }
+  void sub(int64_t bytes) { in_use -= bytes; }
+};
+
 struct DeviceTensorImpl {
-  virtual ~DeviceTensorImpl() = default;
+  virtual ~DeviceTensorImpl() {
+    if (meter) meter->sub(bytes);
+  }
   TensorView view;
+  std::shared_ptr<MemoryMeter> meter; ///< set by Runtime::allocate
+  int64_t bytes = 0;
 };
 
 /// One matrix operand of reference::gpu_gemm, validated (lib/Verify/GpuReference.cpp):
@@ -63,6 +81,7 @@ struct RuntimeImpl {
   }
   Backend backend = Backend::cpu;
   std::string description;
+  std::shared_ptr<MemoryMeter> meter = std::make_shared<MemoryMeter>();
 };
 
 /// What kiln's own code may reach behind a Runtime (a friend of kiln::Runtime).

@@ -133,3 +133,25 @@ TEST_CASE("time_kernel refuses a kernel of another backend and bad arguments bef
   CHECK_THROWS_WITH(time_kernel(cpu, ck, {}), Contains("expects 3 arguments"));
   CHECK_THROWS_WITH(time_kernel(cpu, ck, {}, {.reps = 0}), Contains("reps must be >= 1"));
 }
+
+TEST_CASE("a runtime counts the bytes its tensors hold and their high-water mark", "[profile][memory]") {
+  kiln::Runtime rt = kiln::Runtime::create(kiln::Backend::cpu);
+  CHECK(rt.memory().in_use_bytes == 0);
+  CHECK(rt.memory().peak_bytes == 0);
+  {
+    kiln::DeviceTensor a = rt.allocate(kiln::DType::f32, {100, 10}); // 4000 B
+    kiln::DeviceTensor b = rt.upload(kiln::HostTensor(kiln::DType::bf16, {7}));  // 14 B
+    CHECK(rt.memory().in_use_bytes == 4014);
+    CHECK(rt.memory().peak_bytes == 4014);
+    kiln::DeviceTensor moved = std::move(a); // a move is not a second allocation
+    CHECK(rt.memory().in_use_bytes == 4014);
+  }
+  CHECK(rt.memory().in_use_bytes == 0);
+  CHECK(rt.memory().peak_bytes == 4014); // the mark stays until it is reset
+  kiln::DeviceTensor c = rt.allocate(kiln::DType::f16, {8});
+  rt.reset_peak_memory();
+  CHECK(rt.memory().peak_bytes == 16);
+  // Another runtime keeps its own count.
+  kiln::Runtime other = kiln::Runtime::create(kiln::Backend::cpu);
+  CHECK(other.memory().in_use_bytes == 0);
+}
