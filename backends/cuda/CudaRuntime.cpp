@@ -3,6 +3,7 @@
 #include "Cublas.h"
 #include "Driver.h"
 #include "NvJitLink.h"
+#include "Nvrtc.h"
 
 #include <mutex>
 
@@ -31,6 +32,21 @@ struct CudaState {
   std::unique_ptr<CublasLtGemm> cublas;
 };
 
+// `who` ("kernel 'gemm': argument 'A'") must be memory of the runtime's device, aligned to
+// its element size.
+void checkDevicePointer(const CudaState& state, const void* data, int64_t numel, DType dtype, const std::string& who) {
+  if (numel == 0) return;
+  auto p = reinterpret_cast<CUdeviceptr>(data);
+  int where = pointerDeviceOrdinal(p);
+  if (where != state.device.ordinal)
+    throw Error(ErrorKind::InvalidArgument,
+                who + " is not memory of CUDA device " + std::to_string(state.device.ordinal) +
+                    (where < 0 ? " (a host pointer, or not allocated by CUDA)" : " (it is on device " + std::to_string(where) + ")"));
+  if (p % size_of(dtype) != 0)
+    throw Error(ErrorKind::InvalidArgument,
+                who + " is misaligned: its address must be a multiple of " + std::to_string(size_of(dtype)) + " bytes");
+}
+
 class CudaKernel : public kd::CompiledImpl {
 public:
   std::shared_ptr<CudaState> state;
@@ -44,21 +60,9 @@ public:
                                           "CUDA runtime (no GPU): it cannot be launched");
     kd::Bindings bound = kd::checkLaunchArgs(sig, args);
     state->context.makeCurrent(); // pointer queries need it too (an engine's worker thread may have none)
-    for (size_t i = 0; i < args.size(); ++i) {
-      const TensorView& a = args[i];
-      if (a.numel() == 0) continue;
-      auto p = reinterpret_cast<CUdeviceptr>(a.data);
-      int where = pointerDeviceOrdinal(p);
-      if (where != state->device.ordinal)
-        throw Error(ErrorKind::InvalidArgument,
-                    "kernel '" + sig.name + "': argument '" + sig.args[i].name + "' is not memory of CUDA device " +
-                        std::to_string(state->device.ordinal) +
-                        (where < 0 ? " (a host pointer, or not allocated by CUDA)" : " (it is on device " + std::to_string(where) + ")"));
-      if (p % size_of(a.dtype) != 0)
-        throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': argument '" + sig.args[i].name +
-                                                    "' is misaligned: its address must be a multiple of " +
-                                                    std::to_string(size_of(a.dtype)) + " bytes");
-    }
+    for (size_t i = 0; i < args.size(); ++i)
+      checkDevicePointer(*state, args[i].data, args[i].numel(), args[i].dtype,
+                         "kernel '" + sig.name + "': argument '" + sig.args[i].name + "'");
     std::vector<int64_t> grid = code.grid.evaluate(bound, sig.name);
     while (grid.size() < 3) grid.push_back(1);
     for (int64_t g : grid)
@@ -74,6 +78,57 @@ public:
     launchKernel(function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
                  {unsigned(code.threads), 1, 1}, unsigned(code.shared_bytes), s, packed.ptrs.data());
     if (wait) KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(s), "running kernel '" + sig.name + "'");
+  }
+};
+
+class CudaHandwritten : public kd::HandwrittenImpl {
+public:
+  std::shared_ptr<CudaState> state;
+  Module module;
+  CUfunction function = nullptr;
+  std::vector<size_t> param_sizes; // from the driver, in parameter order
+  int max_threads = 0;
+  std::string label;               // "hand-written kernel 'gemm' (gemm.cu)"
+
+  void launch(Dim3 grid, Dim3 block, size_t smem, const std::vector<KernelArg>& args, void* stream) override {
+    if (state->compile_only)
+      throw Error(ErrorKind::Unsupported, label + " was compiled by a compile-only CUDA runtime (no GPU): it "
+                                                  "cannot be launched");
+    if (args.size() != param_sizes.size())
+      throw Error(ErrorKind::InvalidArgument, label + " takes " + std::to_string(param_sizes.size()) +
+                                                  " parameters, got " + std::to_string(args.size()) + " arguments");
+    state->context.makeCurrent();
+    std::vector<void*> params;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const KernelArg& a = args[i];
+      if (a.size() != param_sizes[i])
+        throw Error(ErrorKind::InvalidArgument, label + ": parameter " + std::to_string(i) + " is " +
+                                                    std::to_string(param_sizes[i]) + " bytes, argument " +
+                                                    std::to_string(i) + " is a " + a.describe() + " (" +
+                                                    std::to_string(a.size()) + " bytes)");
+      if (a.is_tensor())
+        checkDevicePointer(*state, a.view().data, a.view().numel(), a.view().dtype,
+                           label + ": argument " + std::to_string(i) + " (" + a.describe() + ")");
+      params.push_back(const_cast<void*>(a.data()));
+    }
+    const unsigned threads = block.x * block.y * block.z;
+    if (threads == 0 || int64_t(block.x) * block.y * block.z > max_threads)
+      throw Error(ErrorKind::InvalidArgument, label + ": a block of " + std::to_string(block.x) + "x" +
+                                                  std::to_string(block.y) + "x" + std::to_string(block.z) +
+                                                  " threads; this kernel allows 1 to " + std::to_string(max_threads));
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return; // nothing to run
+    if (grid.y > 65535 || grid.z > 65535 || grid.x > 0x7fffffffu)
+      throw Error(ErrorKind::InvalidArgument, label + ": grid " + std::to_string(grid.x) + "x" + std::to_string(grid.y) +
+                                                  "x" + std::to_string(grid.z) + " is over CUDA's limits");
+    if (int64_t(smem) > state->device.max_smem_per_block_optin)
+      throw Error(ErrorKind::InvalidArgument, label + " asks for " + std::to_string(smem) +
+                                                  " bytes of dynamic shared memory; " + state->device.name +
+                                                  " allows " + std::to_string(state->device.max_smem_per_block_optin));
+    if (smem > size_t(kDefaultSmemLimit)) setMaxDynamicSharedMemory(function, int(smem), label);
+    report.threads = int(threads);
+    report.shared_bytes = int64_t(smem);
+    launchKernel(function, label, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, unsigned(smem),
+                 static_cast<CUstream>(stream), params.data());
   }
 };
 
@@ -129,6 +184,37 @@ public:
     if (out->code.shared_bytes > kDefaultSmemLimit)
       setMaxDynamicSharedMemory(out->function, int(out->code.shared_bytes), kernel.name());
     if (r.registers < 0) r.registers = queryFunction(out->function).registers;
+    out->times.load_ms = kd::msSince(t0);
+    return out;
+  }
+
+  std::unique_ptr<kd::HandwrittenImpl> compileCuda(const CudaSource& src) override {
+    auto out = std::make_unique<CudaHandwritten>();
+    out->state = state;
+    out->entry = src.entry;
+    out->label = "hand-written kernel '" + src.entry + "' (" + src.name + ")";
+    NvrtcResult r = compileCudaSource(src.name, src.code, src.entry, state->arch, src.options);
+    out->times.nvrtc_ms = r.ms;
+    out->log = r.log;
+    out->binary.assign(r.cubin.begin(), r.cubin.end());
+    out->report.target = state->arch;
+    out->report.compiler = r.compiler;
+    out->report.threads = 0;
+    if (state->compile_only) return out;
+    auto t0 = std::chrono::steady_clock::now();
+    state->context.makeCurrent();
+    out->module = Module(r.cubin, src.name);
+    out->function = out->module.getFunction(src.entry);
+    FunctionInfo fi = queryFunction(out->function);
+    out->report.registers = fi.registers;
+    out->max_threads = fi.max_threads_per_block;
+    for (size_t i = 0;; ++i) {
+      size_t offset = 0, size = 0;
+      CUresult rc = driver().cuFuncGetParamInfo(out->function, i, &offset, &size);
+      if (rc == CUDA_ERROR_INVALID_VALUE) break; // past the last parameter
+      KILN_CU_CHECK_CTX(rc, out->label + ": reading its parameter list");
+      out->param_sizes.push_back(size);
+    }
     out->times.load_ms = kd::msSince(t0);
     return out;
   }
@@ -191,20 +277,8 @@ public:
     needDevice("run cuBLASLt");
     state->context.makeCurrent();
     auto operand = [&](const char* name, const void* data, int64_t numel) -> CUdeviceptr {
-      auto p = reinterpret_cast<CUdeviceptr>(data);
-      if (numel == 0) return p;
-      int where = pointerDeviceOrdinal(p);
-      if (where != state->device.ordinal)
-        throw Error(ErrorKind::InvalidArgument,
-                    std::string("reference::gpu_gemm: argument '") + name + "' is not memory of CUDA device " +
-                        std::to_string(state->device.ordinal) +
-                        (where < 0 ? " (a host pointer, or not allocated by CUDA)"
-                                   : " (it is on device " + std::to_string(where) + ")"));
-      if (p % size_of(g.dtype) != 0)
-        throw Error(ErrorKind::InvalidArgument, std::string("reference::gpu_gemm: argument '") + name +
-                                                    "' is misaligned: its address must be a multiple of " +
-                                                    std::to_string(size_of(g.dtype)) + " bytes");
-      return p;
+      checkDevicePointer(*state, data, numel, g.dtype, std::string("reference::gpu_gemm: argument '") + name + "'");
+      return reinterpret_cast<CUdeviceptr>(data);
     };
     auto matrix = [&](const char* name, const kd::GemmOperand& m) {
       return RowMajorMatrix{operand(name, m.data, m.rows * m.cols), m.rows, m.cols, m.ld};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kiln/error.hpp"
+#include "kiln/handwritten.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 #include "Runtime/Launch.h"
@@ -23,6 +24,15 @@ struct CompiledImpl {
   CompileTimes times;
   KernelReport report;
   std::string binary; ///< CUDA: the cubin (or PTX for the driver's JIT); CPU: empty
+};
+
+/// A hand-written kernel compiled by a backend (kiln/handwritten.hpp).
+struct HandwrittenImpl {
+  virtual ~HandwrittenImpl() = default;
+  virtual void launch(Dim3 grid, Dim3 block, size_t smem, const std::vector<KernelArg>& args, void* stream) = 0;
+  std::string entry, binary, log;
+  HandwrittenTimes times;
+  KernelReport report;
 };
 
 /// Bytes a runtime holds (Runtime::memory): tensors and workspaces, added when allocated
@@ -74,6 +84,11 @@ struct RuntimeImpl {
   /// backend's clock (CUDA events on the GPU, the steady clock on the CPU); with
   /// `flushCache`, the last-level cache is flushed before each timed call.
   virtual std::vector<double> time(const std::function<void()>& run, int reps, int warmup, bool flushCache) = 0;
+  /// compile_cuda: only the CUDA backend compiles CUDA C++.
+  virtual std::unique_ptr<HandwrittenImpl> compileCuda(const CudaSource& source) {
+    throw Error(ErrorKind::Unsupported, "compile_cuda('" + source.name + "'): hand-written CUDA C++ needs a CUDA "
+                                        "runtime, and this runtime is '" + description + "'");
+  }
   /// reference::gpu_gemm: the CUDA backend runs cuBLASLt and waits; others cannot.
   virtual void gpuGemm(const GpuGemmArgs&) {
     throw Error(ErrorKind::Unsupported, "reference::gpu_gemm runs cuBLASLt on a CUDA runtime's device, and this "
