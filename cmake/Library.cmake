@@ -11,14 +11,23 @@ set(KILN_PLAIN_SOURCES
   backends/cuda/CudaRuntime.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
   backends/cuda/Cublas.cpp
   lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Verify/GpuReference.cpp
-  lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp)
+  lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp lib/Catalogue/Handwritten.cpp)
+# Hand-written CUDA C++ kernels ship inside libkiln.so as text for NVRTC: each .cu becomes a
+# raw string literal in <build>/generated/<name>.cu.inc (rewritten only when it changes).
+foreach(cu lib/Catalogue/cuda/gemm_epilogue.cu)
+  get_filename_component(cu_name ${cu} NAME)
+  file(READ ${CMAKE_SOURCE_DIR}/${cu} KILN_CU_TEXT)
+  file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/generated/${cu_name}.inc
+       CONTENT "R\"kiln_cu(@KILN_CU_TEXT@)kiln_cu\"\n" @ONLY)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${cu})
+endforeach()
 add_library(kiln SHARED ${KILN_MLIR_SOURCES} ${KILN_PLAIN_SOURCES})
 add_library(kiln::kiln ALIAS kiln)
 set_source_files_properties(${KILN_MLIR_SOURCES} PROPERTIES COMPILE_OPTIONS "${KILN_MLIR_CXX_FLAGS}")
 target_compile_definitions(kiln PRIVATE KILN_BUILDING_LIBRARY)
 target_include_directories(kiln
   PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
-  PRIVATE ${KILN_INTERNAL_INCLUDES} ${CMAKE_SOURCE_DIR}/backends/cpu ${CMAKE_SOURCE_DIR}/backends/cuda
+  PRIVATE ${KILN_INTERNAL_INCLUDES} ${CMAKE_BINARY_DIR}/generated ${CMAKE_SOURCE_DIR}/backends/cpu ${CMAKE_SOURCE_DIR}/backends/cuda
           ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(kiln PRIVATE
   KilnCpuLowering KilnCudaLowering KilnTransforms KilnTileDialect Eigen3::Eigen ${CMAKE_DL_LIBS}

@@ -9,6 +9,7 @@
 
 #include "kiln/dtype.hpp"
 #include "kiln/export.hpp"
+#include "kiln/handwritten.hpp"
 #include "kiln/kernel.hpp"
 #include "kiln/runtime.hpp"
 #include "kiln/tensor.hpp"
@@ -53,6 +54,13 @@ KILN_API DeviceProblem upload(const Runtime& rt, const Problem& p);
 /// output dtype's default tolerance.
 KILN_API verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p);
 
+/// A kernel's hand-written CUDA C++ version (kiln bench's `cuda` route, compiled with
+/// NVRTC): the source, and how to launch it on a Problem's arguments (same order).
+struct KILN_API Handwritten {
+  CudaSource source;
+  std::function<void(const HandwrittenKernel&, const std::vector<TensorView>& args, void* stream)> launch;
+};
+
 struct KILN_API Entry {
   std::string name;
   std::string summary;
@@ -60,6 +68,8 @@ struct KILN_API Entry {
   size_t shape_rank = 0;  ///< how many numbers --shape takes
   std::function<Kernel(DType)> make;
   std::function<Problem(const std::vector<int64_t>& shape, DType, uint64_t seed)> problem;
+  /// Empty when the kernel has no hand-written version.
+  std::function<Handwritten(DType)> handwritten;
 };
 
 KILN_API const std::vector<Entry>& all();

@@ -8,6 +8,10 @@
 
 namespace kiln::catalogue {
 
+namespace detail {
+Handwritten gemmHandwritten(DType dtype, reference::Epilogue epilogue); // Handwritten.cpp
+}
+
 std::vector<TensorView> Problem::views() {
   std::vector<TensorView> v;
   for (auto& a : args) v.push_back(a.view());
@@ -51,7 +55,8 @@ std::vector<Entry> makeAll() {
     e.push_back({name, summary, "MxNxK", 3, [make](DType d) { return make(d, GemmTiles{}); },
                  [epi](const std::vector<int64_t>& s, DType d, uint64_t seed) {
                    return gemmProblem(s, d, seed, epi);
-                 }});
+                 },
+                 [epi](DType d) { return detail::gemmHandwritten(d, epi); }});
   };
   gemmEntry("gemm", "C = A @ B (f32 accumulate)", gemm, Epilogue::none);
   gemmEntry("gemm_bias_relu", "C = relu(A @ B + bias)", gemm_bias_relu, Epilogue::bias_relu);

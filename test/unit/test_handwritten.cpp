@@ -2,6 +2,7 @@
 // with no GPU; launches are covered by the GPU suite.
 #include <catch2/catch.hpp>
 
+#include "kiln/catalogue.hpp"
 #include "kiln/error.hpp"
 #include "kiln/handwritten.hpp"
 #include "kiln/runtime.hpp"
@@ -108,4 +109,20 @@ TEST_CASE("kernel arguments carry a tensor's pointer or a scalar's exact bytes",
   CHECK(*static_cast<const float*>(f.data()) == 1.5f);
   CHECK(d.size() == 8);
   CHECK_THAT(t.describe(), Contains("f32"));
+}
+
+TEST_CASE("the catalogue's hand-written GEMMs compile for every dtype and epilogue", "[handwritten][catalogue]") {
+  Runtime rt = offline();
+  for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu"}) {
+    const catalogue::Entry& e = catalogue::find(name);
+    REQUIRE(e.handwritten);
+    for (DType d : {DType::f32, DType::bf16, DType::f16}) {
+      catalogue::Handwritten h = e.handwritten(d);
+      INFO(name << " " << to_string(d));
+      HandwrittenKernel k = compile_cuda(rt, h.source);
+      CHECK(k.binary().rfind("\x7f" "ELF", 0) == 0);
+      CHECK(k.log().find("warning") == std::string::npos);
+    }
+  }
+  CHECK_FALSE(catalogue::find("softmax").handwritten);
 }
