@@ -1,13 +1,20 @@
 // kiln bench: the same work through each route on this machine, one lifecycle row per
-// route and shape, under one verification rule (issue 4, first part: the kiln route on
-// either backend, cuBLASLt as the framework route on CUDA, Eigen on the CPU).
+// route and shape, under one verification rule (docs/lifecycle.md).
+//   CUDA: kiln (the DSL kernel), framework (cuBLASLt, its epilogue fused), cuda (the
+//         catalogue's hand-written CUDA C++ compiled with NVRTC);
+//   CPU:  kiln-cpu (the DSL kernel on the CPU backend), eigen (Eigen, one thread).
+// Every route gets its own Runtime, so its memory high-water mark is its own, and its own
+// upload of the same inputs, with a poisoned output.
 #include "bench.hpp"
 
 #include <Eigen/Dense>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include "kiln/kiln.hpp"
@@ -18,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
+constexpr double kMiB = 1024.0 * 1024.0;
 
 bool isGemm(const std::string& k) { return k.rfind("gemm", 0) == 0; }
 
@@ -34,6 +42,45 @@ void write(const std::string& path, const std::string& text) {
   if (!out) throw kiln::Error(kiln::ErrorKind::Runtime, "cannot write '" + path + "'");
   std::printf("wrote %s\n", path.c_str());
 }
+
+// "[ 3/15] framework 4096x4096x4096": rewritten in place on a terminal, a line each otherwise.
+class Progress {
+public:
+  Progress(int total, bool on) : total_(total), on_(on), tty_(::isatty(2)) {}
+  void step(const std::string& what) {
+    if (!on_) return;
+    ++done_;
+    const int width = 24, filled = width * done_ / total_;
+    std::fprintf(stderr, "%s[%s%s] %d/%d %-40s%s", tty_ ? "\r" : "", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), done_, total_, what.c_str(), tty_ ? "" : "\n");
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (on_ && tty_) std::fprintf(stderr, "\n");
+  }
+
+private:
+  int total_, done_ = 0;
+  bool on_, tty_;
+};
+
+// Bytes every route must at least move: each argument once.
+double bytesOf(const kiln::catalogue::Problem& p) {
+  double b = 0;
+  for (const auto& a : p.args) b += double(a.numel()) * kiln::size_of(a.dtype());
+  return b;
+}
+
+// One route's runtime and what it compiled or initialised once, for every shape.
+struct Route {
+  std::string name;
+  std::optional<kiln::Runtime> rt;
+  double import_ms = 0;          // charged to the route's first row
+  bool first = true;
+  std::optional<kiln::CompiledKernel> kernel;      // kiln, kiln-cpu
+  std::optional<kiln::HandwrittenKernel> handwritten; // cuda
+  kiln::catalogue::Handwritten hw;
+};
 
 // Eigen's f32 GEMM (+ epilogue) on the same input values, one thread: the CPU's framework route.
 kiln::profile::Row eigenRow(const kiln::Runtime& rt, const kiln::catalogue::Problem& p, const std::string& kernel,
@@ -55,103 +102,171 @@ kiln::profile::Row eigenRow(const kiln::Runtime& rt, const kiln::catalogue::Prob
     if (epi == kiln::reference::Epilogue::bias_gelu)
       c = (c.rowwise() + bias).unaryExpr([](float x) { return float(kiln::reference::gelu(x)); });
   };
-  // The same clock and cache flushing as the kiln-cpu route (rt is the CPU runtime here).
+  auto f0 = Clock::now();
+  run();
+  double firstMs = msSince(f0);
+  // The same clock and cache flushing as the kiln-cpu route (rt is a CPU runtime).
   std::vector<double> ms = kiln::profile::time(rt, run, o);
   kiln::HostTensor out(dt, {M, N});
   for (int64_t i = 0; i < M * N; ++i) out.set(i, c.data()[i]);
   auto rep = kiln::verify::compare(out.view(), p.reference, kiln::verify::Tolerance::for_dtype(dt));
   kiln::profile::Row r;
-  r.route = "eigen";
   r.reference_ok = rep.ok;
   r.rel_err = rep.rel_l2;
+  r.first_run_ms = firstMs;
   r.warm = kiln::profile::summarize(ms);
-  r.tflops = p.flops / (r.warm->median * 1e9);
+  r.peak_mb = double(M * K + K * N + M * N + N) * sizeof(float) / kMiB; // Eigen's f32 operands
   return r;
+}
+
+std::vector<std::string> defaultRoutes(kiln::Backend b, const kiln::catalogue::Entry& e) {
+  if (b == kiln::Backend::cuda) {
+    std::vector<std::string> r = {"kiln"};
+    if (isGemm(e.name)) r.push_back("framework");
+    if (e.handwritten) r.push_back("cuda");
+    return r;
+  }
+  std::vector<std::string> r = {"kiln-cpu"};
+  if (isGemm(e.name)) r.push_back("eigen");
+  return r;
+}
+
+void checkRoute(const std::string& r, kiln::Backend b, const kiln::catalogue::Entry& e) {
+  const bool gpu = b == kiln::Backend::cuda;
+  auto no = [&](const std::string& why) {
+    throw kiln::Error(kiln::ErrorKind::Unsupported, "route '" + r + "' " + why);
+  };
+  if (r == "kiln" || r == "framework" || r == "cuda") {
+    if (!gpu) no("runs on a GPU, and this run is on the CPU backend (routes here: kiln-cpu, eigen)");
+    if (r == "framework" && !isGemm(e.name)) no("(cuBLASLt) exists for the GEMM kernels only, not '" + e.name + "'");
+    if (r == "cuda" && !e.handwritten) no("needs a hand-written version of '" + e.name + "', which it has not");
+  } else if (r == "kiln-cpu" || r == "eigen") {
+    if (gpu) no("runs on the CPU; pass --backend=cpu for it");
+    if (r == "eigen" && !isGemm(e.name)) no("exists for the GEMM kernels only, not '" + e.name + "'");
+  } else {
+    throw kiln::Error(kiln::ErrorKind::NotFound,
+                      "unknown route '" + r + "' (expected kiln, framework, cuda, kiln-cpu or eigen)");
+  }
 }
 
 } // namespace
 
+std::vector<std::string> readShapesFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw kiln::Error(kiln::ErrorKind::NotFound, "cannot read the shapes file '" + path + "'");
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
+    if (a != std::string::npos) out.push_back(line.substr(a, b - a + 1));
+  }
+  return out;
+}
+
 int cmdBench(const BenchOptions& o) {
   const auto& entry = kiln::catalogue::find(o.kernel);
   kiln::DType dt = *kiln::parse_dtype(o.dtype);
+  std::vector<std::string> shapes = o.shapes;
+  if (!o.shapes_file.empty())
+    for (auto& s : readShapesFile(o.shapes_file)) shapes.push_back(s);
+  if (shapes.empty())
+    throw kiln::Error(kiln::ErrorKind::InvalidArgument, "kiln bench: no shapes (give --shape or --shapes-file)");
+  std::vector<std::vector<int64_t>> parsed;
+  for (const auto& s : shapes) parsed.push_back(kiln::catalogue::parse_shape(s, entry)); // all errors up front
+
+  // The first runtime pays for the driver (and context): every GPU route in a fresh
+  // process would, so it is part of each route's import.
   auto t0 = Clock::now();
-  kiln::Runtime rt = kiln::Runtime::create(kiln::parse_backend(o.backend));
-  double importMs = msSince(t0); // driver load, context, first MLIR use are in compile
-  std::string device = rt.describe().substr(0, rt.describe().find(';'));
+  kiln::Runtime probe = kiln::Runtime::create(kiln::parse_backend(o.backend));
+  const double processImportMs = msSince(t0);
+  const kiln::Backend backend = probe.backend();
+  std::string device = probe.describe().substr(0, probe.describe().find(';'));
   if (device.rfind("cuda: ", 0) == 0) device = device.substr(6); // "NVIDIA H200 (sm_90a, ...)"
+
+  std::vector<Route> routes;
+  for (const auto& name : o.routes.empty() ? defaultRoutes(backend, entry) : o.routes) {
+    checkRoute(name, backend, entry);
+    Route r;
+    r.name = name;
+    auto c0 = Clock::now();
+    r.rt.emplace(kiln::Runtime::create(backend));
+    r.import_ms = processImportMs + msSince(c0);
+    if (name == "framework") { // cuBLASLt's load, handle and workspace, on a 1x1x1 GEMM
+      auto l0 = Clock::now();
+      kiln::DeviceTensor one = r.rt->upload(kiln::HostTensor(dt, {1, 1}));
+      kiln::DeviceTensor out = r.rt->allocate(dt, {1, 1});
+      kiln::reference::gpu_gemm(*r.rt, one.view(), one.view(), nullptr, kiln::reference::Epilogue::none, out.view());
+      r.import_ms += msSince(l0);
+    }
+    if (name == "cuda") r.hw = entry.handwritten(dt);
+    routes.push_back(std::move(r));
+  }
+
   kiln::profile::TimingOptions timing{o.reps, o.warmup, true};
   std::vector<kiln::profile::Row> rows;
-  std::optional<kiln::CompiledKernel> ck;
-  for (const std::string& shapeText : o.shapes) {
-    auto shape = kiln::catalogue::parse_shape(shapeText, entry);
-    kiln::catalogue::Problem p = entry.problem(shape, dt, o.seed);
-    auto stamp = [&](kiln::profile::Row& r) {
-      r.shape = shapeText;
-      r.dtype = o.dtype;
-      r.device = device;
-      r.kernel = o.kernel;
-    };
-    // kiln: compiled once, on the first shape (cold); later shapes reuse the kernel,
-    // since dims and strides are launch values.
-    std::optional<double> compileMs;
-    if (!ck) {
-      auto c0 = Clock::now();
-      ck.emplace(rt.compile(entry.make(dt)));
-      compileMs = msSince(c0);
-    }
-    kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(rt, p);
-    const std::vector<kiln::TensorView>& v = d.views;
-    auto f0 = Clock::now();
-    ck->launch(v);
-    double firstMs = msSince(f0);
-    auto rep = kiln::catalogue::verify_output(rt, d, p);
-    kiln::profile::Row k;
-    stamp(k);
-    k.route = rt.backend() == kiln::Backend::cuda ? "kiln" : "kiln-cpu";
-    k.reference_ok = rep.ok;
-    k.rel_err = rep.rel_l2;
-    if (compileMs) k.import_ms = importMs; // both are paid once, by the first shape
-    k.compile_ms = compileMs;
-    k.cache = compileMs ? "miss" : "memory"; // no disk cache yet (issue 5)
-    k.first_run_ms = firstMs;
-    k.warm = kiln::profile::time_kernel(rt, *ck, v, timing);
-    k.tflops = p.flops / (k.warm->median * 1e9);
-    rows.push_back(k);
-    // The framework route for the same work.
-    if (isGemm(o.kernel)) {
-      if (rt.backend() == kiln::Backend::cuda) {
-        kiln::HostTensor poisoned = p.args[p.output]; // holds kiln's result by now
-        poisoned.poison();
-        kiln::DeviceTensor fo = rt.upload(poisoned);
-        std::vector<kiln::TensorView> fv = v;
-        fv[p.output] = fo.view();
-        const kiln::TensorView* bias = entry.shape_rank == 3 && p.args.size() == 4 ? &fv[2] : nullptr;
-        auto run = [&] { kiln::reference::gpu_gemm(rt, fv[0], fv[1], bias, epilogueOf(o.kernel), fv[p.output]); };
-        auto g0 = Clock::now();
-        run();
-        double fFirst = msSince(g0);
-        kiln::HostTensor fout = p.args[p.output];
-        rt.download(fo, fout);
-        auto frep = kiln::verify::compare(fout.view(), p.reference, kiln::verify::Tolerance::for_dtype(dt));
-        std::vector<double> ms = kiln::profile::time(rt, run, timing);
-        kiln::profile::Row f;
-        stamp(f);
-        f.route = "framework";
-        f.reference_ok = frep.ok;
-        f.rel_err = frep.rel_l2;
-        f.first_run_ms = fFirst;
-        f.warm = kiln::profile::summarize(ms);
-        f.tflops = p.flops / (f.warm->median * 1e9);
-        rows.push_back(f);
-      } else {
+  Progress progress(int(shapes.size() * routes.size()), o.progress);
+  for (size_t si = 0; si < shapes.size(); ++si) {
+    kiln::catalogue::Problem p = entry.problem(parsed[si], dt, o.seed);
+    for (Route& route : routes) {
+      progress.step(route.name + " " + shapes[si]);
+      const kiln::Runtime& rt = *route.rt;
+      kiln::profile::Row row;
+      row.shape = shapes[si];
+      row.dtype = o.dtype;
+      row.device = device;
+      row.kernel = o.kernel;
+      row.route = route.name;
+      if (route.first) row.import_ms = route.import_ms;
+      if (route.name == "eigen") {
         kiln::profile::Row e = eigenRow(rt, p, o.kernel, dt, timing);
-        stamp(e);
-        rows.push_back(e);
+        e.shape = row.shape, e.dtype = row.dtype, e.device = row.device, e.kernel = row.kernel, e.route = row.route;
+        e.import_ms = row.import_ms;
+        row = e;
+      } else {
+        // Compile once, on the first shape (cold); dims and strides are launch values, so
+        // later shapes reuse the kernel (cache=memory).
+        if (route.first && (route.name == "kiln" || route.name == "kiln-cpu")) {
+          auto c0 = Clock::now();
+          route.kernel.emplace(rt.compile(entry.make(dt)));
+          row.compile_ms = msSince(c0);
+        } else if (route.first && route.name == "cuda") {
+          auto c0 = Clock::now();
+          route.handwritten.emplace(kiln::compile_cuda(rt, route.hw.source));
+          row.compile_ms = msSince(c0);
+        }
+        if (route.name != "framework") row.cache = route.first ? "miss" : "memory";
+        rt.reset_peak_memory();
+        kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(rt, p);
+        const std::vector<kiln::TensorView>& v = d.views;
+        std::function<void()> run;
+        if (route.kernel) {
+          run = [&] { route.kernel->launch(v, nullptr); };
+        } else if (route.handwritten) {
+          run = [&] { route.hw.launch(*route.handwritten, v, nullptr); };
+        } else { // framework
+          const kiln::TensorView* bias = epilogueOf(o.kernel) != kiln::reference::Epilogue::none ? &v[2] : nullptr;
+          run = [&] { kiln::reference::gpu_gemm(rt, v[0], v[1], bias, epilogueOf(o.kernel), v[p.output]); };
+        }
+        auto f0 = Clock::now();
+        run();
+        rt.synchronize();
+        row.first_run_ms = msSince(f0);
+        auto rep = kiln::catalogue::verify_output(rt, d, p); // the output arrived poisoned
+        row.reference_ok = rep.ok;
+        row.rel_err = rep.rel_l2;
+        row.warm = kiln::profile::summarize(kiln::profile::time(rt, run, timing));
+        row.peak_mb = double(rt.memory().peak_bytes) / kMiB;
       }
+      row.tflops = p.flops / (row.warm->median * 1e9);
+      row.gbps = bytesOf(p) / (row.warm->median * 1e6);
+      route.first = false;
+      rows.push_back(row);
     }
   }
-  std::printf("%-10s %-16s %-6s %-12s %10s %10s %10s %9s\n", "route", "shape", "dtype", "reference", "compile_ms",
-              "first_ms", "warm_ms", "GFLOP/s");
+  progress.finish();
+
+  std::printf("%-10s %-16s %-6s %-9s %10s %10s %10s %10s %9s %8s\n", "route", "shape", "dtype", "reference",
+              "import_ms", "compile_ms", "first_ms", "warm_ms", "TFLOP/s", "peak_MB");
   auto cellv = [](const std::optional<double>& v) {
     char b[32];
     if (!v) return std::string("not-run");
@@ -161,10 +276,11 @@ int cmdBench(const BenchOptions& o) {
   bool allOk = true;
   for (const auto& r : rows) {
     allOk = allOk && r.reference_ok.value_or(false);
-    std::printf("%-10s %-16s %-6s %-12s %10s %10s %10s %9.1f\n", r.route.c_str(), r.shape.c_str(), r.dtype.c_str(),
-                r.reference_ok ? (*r.reference_ok ? "ok" : "WRONG") : "not-run", cellv(r.compile_ms).c_str(),
-                cellv(r.first_run_ms).c_str(), cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(),
-                r.tflops.value_or(0) * 1e3);
+    std::printf("%-10s %-16s %-6s %-9s %10s %10s %10s %10s %9.3f %8.1f\n", r.route.c_str(), r.shape.c_str(),
+                r.dtype.c_str(), r.reference_ok ? (*r.reference_ok ? "ok" : "WRONG") : "not-run",
+                cellv(r.import_ms).c_str(), cellv(r.compile_ms).c_str(), cellv(r.first_run_ms).c_str(),
+                cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(), r.tflops.value_or(0),
+                r.peak_mb.value_or(0));
   }
   write(o.csv, kiln::profile::to_csv(rows));
   write(o.json, kiln::profile::to_json(rows));

@@ -6,10 +6,17 @@
 struct BenchOptions {
   std::string kernel, backend = "auto", dtype = "f32";
   std::vector<std::string> shapes;
+  std::string shapes_file;        ///< one shape per line; '#' starts a comment
+  std::vector<std::string> routes; ///< empty: every route this machine can run
   int reps = 20, warmup = 3;
   uint64_t seed = 1;
+  bool progress = true;
   std::string csv, json, html;
 };
 
 /// Runs `kiln bench`; returns the exit status (0: every route verified).
 int cmdBench(const BenchOptions& o);
+
+/// The shapes of a shapes file: one per line, blank lines and '#' comments skipped.
+/// Throws kiln::Error(NotFound) when the file cannot be read.
+std::vector<std::string> readShapesFile(const std::string& path);

@@ -122,7 +122,11 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "time a kernel through each route on this machine (lifecycle rows)");
   BenchOptions bo;
   bench->add_option("kernel", bo.kernel, "catalogue kernel (see `kiln list`)")->required();
-  bench->add_option("--shape", bo.shapes, "one or more shapes (MxNxK or MxN)")->required();
+  bench->add_option("--shape", bo.shapes, "one or more shapes (MxNxK or MxN)");
+  bench->add_option("--shapes-file", bo.shapes_file, "a file of shapes, one per line ('#' comments)");
+  bench->add_option("--routes", bo.routes, "routes to run (default: all this machine can): kiln, framework, cuda "
+                                            "(GPU); kiln-cpu, eigen (CPU)")->delimiter(',');
+  bench->add_flag("!--no-progress", bo.progress, "no progress bar on stderr");
   bench->add_option("--dtype", bo.dtype, "element type: f32 | f16 | bf16")->capture_default_str();
   bench->add_option("--backend", bo.backend, "auto | cpu | cuda")->capture_default_str();
   bench->add_option("--reps", bo.reps, "timed launches per route")->capture_default_str();
