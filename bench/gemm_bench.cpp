@@ -39,19 +39,20 @@ int main(int argc, char** argv) {
     std::string shape = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
     double flops = 2.0 * M * N * K;
     catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 7);
-    std::vector<DeviceTensor> dev;
-    std::vector<TensorView> v;
-    for (auto& h : p.args) { dev.push_back(rt.upload(h)); v.push_back(dev.back().view()); }
+    catalogue::DeviceProblem d = catalogue::upload(rt, p);
+    const std::vector<TensorView>& v = d.views;
     double ref = medianMs(rt, [&] { reference::gpu_gemm(rt, v[0], v[1], &v[2], reference::Epilogue::bias_relu, v[3]); });
     std::printf("%-16s %-16s %10.4f %9.1f %8s\n", shape.c_str(), "cublasLt", ref, flops / ref / 1e9, "1.00");
     csv << shape << ",bf16,cublaslt,bias_relu_epilogue," << ref << "," << flops / ref / 1e9 << ",1\n";
     for (const Config& c : configs) {
       Runtime r = Runtime::create(Backend::cuda, {.num_warps = c.warps});
       CompiledKernel ck = r.compile(catalogue::gemm_bias_relu(DType::bf16, c.tiles));
-      ck.launch(v); // correctness of this exact config on this shape
-      rt.download(dev[3], p.args[3]);
-      auto rep = verify::compare(p.args[3].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16));
-      double ms = medianMs(r, [&] { ck.launch(v, nullptr); });
+      // Correctness of this exact config on this shape, on a freshly poisoned output.
+      p.args[p.output].poison();
+      catalogue::DeviceProblem dk = catalogue::upload(rt, p);
+      ck.launch(dk.views);
+      auto rep = catalogue::verify_output(rt, dk, p);
+      double ms = medianMs(r, [&] { ck.launch(dk.views, nullptr); });
       std::printf("%-16s %-16s %10.4f %9.1f %8.3f %s %s\n", shape.c_str(), c.name, ms, flops / ms / 1e9, ref / ms,
                   rep.ok ? "ok" : "WRONG", ck.report().str().c_str());
       csv << shape << ",bf16,kiln," << c.name << "," << ms << "," << flops / ms / 1e9 << "," << ref / ms << "\n";

@@ -19,6 +19,11 @@ run() { # name, log, command...
   result[$name]="rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   tail -n 4 "$OUT/$log"
 }
+# The issue-4 acceptance run: every route on the five shapes, with the reports.
+SHAPES="--shape 4096x4096x4096 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 16x4096x4096 --shape 128x12288x4096"
+run kiln-bench kiln-bench.log $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 $SHAPES --reps 30 --warmup 5 \
+  --no-progress --csv "$OUT/kiln-bench.csv" --json "$OUT/kiln-bench.json" --html "$OUT/kiln-bench.html"
+[ -x $K/kiln-mlp ] && run mlp mlp.log $K/kiln-mlp --csv "$OUT/mlp.csv"
 run cuda-support cuda-support.log $K/kiln-cuda-support-tests
 run gpu-suite gpu-tests.log $K/kiln-gpu-tests --durations yes
 run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
@@ -37,3 +42,5 @@ for n in "${!result[@]}"; do printf '%-14s %s\n' "$n" "${result[$n]}"; done | so
 grep -c "reference_ok=true" "$OUT/cli-run.log" | sed 's/^/cli runs verified: /'
 grep "reference_ok=false" "$OUT/cli-run.log" | head -5
 grep -vE "^(cuda|NVIDIA)" "$OUT/bench.log" | cut -c1-90
+grep -E "^(route|kiln|framework|cuda) " "$OUT/kiln-bench.log"
+[ -f "$OUT/mlp.log" ] && tail -n 8 "$OUT/mlp.log"

@@ -38,12 +38,8 @@ void checkAgainstCublas(const std::string& name, reference::Epilogue epi) {
     uint64_t seed = 300;
     for (const auto& s : kShapes) {
       catalogue::Problem p = e.problem(s, dt, seed++); // kiln's output arrives poisoned
-      std::vector<DeviceTensor> dev;
-      std::vector<TensorView> views;
-      for (const HostTensor& h : p.args) {
-        dev.push_back(gpu().upload(h));
-        views.push_back(dev.back().view());
-      }
+      catalogue::DeviceProblem d = catalogue::upload(gpu(), p);
+      const std::vector<TensorView>& views = d.views;
       HostTensor cublas(dt, p.args[p.output].dims());
       cublas.poison();
       DeviceTensor dcublas = gpu().upload(cublas);
@@ -51,7 +47,7 @@ void checkAgainstCublas(const std::string& name, reference::Epilogue epi) {
       ck.launch(views);
       const TensorView* bias = epi == reference::Epilogue::none ? nullptr : &views[2];
       reference::gpu_gemm(gpu(), views[0], views[1], bias, epi, dcublas.view());
-      gpu().download(dev[p.output], p.args[p.output]);
+      gpu().download(d.tensors[p.output], p.args[p.output]);
       gpu().download(dcublas, cublas);
 
       const verify::Report cublasVsEigen = verify::compare(cublas.view(), p.reference, tol);

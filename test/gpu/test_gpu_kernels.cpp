@@ -39,16 +39,10 @@ std::string str(const std::vector<int64_t>& s) {
   return r;
 }
 
-verify::Report runOnGpu(const CompiledKernel& ck, catalogue::Problem& p, DType dt) {
-  std::vector<DeviceTensor> dev;
-  std::vector<TensorView> views;
-  for (const HostTensor& h : p.args) { // the output was poisoned by the problem generator
-    dev.push_back(gpu().upload(h));
-    views.push_back(dev.back().view());
-  }
-  ck.launch(views);
-  gpu().download(dev[p.output], p.args[p.output]);
-  return verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(dt));
+verify::Report runOnGpu(const CompiledKernel& ck, catalogue::Problem& p) {
+  catalogue::DeviceProblem d = catalogue::upload(gpu(), p); // the output arrives poisoned
+  ck.launch(d.views);
+  return catalogue::verify_output(gpu(), d, p);
 }
 
 void checkOnShapes(const std::string& name) {
@@ -58,7 +52,7 @@ void checkOnShapes(const std::string& name) {
     uint64_t seed = 100;
     for (const auto& s : e.shape_rank == 3 ? kGemmShapes : kRowShapes) {
       catalogue::Problem p = e.problem(s, dt, seed++);
-      verify::Report r = runOnGpu(ck, p, dt);
+      verify::Report r = runOnGpu(ck, p);
       INFO(name << " " << to_string(dt) << " " << str(s) << ": " << r.summary() << " [" << ck.report().str() << "]");
       CHECK(r.ok);
     }
@@ -81,12 +75,10 @@ TEST_CASE("gpu: tile configurations and warp counts give the same answers", "[gp
                                    catalogue::GemmTiles{128, 64, 16, 4}}) {
       CompiledKernel ck = rt.compile(catalogue::gemm_bias_gelu(DType::bf16, t));
       catalogue::Problem p = catalogue::find("gemm_bias_gelu").problem({131, 77, 45}, DType::bf16, 5);
-      std::vector<DeviceTensor> dev;
-      std::vector<TensorView> v;
-      for (auto& h : p.args) { dev.push_back(rt.upload(h)); v.push_back(dev.back().view()); }
+      catalogue::DeviceProblem d = catalogue::upload(rt, p);
+      const std::vector<TensorView>& v = d.views;
       ck.launch(v);
-      rt.download(dev[p.output], p.args[p.output]);
-      auto r = verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16));
+      auto r = catalogue::verify_output(rt, d, p);
       INFO(warps << " warps, tiles " << t.m << "x" << t.n << "x" << t.k << ": " << r.summary());
       CHECK(r.ok);
     }
@@ -101,12 +93,10 @@ TEST_CASE("gpu: the pipelined k-loop is right for every warp count and stage dep
         CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(dt, {.m = 64, .n = 64, .k = 32, .stages = stages}));
         for (const std::vector<int64_t>& s : {std::vector<int64_t>{70, 72, 32}, {129, 136, 1000}, {64, 64, 96}}) {
           catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, dt, stages * 10 + warps);
-          std::vector<DeviceTensor> dev;
-          std::vector<TensorView> v;
-          for (auto& h : p.args) { dev.push_back(rt.upload(h)); v.push_back(dev.back().view()); }
+          catalogue::DeviceProblem d = catalogue::upload(rt, p);
+          const std::vector<TensorView>& v = d.views;
           ck.launch(v);
-          rt.download(dev[p.output], p.args[p.output]);
-          auto r = verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(dt));
+          auto r = catalogue::verify_output(rt, d, p);
           INFO(warps << " warps, " << stages << " stages, " << to_string(dt) << " " << str(s) << ": " << r.summary());
           CHECK(r.ok);
         }
@@ -202,14 +192,12 @@ TEST_CASE("gpu: kernels run on a caller's stream", "[gpu]") {
   // An engine's own non-blocking stream (made here with the driver API, as an engine would).
   CompiledKernel ck = gpu().compile(catalogue::softmax(DType::bf16));
   catalogue::Problem p = catalogue::find("softmax").problem({33, 3000}, DType::bf16, 9);
-  std::vector<DeviceTensor> dev;
-  std::vector<TensorView> v;
-  for (auto& h : p.args) { dev.push_back(gpu().upload(h)); v.push_back(dev.back().view()); }
+  catalogue::DeviceProblem d = catalogue::upload(gpu(), p);
+  const std::vector<TensorView>& v = d.views;
   cuda::Stream stream(CU_STREAM_NON_BLOCKING);
   ck.launch(v, stream.get());
   stream.synchronize();
-  gpu().download(dev[p.output], p.args[p.output]);
-  CHECK(verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16)).ok);
+  CHECK(catalogue::verify_output(gpu(), d, p).ok);
 }
 
 TEST_CASE("gpu: a kernel needing more shared memory than the device allows is refused", "[gpu][errors]") {
@@ -229,15 +217,13 @@ TEST_CASE("gpu: a kernel needing more shared memory than the device allows is re
 TEST_CASE("gpu: time_kernel times launches with CUDA events and leaves a right result", "[gpu][profile]") {
   CompiledKernel ck = gpu().compile(catalogue::gemm_bias_relu(DType::bf16));
   catalogue::Problem p = catalogue::find("gemm_bias_relu").problem({512, 512, 512}, DType::bf16, 21);
-  std::vector<DeviceTensor> dev;
-  std::vector<TensorView> v;
-  for (auto& h : p.args) { dev.push_back(gpu().upload(h)); v.push_back(dev.back().view()); }
+  catalogue::DeviceProblem d = catalogue::upload(gpu(), p);
+  const std::vector<TensorView>& v = d.views;
   profile::Stat s = profile::time_kernel(gpu(), ck, v, {.reps = 10, .warmup = 2});
   CHECK(s.reps == 10);
   CHECK(s.min > 0);
   CHECK(s.median < 100); // milliseconds: a 512^3 GEMM, not seconds
   CHECK(s.p10 <= s.median);
   CHECK(s.median <= s.p90);
-  gpu().download(dev[p.output], p.args[p.output]);
-  CHECK(verify::compare(p.args[p.output].view(), p.reference, verify::Tolerance::for_dtype(DType::bf16)).ok);
+  CHECK(catalogue::verify_output(gpu(), d, p).ok);
 }
