@@ -180,25 +180,36 @@ float hostGelu(float x) {
   return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
 }
 
-// K == 0: D = epilogue(bias) in every row (or zeros), written row by row (the gaps
-// between rows of a strided D are not kiln's to touch).
+float hostEpilogue(GemmEpilogue e, float x) {
+  switch (e) {
+  case GemmEpilogue::bias_relu: return x > 0 ? x : 0.0f;
+  case GemmEpilogue::bias_gelu: return hostGelu(x);
+  default: return x;
+  }
+}
+
+// K == 0: D = epilogue(bias + residual) in every row (or zeros), on the host, written row
+// by row (the gaps between rows of a strided D are not kiln's to touch).
 void fillWithoutK(const GemmProblem& p, CUstream stream) {
   const int64_t M = p.d.rows, N = p.d.cols;
   const int64_t es = size_of(p.dtype);
-  std::vector<unsigned char> row(size_t(N * es), 0);
-  if (p.epilogue != GemmEpilogue::none) {
-    std::vector<unsigned char> bias(size_t(N * es));
-    KILN_CU_CHECK(driver().cuStreamSynchronize(stream));
-    KILN_CU_CHECK(driver().cuMemcpyDtoH_v2(bias.data(), p.bias, bias.size()));
-    for (int64_t j = 0; j < N; ++j) {
-      float x = load_as_f32(bias.data(), p.dtype, j);
-      x = p.epilogue == GemmEpilogue::bias_relu ? (x > 0 ? x : 0.0f) : hostGelu(x);
-      store_from_f32(row.data(), p.dtype, j, x);
-    }
-  }
+  std::vector<float> bias(size_t(N), 0.0f);
   KILN_CU_CHECK(driver().cuStreamSynchronize(stream));
-  for (int64_t i = 0; i < M; ++i)
+  if (p.epilogue != GemmEpilogue::none) {
+    std::vector<unsigned char> raw(size_t(N * es));
+    KILN_CU_CHECK(driver().cuMemcpyDtoH_v2(raw.data(), p.bias, raw.size()));
+    for (int64_t j = 0; j < N; ++j) bias[size_t(j)] = load_as_f32(raw.data(), p.dtype, j);
+  }
+  std::vector<unsigned char> row(size_t(N * es), 0), res(size_t(N * es), 0);
+  for (int64_t i = 0; i < M; ++i) {
+    if (p.residual.ptr)
+      KILN_CU_CHECK(driver().cuMemcpyDtoH_v2(res.data(), p.residual.ptr + CUdeviceptr(i * p.residual.ld * es), res.size()));
+    for (int64_t j = 0; j < N; ++j) {
+      float x = bias[size_t(j)] + (p.residual.ptr ? load_as_f32(res.data(), p.dtype, j) : 0.0f);
+      store_from_f32(row.data(), p.dtype, j, hostEpilogue(p.epilogue, x));
+    }
     KILN_CU_CHECK(driver().cuMemcpyHtoD_v2(p.d.ptr + CUdeviceptr(i * p.d.ld * es), row.data(), row.size()));
+  }
 }
 
 } // namespace
@@ -267,18 +278,21 @@ void CublasLtGemm::run(const GemmProblem& p, CUstream stream) {
   desc.set(CUBLASLT_MATMUL_DESC_TRANSA, noTrans, "cuBLASLt TRANSA");
   desc.set(CUBLASLT_MATMUL_DESC_TRANSB, noTrans, "cuBLASLt TRANSB");
   if (p.epilogue != GemmEpilogue::none) {
-    const cublasLtEpilogue_t e =
-        p.epilogue == GemmEpilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
+    const cublasLtEpilogue_t e = p.epilogue == GemmEpilogue::bias_relu   ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                 : p.epilogue == GemmEpilogue::bias_gelu ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                                         : CUBLASLT_EPILOGUE_BIAS;
     desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE, e, "cuBLASLt epilogue");
     const void* bias = reinterpret_cast<const void*>(p.bias);
     desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias, "cuBLASLt bias pointer");
     desc.set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, t, "cuBLASLt bias dtype");
   }
 
-  Layout la, lb, ld;
+  Layout la, lb, ld, lc;
   makeColumnMajorLayout(la, t, p.b, "B");
   makeColumnMajorLayout(lb, t, p.a, "A");
   makeColumnMajorLayout(ld, t, p.d, "C");
+  const bool residual = p.residual.ptr != 0;
+  if (residual) makeColumnMajorLayout(lc, t, p.residual, "residual");
 
   Preference pref;
   KILN_CUBLAS_CHECK(api.cublasLtMatmulPreferenceCreate(&pref.d));
@@ -287,24 +301,26 @@ void CublasLtGemm::run(const GemmProblem& p, CUstream stream) {
   const uint32_t alignA = alignmentOf(p.b.ptr), alignB = alignmentOf(p.a.ptr), alignD = alignmentOf(p.d.ptr);
   pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignA, "cuBLASLt alignment preference");
   pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignB, "cuBLASLt alignment preference");
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignD, "cuBLASLt alignment preference");
+  const uint32_t alignC = residual ? alignmentOf(p.residual.ptr) : alignD;
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignC, "cuBLASLt alignment preference");
   pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignD, "cuBLASLt alignment preference");
 
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   const std::string what = "cuBLASLt GEMM " + dimsStr(p) + " " + to_string(p.dtype);
-  KILN_CUBLAS_CHECK_CTX(api.cublasLtMatmulAlgoGetHeuristic(handle_, desc.d, la.d, lb.d, ld.d, ld.d, pref.d, 1,
+  KILN_CUBLAS_CHECK_CTX(api.cublasLtMatmulAlgoGetHeuristic(handle_, desc.d, la.d, lb.d, residual ? lc.d : ld.d, ld.d, pref.d, 1,
                                                            &heuristic, &found),
                         what);
   if (found == 0)
     throw Error(ErrorKind::Unsupported, what + ": cuBLASLt has no algorithm for this problem (dtype, "
                                                "epilogue, leading dimensions, alignment)");
 
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = residual ? 1.0f : 0.0f;
   const auto* A = reinterpret_cast<const void*>(p.b.ptr);
   const auto* B = reinterpret_cast<const void*>(p.a.ptr);
   auto* D = reinterpret_cast<void*>(p.d.ptr);
-  KILN_CUBLAS_CHECK_CTX(api.cublasLtMatmul(handle_, desc.d, &alpha, A, la.d, B, lb.d, &beta, D, ld.d, D, ld.d,
+  const auto* C = residual ? reinterpret_cast<const void*>(p.residual.ptr) : D;
+  KILN_CUBLAS_CHECK_CTX(api.cublasLtMatmul(handle_, desc.d, &alpha, A, la.d, B, lb.d, &beta, C, residual ? lc.d : ld.d, D, ld.d,
                                            &heuristic.algo, reinterpret_cast<void*>(workspace_.ptr()),
                                            workspace_.size(), stream),
                         what);

@@ -47,13 +47,14 @@ struct RowMajorMatrix {
   int64_t ld = 0;   ///< elements between rows, >= cols
 };
 
-enum class GemmEpilogue { none, bias_relu, bias_gelu };
+enum class GemmEpilogue { none, bias_relu, bias_gelu, bias };
 
 /// D[M,N] = epilogue(A[M,K] @ B[K,N] + bias[N]): all operands of `dtype` (f32, bf16 or
 /// f16), f32 compute and scale (CUBLAS_COMPUTE_32F: no TF32 for f32 inputs).
 struct GemmProblem {
   DType dtype = DType::f32;
   RowMajorMatrix a, b, d;
+  RowMajorMatrix residual; ///< added before the epilogue (cuBLASLt's C, beta = 1); ptr 0: none
   CUdeviceptr bias = 0; ///< contiguous, N elements; required unless epilogue is none
   GemmEpilogue epilogue = GemmEpilogue::none;
 };

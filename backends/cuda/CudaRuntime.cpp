@@ -290,7 +290,9 @@ public:
     p.d = matrix("C", g.c);
     p.epilogue = g.epilogue == reference::Epilogue::none        ? GemmEpilogue::none
                  : g.epilogue == reference::Epilogue::bias_relu ? GemmEpilogue::bias_relu
-                                                                : GemmEpilogue::bias_gelu;
+                 : g.epilogue == reference::Epilogue::bias_gelu ? GemmEpilogue::bias_gelu
+                                                                : GemmEpilogue::bias;
+    if (g.residual.data) p.residual = matrix("residual", g.residual);
     if (p.epilogue != GemmEpilogue::none) p.bias = operand("bias", g.bias, g.c.cols);
 
     std::lock_guard<std::mutex> lock(state->cublas_mutex);

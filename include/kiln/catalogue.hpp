@@ -30,6 +30,8 @@ struct RowTiles {
 KILN_API Kernel gemm(DType dtype, GemmTiles t = {});
 KILN_API Kernel gemm_bias_relu(DType dtype, GemmTiles t = {});
 KILN_API Kernel gemm_bias_gelu(DType dtype, GemmTiles t = {});
+/// C = A @ B + bias + R: a transformer block's second projection with its residual.
+KILN_API Kernel gemm_bias_residual(DType dtype, GemmTiles t = {});
 KILN_API Kernel softmax(DType dtype, RowTiles t = {});
 KILN_API Kernel add(DType dtype, RowTiles t = {});
 KILN_API Kernel rmsnorm(DType dtype, double eps = 1e-6, RowTiles t = {});

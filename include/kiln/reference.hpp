@@ -11,16 +11,20 @@ namespace kiln { class Runtime; }
 /// GPU reference: cuBLASLt on a CUDA runtime's device (docs/verifier.md, "GPU references").
 namespace kiln::reference {
 
-enum class Epilogue { none, bias_relu, bias_gelu };
+/// What follows the product: nothing, or bias then ReLU / GELU / nothing more.
+enum class Epilogue { none, bias_relu, bias_gelu, bias };
 
-/// C[M,N] = epilogue(A[M,K] @ B[K,N] + bias[N]); bias ignored for Epilogue::none.
+/// C[M,N] = epilogue(A[M,K] @ B[K,N] + bias[N] + residual[M,N]); bias ignored for
+/// Epilogue::none; residual optional (nullptr: none).
 KILN_API std::vector<double> gemm(const TensorView& a, const TensorView& b,
-                                  const TensorView* bias, Epilogue epilogue);
-/// C[M,N] = epilogue(A[M,K] @ B[K,N] + bias[N]) on the GPU with cuBLASLt, in `rt`'s CUDA
+                                  const TensorView* bias, Epilogue epilogue,
+                                  const TensorView* residual = nullptr);
+/// C[M,N] = epilogue(A[M,K] @ B[K,N] + bias[N] + residual[M,N]) on the GPU with cuBLASLt, in `rt`'s CUDA
 /// context: device memory in, device memory out, finished when it returns. A, B, bias and
 /// C share one dtype (f32, bf16 or f16); the product accumulates in f32 (CUBLAS_COMPUTE_32F:
 /// plain f32, never TF32) and the epilogue is cuBLASLt's (CUBLASLT_EPILOGUE_RELU_BIAS,
-/// CUBLASLT_EPILOGUE_GELU_BIAS: the tanh GELU, like gelu() below). Matrices are read and
+/// CUBLASLT_EPILOGUE_GELU_BIAS: the tanh GELU, like gelu() below; CUBLASLT_EPILOGUE_BIAS;
+/// the residual enters as cuBLASLt's C with beta = 1, before the epilogue). Matrices are read and
 /// written through their views: row-major with any row stride >= the row length, inner
 /// stride 1; bias contiguous. Throws kiln::Error:
 ///  - InvalidArgument naming the argument for a wrong rank, shape, dtype or stride, a
@@ -28,7 +32,8 @@ KILN_API std::vector<double> gemm(const TensorView& a, const TensorView& b,
 ///  - Unsupported when `rt` is not a CUDA runtime with a GPU, or libcublasLt.so.13 is
 ///    missing, or cuBLASLt has no algorithm for the problem.
 KILN_API void gpu_gemm(const Runtime& rt, const TensorView& a, const TensorView& b,
-                       const TensorView* bias, Epilogue epilogue, const TensorView& c);
+                       const TensorView* bias, Epilogue epilogue, const TensorView& c,
+                       const TensorView* residual = nullptr);
 /// Row-wise softmax of X[M,N].
 KILN_API std::vector<double> softmax(const TensorView& x);
 /// Elementwise X + Y, same dims.

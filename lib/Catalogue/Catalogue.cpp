@@ -32,17 +32,21 @@ HostTensor poisoned(DType dt, std::vector<int64_t> dims) {
   return t;
 }
 
+// Arguments A, B[, bias][, R], C; a residual goes with Epilogue::bias.
 Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, reference::Epilogue epi) {
   int64_t M = s[0], N = s[1], K = s[2];
+  const bool residual = epi == reference::Epilogue::bias;
   Problem p;
   p.args.push_back(random(dt, {M, K}, seed));
   p.args.push_back(random(dt, {K, N}, seed + 1));
   if (epi != reference::Epilogue::none) p.args.push_back(random(dt, {N}, seed + 2));
+  if (residual) p.args.push_back(random(dt, {M, N}, seed + 3));
   p.args.push_back(poisoned(dt, {M, N}));
   p.output = p.args.size() - 1;
   TensorView a = p.args[0].view(), b = p.args[1].view();
   TensorView bias = epi != reference::Epilogue::none ? p.args[2].view() : TensorView{};
-  p.reference = reference::gemm(a, b, epi != reference::Epilogue::none ? &bias : nullptr, epi);
+  TensorView r = residual ? p.args[3].view() : TensorView{};
+  p.reference = reference::gemm(a, b, epi != reference::Epilogue::none ? &bias : nullptr, epi, residual ? &r : nullptr);
   p.flops = 2.0 * M * N * K;
   return p;
 }
@@ -56,12 +60,15 @@ std::vector<Entry> makeAll() {
                  [epi](const std::vector<int64_t>& s, DType d, uint64_t seed) {
                    return gemmProblem(s, d, seed, epi);
                  },
-                 [epi](DType d) { return detail::gemmHandwritten(d, epi); }});
+                 epi == Epilogue::bias ? std::function<Handwritten(DType)>()
+                                       : [epi](DType d) { return detail::gemmHandwritten(d, epi); }});
   };
   gemmEntry("gemm", "C = A @ B (f32 accumulate)", gemm, Epilogue::none);
   gemmEntry("gemm_bias_relu", "C = relu(A @ B + bias)", gemm_bias_relu, Epilogue::bias_relu);
   gemmEntry("gemm_bias_gelu", "C = gelu(A @ B + bias), tanh approximation", gemm_bias_gelu,
             Epilogue::bias_gelu);
+  gemmEntry("gemm_bias_residual", "C = A @ B + bias + R (R: the residual, M x N)", gemm_bias_residual,
+            Epilogue::bias);
   e.push_back({"softmax", "Y = softmax(X) along each row (online, any N)", "MxN", 2,
                [](DType d) { return softmax(d); },
                [](const std::vector<int64_t>& s, DType d, uint64_t seed) {

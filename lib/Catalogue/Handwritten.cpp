@@ -13,7 +13,13 @@ const char* kGemmEpilogueCu =
 
 int dtypeCode(DType d) { return d == DType::f32 ? 0 : d == DType::bf16 ? 1 : 2; }
 int epilogueCode(reference::Epilogue e) {
-  return e == reference::Epilogue::none ? 0 : e == reference::Epilogue::bias_relu ? 1 : 2;
+  switch (e) {
+  case reference::Epilogue::none: return 0;
+  case reference::Epilogue::bias_relu: return 1;
+  case reference::Epilogue::bias_gelu: return 2;
+  default: break;
+  }
+  throw Error(ErrorKind::Unsupported, "gemm_epilogue.cu has no bias-only (residual) epilogue");
 }
 int asInt(int64_t v, const char* what) {
   if (v < 0 || v > 0x7fffffff)

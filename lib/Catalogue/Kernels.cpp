@@ -10,15 +10,18 @@ using namespace kiln::dsl;
 
 namespace {
 
-enum class Epi { none, bias_relu, bias_gelu };
+enum class Epi { none, bias_relu, bias_gelu, bias_residual };
 
-// C = epi(A @ B + bias): dtype in and out, f32 accumulate, ragged edges masked.
+// C = epi(A @ B + bias) (or A @ B + bias + R): dtype in and out, f32 accumulate, ragged
+// edges masked.
 Kernel gemm_like(const std::string& name, DType dt, GemmTiles t, Epi epi) {
   return kernel(name, [=](Builder& k) {
     auto [M, N, K] = k.dims("M", "N", "K");
     auto A = k.input("A", {M, K}, dt), B = k.input("B", {K, N}, dt);
     Tensor bias;
     if (epi != Epi::none) bias = k.input("bias", {N}, dt);
+    Tensor R;
+    if (epi == Epi::bias_residual) R = k.input("R", {M, N}, dt);
     auto C = k.output("C", {M, N}, dt);
     k.grid({cdiv(M, t.m), cdiv(N, t.n)}, [&](Index i, Index j) {
       Tile acc = k.loop(cdiv(K, t.k), t.stages, k.zeros({t.m, t.n}), [&](Index kk, const Tile& c) {
@@ -26,7 +29,9 @@ Kernel gemm_like(const std::string& name, DType dt, GemmTiles t, Epi epi) {
       });
       if (epi != Epi::none) {
         acc = acc + rows(cast(k.load(bias.tile({j}, {t.n})), f32));
-        acc = epi == Epi::bias_relu ? relu(acc) : gelu(acc);
+        if (epi == Epi::bias_relu) acc = relu(acc);
+        if (epi == Epi::bias_gelu) acc = gelu(acc);
+        if (epi == Epi::bias_residual) acc = acc + cast(k.load(R.tile({i, j}, {t.m, t.n})), f32);
       }
       k.store(C.tile({i, j}, {t.m, t.n}), cast(acc, dt));
     });
@@ -38,6 +43,9 @@ Kernel gemm_like(const std::string& name, DType dt, GemmTiles t, Epi epi) {
 Kernel gemm(DType dt, GemmTiles t) { return gemm_like("gemm", dt, t, Epi::none); }
 Kernel gemm_bias_relu(DType dt, GemmTiles t) { return gemm_like("gemm_bias_relu", dt, t, Epi::bias_relu); }
 Kernel gemm_bias_gelu(DType dt, GemmTiles t) { return gemm_like("gemm_bias_gelu", dt, t, Epi::bias_gelu); }
+Kernel gemm_bias_residual(DType dt, GemmTiles t) {
+  return gemm_like("gemm_bias_residual", dt, t, Epi::bias_residual);
+}
 
 // Y = softmax(X) along rows. Online: one pass keeps the running max m and the sum s of
 // exp(x - m), rescaling s when m grows; a second pass writes exp(x - m) / s.

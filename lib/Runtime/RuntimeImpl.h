@@ -68,6 +68,7 @@ struct GemmOperand {
 struct GpuGemmArgs {
   DType dtype = DType::f32;
   GemmOperand a, b, c;
+  GemmOperand residual; ///< data == nullptr: none
   const void* bias = nullptr;
   reference::Epilogue epilogue = reference::Epilogue::none;
 };

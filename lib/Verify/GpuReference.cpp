@@ -48,7 +48,7 @@ detail::GemmOperand matrix(const char* name, const TensorView& v, DType dtype) {
 } // namespace
 
 void gpu_gemm(const Runtime& rt, const TensorView& a, const TensorView& b, const TensorView* bias,
-              Epilogue epilogue, const TensorView& c) {
+              Epilogue epilogue, const TensorView& c, const TensorView* residual) {
   detail::GpuGemmArgs g;
   g.dtype = a.dtype;
   g.epilogue = epilogue;
@@ -61,13 +61,19 @@ void gpu_gemm(const Runtime& rt, const TensorView& a, const TensorView& b, const
     fail("C must be [" + std::to_string(g.a.rows) + "x" + std::to_string(g.b.cols) + "] (M x N), got " +
          c.describe());
   if (epilogue != Epilogue::none) {
-    if (bias == nullptr) fail("bias is required for a bias_relu/bias_gelu epilogue");
+    if (bias == nullptr) fail("bias is required for a bias, bias_relu or bias_gelu epilogue");
     checkView("bias", *bias, 1, a.dtype);
     if (bias->dims[0] != g.b.cols)
       fail("bias must have length " + std::to_string(g.b.cols) + " (N), got " + bias->describe());
     if (bias->dims[0] > 1 && bias->effective_strides()[0] != 1)
       fail("bias must be contiguous (cuBLASLt takes no bias stride), got " + bias->describe());
     g.bias = bias->data;
+  }
+  if (residual) {
+    g.residual = matrix("residual", *residual, a.dtype);
+    if (g.residual.rows != g.c.rows || g.residual.cols != g.c.cols)
+      fail("residual must be [" + std::to_string(g.c.rows) + "x" + std::to_string(g.c.cols) + "] (M x N), got " +
+           residual->describe());
   }
   detail::RuntimeAccess::impl(rt).gpuGemm(g);
 }

@@ -79,20 +79,27 @@ double gelu(double x) {
 }
 
 std::vector<double> gemm(const TensorView& a, const TensorView& b, const TensorView* bias,
-                         Epilogue epilogue) {
+                         Epilogue epilogue, const TensorView* residual) {
   const Matrix ma = read_matrix("gemm", "A", a);
   const Matrix mb = read_matrix("gemm", "B", b);
   if (ma.cols() != mb.rows())
     fail("gemm", "A.dims[1] must equal B.dims[0] (K), got A " + a.describe() + " and B " +
                      b.describe());
   Matrix c = ma * mb;
+  if (residual) {
+    const Matrix r = read_matrix("gemm", "residual", *residual);
+    if (r.rows() != c.rows() || r.cols() != c.cols())
+      fail("gemm", "residual must be [" + std::to_string(c.rows()) + "x" + std::to_string(c.cols()) +
+                       "] (M x N), got " + residual->describe());
+    c += r;
+  }
   if (epilogue == Epilogue::none) return to_vector(c);
 
-  if (bias == nullptr) fail("gemm", "bias is required for a bias_relu/bias_gelu epilogue");
+  if (bias == nullptr) fail("gemm", "bias is required for a bias, bias_relu or bias_gelu epilogue");
   c.rowwise() += read_vector("gemm", "bias", *bias, c.cols());
   if (epilogue == Epilogue::bias_relu)
     c = c.cwiseMax(0.0);
-  else
+  else if (epilogue == Epilogue::bias_gelu)
     c = c.unaryExpr([](double x) { return gelu(x); });
   return to_vector(c);
 }

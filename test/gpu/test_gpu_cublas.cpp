@@ -46,7 +46,8 @@ void checkAgainstCublas(const std::string& name, reference::Epilogue epi) {
 
       ck.launch(views);
       const TensorView* bias = epi == reference::Epilogue::none ? nullptr : &views[2];
-      reference::gpu_gemm(gpu(), views[0], views[1], bias, epi, dcublas.view());
+      const TensorView* residual = epi == reference::Epilogue::bias ? &views[3] : nullptr;
+      reference::gpu_gemm(gpu(), views[0], views[1], bias, epi, dcublas.view(), residual);
       gpu().download(d.tensors[p.output], p.args[p.output]);
       gpu().download(dcublas, cublas);
 
@@ -86,6 +87,11 @@ TEST_CASE("gpu: cuBLASLt's bias+ReLU epilogue agrees with Eigen and kiln's gemm_
 TEST_CASE("gpu: cuBLASLt's bias+GELU epilogue agrees with Eigen and kiln's gemm_bias_gelu agrees with it",
           "[gpu][cublas]") {
   checkAgainstCublas("gemm_bias_gelu", reference::Epilogue::bias_gelu);
+}
+
+TEST_CASE("gpu: cuBLASLt's bias epilogue with a residual agrees with Eigen and kiln's gemm_bias_residual agrees with it",
+          "[gpu][cublas]") {
+  checkAgainstCublas("gemm_bias_residual", reference::Epilogue::bias);
 }
 
 TEST_CASE("gpu: gpu_gemm reads and writes through row strides and leaves the gaps alone", "[gpu][cublas]") {

@@ -64,6 +64,7 @@ void checkOnShapes(const std::string& name) {
 TEST_CASE("gpu: gemm is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("gemm"); }
 TEST_CASE("gpu: gemm_bias_relu is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("gemm_bias_relu"); }
 TEST_CASE("gpu: gemm_bias_gelu is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("gemm_bias_gelu"); }
+TEST_CASE("gpu: gemm_bias_residual is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("gemm_bias_residual"); }
 TEST_CASE("gpu: softmax is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("softmax"); }
 TEST_CASE("gpu: add is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("add"); }
 TEST_CASE("gpu: rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("rmsnorm"); }

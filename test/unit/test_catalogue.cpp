@@ -7,11 +7,11 @@
 using namespace kiln;
 using Catch::Matchers::Contains;
 
-TEST_CASE("the catalogue has the six foundation kernels", "[catalogue]") {
+TEST_CASE("the catalogue has the foundation kernels and the MLP's residual GEMM", "[catalogue]") {
   std::vector<std::string> names;
   for (const auto& e : catalogue::all()) names.push_back(e.name);
-  CHECK(names == std::vector<std::string>{"gemm", "gemm_bias_relu", "gemm_bias_gelu", "softmax",
-                                          "add", "rmsnorm"});
+  CHECK(names == std::vector<std::string>{"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual",
+                                          "softmax", "add", "rmsnorm"});
 }
 
 TEST_CASE("an unknown kernel name lists the catalogue", "[catalogue][errors]") {

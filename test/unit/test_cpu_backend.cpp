@@ -55,6 +55,9 @@ TEST_CASE("gemm_bias_relu is correct on ragged shapes in f32, bf16 and f16", "[c
 TEST_CASE("gemm_bias_gelu is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
   for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("gemm_bias_gelu"), d);
 }
+TEST_CASE("gemm_bias_residual is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("gemm_bias_residual"), d);
+}
 TEST_CASE("softmax is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
   for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("softmax"), d);
 }

@@ -43,6 +43,7 @@ void compilesWithoutSpills(const std::string& name) {
 TEST_CASE("gemm compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("gemm"); }
 TEST_CASE("gemm_bias_relu compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("gemm_bias_relu"); }
 TEST_CASE("gemm_bias_gelu compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("gemm_bias_gelu"); }
+TEST_CASE("gemm_bias_residual compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("gemm_bias_residual"); }
 TEST_CASE("softmax compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("softmax"); }
 TEST_CASE("add compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("add"); }
 TEST_CASE("rmsnorm compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("rmsnorm"); }

@@ -65,6 +65,20 @@ TEST_CASE("reference gemm applies bias then relu", "[reference]") {
                 {0, 0, 79, 4});
 }
 
+TEST_CASE("reference gemm adds bias and a residual, before the epilogue", "[reference]") {
+  HostTensor a = make(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  HostTensor b = make(DType::f32, {3, 2}, {7, 8, 9, 10, 11, 12});
+  HostTensor bias = make(DType::f32, {2}, {-60, -150});
+  HostTensor res = make(DType::f32, {2, 2}, {1, 2, -200, 3});
+  TensorView bv = bias.view(), rv = res.view();
+  require_close(reference::gemm(a.view(), b.view(), &bv, reference::Epilogue::bias, &rv), {-1, -84, -121, 7});
+  require_close(reference::gemm(a.view(), b.view(), &bv, reference::Epilogue::bias_relu, &rv), {0, 0, 0, 7});
+  HostTensor wrong = make(DType::f32, {2, 3}, {0, 0, 0, 0, 0, 0});
+  TensorView wv = wrong.view();
+  require_invalid([&] { reference::gemm(a.view(), b.view(), &bv, reference::Epilogue::bias, &wv); },
+                  "residual must be [2x2]");
+}
+
 TEST_CASE("reference gemm applies bias then gelu", "[reference]") {
   HostTensor a = make(DType::f32, {2, 3}, {1, 0, 0, 0, 1, 0});
   HostTensor b = make(DType::f32, {3, 2}, {1, -1, 2, 0, 5, 5});

@@ -32,6 +32,7 @@ bool isGemm(const std::string& k) { return k.rfind("gemm", 0) == 0; }
 kiln::reference::Epilogue epilogueOf(const std::string& k) {
   if (k == "gemm_bias_relu") return kiln::reference::Epilogue::bias_relu;
   if (k == "gemm_bias_gelu") return kiln::reference::Epilogue::bias_gelu;
+  if (k == "gemm_bias_residual") return kiln::reference::Epilogue::bias; // + R (argument 3)
   return kiln::reference::Epilogue::none;
 }
 
@@ -96,8 +97,12 @@ kiln::profile::Row eigenRow(const kiln::Runtime& rt, const kiln::catalogue::Prob
   auto epi = epilogueOf(kernel);
   if (epi != kiln::reference::Epilogue::none)
     for (int64_t j = 0; j < N; ++j) bias[j] = p.args[2].get(j);
+  const bool residual = epi == kiln::reference::Epilogue::bias;
+  Mat res(residual ? M : 0, residual ? N : 0);
+  for (int64_t i = 0; i < res.size(); ++i) res.data()[i] = p.args[3].get(i);
   auto run = [&] {
     c.noalias() = a * b;
+    if (residual) c = (c + res).rowwise() + bias;
     if (epi == kiln::reference::Epilogue::bias_relu) c = (c.rowwise() + bias).cwiseMax(0.0f);
     if (epi == kiln::reference::Epilogue::bias_gelu)
       c = (c.rowwise() + bias).unaryExpr([](float x) { return float(kiln::reference::gelu(x)); });
@@ -115,7 +120,7 @@ kiln::profile::Row eigenRow(const kiln::Runtime& rt, const kiln::catalogue::Prob
   r.rel_err = rep.rel_l2;
   r.first_run_ms = firstMs;
   r.warm = kiln::profile::summarize(ms);
-  r.peak_mb = double(M * K + K * N + M * N + N) * sizeof(float) / kMiB; // Eigen's f32 operands
+  r.peak_mb = double(M * K + K * N + M * N + N + res.size()) * sizeof(float) / kMiB; // Eigen's f32 operands
   return r;
 }
 
@@ -244,8 +249,10 @@ int cmdBench(const BenchOptions& o) {
         } else if (route.handwritten) {
           run = [&] { route.hw.launch(*route.handwritten, v, nullptr); };
         } else { // framework
-          const kiln::TensorView* bias = epilogueOf(o.kernel) != kiln::reference::Epilogue::none ? &v[2] : nullptr;
-          run = [&] { kiln::reference::gpu_gemm(rt, v[0], v[1], bias, epilogueOf(o.kernel), v[p.output]); };
+          const auto epi = epilogueOf(o.kernel);
+          const kiln::TensorView* bias = epi != kiln::reference::Epilogue::none ? &v[2] : nullptr;
+          const kiln::TensorView* residual = epi == kiln::reference::Epilogue::bias ? &v[3] : nullptr;
+          run = [&, bias, residual, epi] { kiln::reference::gpu_gemm(rt, v[0], v[1], bias, epi, v[p.output], residual); };
         }
         auto f0 = Clock::now();
         run();
