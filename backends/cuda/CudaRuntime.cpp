@@ -300,9 +300,10 @@ public:
       state->cublas = std::make_unique<CublasLtGemm>();
       meter->add(int64_t(CublasLtGemm::kWorkspaceBytes)); // held until the runtime goes
     }
-    CUstream stream = nullptr; // the context's legacy stream, as CompiledKernel::launch(args)
+    auto stream = static_cast<CUstream>(g.stream); // nullptr: the legacy stream, as CompiledKernel::launch(args)
     state->cublas->run(p, stream);
-    KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(stream), "running the cuBLASLt GEMM of reference::gpu_gemm");
+    if (g.wait)
+      KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(stream), "running the cuBLASLt GEMM of reference::gpu_gemm");
   }
 
 private:

@@ -34,6 +34,13 @@ KILN_API std::vector<double> gemm(const TensorView& a, const TensorView& b,
 KILN_API void gpu_gemm(const Runtime& rt, const TensorView& a, const TensorView& b,
                        const TensorView* bias, Epilogue epilogue, const TensorView& c,
                        const TensorView* residual = nullptr);
+/// As gpu_gemm, but enqueued on `stream` (a CUstream; nullptr: the context's legacy
+/// stream, the one CompiledKernel::launch(args) and the profiler use) without waiting: the
+/// framework route of kiln bench and of an engine's own pipeline. Argument errors throw
+/// at once; errors of the GEMM's execution surface at the next synchronisation.
+KILN_API void gpu_gemm_async(const Runtime& rt, const TensorView& a, const TensorView& b,
+                             const TensorView* bias, Epilogue epilogue, const TensorView& c,
+                             const TensorView* residual, void* stream);
 /// Row-wise softmax of X[M,N].
 KILN_API std::vector<double> softmax(const TensorView& x);
 /// Elementwise X + Y, same dims.

@@ -69,6 +69,8 @@ struct GpuGemmArgs {
   DType dtype = DType::f32;
   GemmOperand a, b, c;
   GemmOperand residual; ///< data == nullptr: none
+  void* stream = nullptr; ///< a CUstream; nullptr: the legacy stream
+  bool wait = true;       ///< gpu_gemm waits; gpu_gemm_async does not
   const void* bias = nullptr;
   reference::Epilogue epilogue = reference::Epilogue::none;
 };

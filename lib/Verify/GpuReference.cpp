@@ -47,8 +47,10 @@ detail::GemmOperand matrix(const char* name, const TensorView& v, DType dtype) {
 
 } // namespace
 
-void gpu_gemm(const Runtime& rt, const TensorView& a, const TensorView& b, const TensorView* bias,
-              Epilogue epilogue, const TensorView& c, const TensorView* residual) {
+namespace {
+
+detail::GpuGemmArgs validate(const TensorView& a, const TensorView& b, const TensorView* bias, Epilogue epilogue,
+                             const TensorView& c, const TensorView* residual) {
   detail::GpuGemmArgs g;
   g.dtype = a.dtype;
   g.epilogue = epilogue;
@@ -75,6 +77,21 @@ void gpu_gemm(const Runtime& rt, const TensorView& a, const TensorView& b, const
       fail("residual must be [" + std::to_string(g.c.rows) + "x" + std::to_string(g.c.cols) + "] (M x N), got " +
            residual->describe());
   }
+  return g;
+}
+
+} // namespace
+
+void gpu_gemm(const Runtime& rt, const TensorView& a, const TensorView& b, const TensorView* bias,
+              Epilogue epilogue, const TensorView& c, const TensorView* residual) {
+  detail::RuntimeAccess::impl(rt).gpuGemm(validate(a, b, bias, epilogue, c, residual));
+}
+
+void gpu_gemm_async(const Runtime& rt, const TensorView& a, const TensorView& b, const TensorView* bias,
+                    Epilogue epilogue, const TensorView& c, const TensorView* residual, void* stream) {
+  detail::GpuGemmArgs g = validate(a, b, bias, epilogue, c, residual);
+  g.stream = stream;
+  g.wait = false;
   detail::RuntimeAccess::impl(rt).gpuGemm(g);
 }
 

@@ -228,3 +228,17 @@ TEST_CASE("gpu: time_kernel times launches with CUDA events and leaves a right r
   CHECK(s.median <= s.p90);
   CHECK(catalogue::verify_output(gpu(), d, p).ok);
 }
+
+TEST_CASE("gpu: gpu_gemm_async enqueues cuBLASLt on a caller's stream and returns", "[gpu][cublas]") {
+  catalogue::Problem p = catalogue::find("gemm_bias_residual").problem({300, 200, 100}, DType::bf16, 17);
+  catalogue::DeviceProblem d = catalogue::upload(gpu(), p);
+  const std::vector<TensorView>& v = d.views;
+  cuda::Stream stream(CU_STREAM_NON_BLOCKING);
+  reference::gpu_gemm_async(gpu(), v[0], v[1], &v[2], reference::Epilogue::bias, v[4], &v[3], stream.get());
+  stream.synchronize();
+  CHECK(catalogue::verify_output(gpu(), d, p).ok);
+  // Argument errors are thrown at once, before anything is enqueued.
+  CHECK_THROWS_WITH(reference::gpu_gemm_async(gpu(), v[0], v[1], &v[2], reference::Epilogue::bias, v[4], &v[0],
+                                              stream.get()),
+                    Contains("residual must be [300x200]"));
+}

@@ -11,7 +11,23 @@
 
 #include "bench.hpp"
 
+#include <execinfo.h>
+#include <unistd.h>
+
+#include <csignal>
+
 namespace {
+
+// A crash in kiln is a bug: say so, with a backtrace (library offsets resolve with
+// `addr2line -f -e <unstripped lib>`), then die of the same signal.
+void onFatalSignal(int sig) {
+  static const char msg[] = "kiln: fatal signal (a bug in kiln: please report it with this backtrace)\n";
+  (void)!::write(2, msg, sizeof msg - 1);
+  void* frames[64];
+  ::backtrace_symbols_fd(frames, ::backtrace(frames, 64), 2);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
 
 constexpr int kVerifyFailed = 1;
 constexpr int kError = 2;
@@ -94,6 +110,7 @@ int cmdRun(const std::string& kernel, const std::string& backend, const std::str
 } // namespace
 
 int main(int argc, char** argv) {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, onFatalSignal);
   CLI::App app{"kiln: tile-level kernels, traced from C++, compiled in-process, verified.\n"
                "Exit status: 0 ok, 1 the result failed verification, 2 an error."};
   app.require_subcommand(1);
