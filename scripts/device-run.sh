@@ -22,8 +22,8 @@ run() { # name, log, command...
 # The issue-4 acceptance run: every route on the five shapes, with the reports.
 SHAPES="--shape 4096x4096x4096 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 16x4096x4096 --shape 128x12288x4096"
 run kiln-bench kiln-bench.log $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 $SHAPES --reps 30 --warmup 5 \
-  --no-progress --csv "$OUT/kiln-bench.csv" --json "$OUT/kiln-bench.json" --html "$OUT/kiln-bench.html"
-[ -x $K/kiln-mlp ] && run mlp mlp.log $K/kiln-mlp --csv "$OUT/mlp.csv"
+  --csv "$OUT/kiln-bench.csv" --json "$OUT/kiln-bench.json" --html "$OUT/kiln-bench.html"
+run mlp mlp.log $K/kiln-mlp --csv "$OUT/mlp.csv" --json "$OUT/mlp.json"
 run cuda-support cuda-support.log $K/kiln-cuda-support-tests
 run gpu-suite gpu-tests.log $K/kiln-gpu-tests --durations yes
 run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
@@ -43,4 +43,4 @@ grep -c "reference_ok=true" "$OUT/cli-run.log" | sed 's/^/cli runs verified: /'
 grep "reference_ok=false" "$OUT/cli-run.log" | head -5
 grep -vE "^(cuda|NVIDIA)" "$OUT/bench.log" | cut -c1-90
 grep -E "^(route|kiln|framework|cuda) " "$OUT/kiln-bench.log"
-[ -f "$OUT/mlp.log" ] && tail -n 8 "$OUT/mlp.log"
+tail -n 12 "$OUT/mlp.log"
