@@ -11,7 +11,8 @@ set(KILN_PLAIN_SOURCES
   backends/cuda/CudaRuntime.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
   backends/cuda/Cublas.cpp
   lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Verify/GpuReference.cpp
-  lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp lib/Catalogue/Handwritten.cpp)
+  lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp lib/Catalogue/Handwritten.cpp
+  lib/Profile/Testing.cpp)
 # Hand-written CUDA C++ kernels ship inside libkiln.so as text for NVRTC: each .cu becomes a
 # raw string literal in <build>/generated/<name>.cu.inc (rewritten only when it changes).
 foreach(cu lib/Catalogue/cuda/gemm_epilogue.cu)

@@ -9,5 +9,6 @@
 #include "kiln/profile.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
+#include "kiln/testing.hpp"
 #include "kiln/tensor.hpp"
 #include "kiln/verify.hpp"
