@@ -7,7 +7,7 @@
 // time, so an operator gain and the model gain can be read side by side.
 //
 //   kiln-mlp [--backend auto|cpu|cuda] [--tokens T] [--model D] [--hidden F] [--layers L]
-//            [--dtype bf16|f16|f32] [--reps N] [--csv FILE] [--json FILE]
+//            [--dtype bf16|f16|f32] [--reps N] [--csv FILE] [--json FILE] [--html FILE]
 // Defaults: on a GPU T=2048, D=2048, F=8192, L=4, bf16; on the CPU T=64, D=128, F=512, L=2, f32.
 #include <kiln/kiln.hpp>
 
@@ -32,7 +32,7 @@ struct Config {
   int64_t tokens = 0, model = 0, hidden = 0, layers = 0; // 0: the backend's default
   std::string dtype;
   int reps = 20;
-  std::string csv, json;
+  std::string csv, json, html;
 };
 
 // The model's parameters and input, on the host (the engine's copy).
@@ -200,6 +200,7 @@ int parse(int argc, char** argv, Config& c) {
     else if (a == "--reps") c.reps = int(number());
     else if (a == "--csv") c.csv = value();
     else if (a == "--json") c.json = value();
+    else if (a == "--html") c.html = value();
     else throw kiln::Error(kiln::ErrorKind::NotFound, "unknown flag '" + a + "' (see the comment at the top of mlp_block.cpp)");
   }
   return 0;
@@ -292,6 +293,7 @@ int main(int argc, char** argv) try {
               framework.name.c_str(), ms(3) / ms(0), ms(4) / ms(1), ms(5) / ms(2));
   write(c.csv, kiln::profile::to_csv(rows));
   write(c.json, kiln::profile::to_json(rows));
+  write(c.html, kiln::profile::to_html(rows, "Transformer MLP block (" + modelShape + ", " + c.dtype + ") on " + device));
   std::printf("model_ok=%s\n", allOk ? "true" : "false");
   return allOk ? 0 : 1;
 } catch (const kiln::Error& e) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/export.hpp"
@@ -30,6 +31,9 @@ struct KILN_API Row {
   std::optional<double> rel_err;
   std::optional<double> import_ms;
   std::optional<double> compile_ms;
+  /// Where compile_ms went, in order: e.g. trace, tile_passes, lowering, codegen, assemble,
+  /// load (CUDA C++: nvrtc, load). Empty when there was no compile.
+  std::vector<std::pair<std::string, double>> compile_phases;
   std::string cache;   ///< "miss", "memory", "disk"; empty: not applicable
   std::optional<double> first_run_ms; ///< the first launch after compiling
   std::optional<Stat> warm;   ///< warm latency in ms
@@ -57,7 +61,10 @@ KILN_API Stat time_kernel(const Runtime& rt, const CompiledKernel& kernel,
                           const std::vector<TensorView>& args, const TimingOptions& options = {});
 
 /// The CSV header's first eight columns are exactly
-/// shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb (warm_ms = median).
+/// shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb (warm_ms = median);
+/// compile_phases is one field, "trace=0.8;tile_passes=0.9;...".
+/// The phases of a CompileTimes, in pipeline order (ms).
+KILN_API std::vector<std::pair<std::string, double>> phases(const CompileTimes& t);
 KILN_API std::string to_csv(const std::vector<Row>& rows);
 /// Everything, as a JSON document {"rows": [...]} (not-run figures are null).
 KILN_API std::string to_json(const std::vector<Row>& rows);

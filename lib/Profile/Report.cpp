@@ -127,12 +127,27 @@ std::string barChart(const std::string& title, const std::string& unit,
   return svg + "</svg>\n";
 }
 
+std::string phasesText(const Row& r) {
+  if (r.compile_phases.empty()) return kNotRun;
+  std::string s;
+  for (const auto& [name, ms] : r.compile_phases) s += (s.empty() ? "" : ";") + name + "=" + num(ms);
+  return s;
+}
+
 } // namespace
+
+std::vector<std::pair<std::string, double>> phases(const CompileTimes& t) {
+  std::vector<std::pair<std::string, double>> p = {
+      {"tile_passes", t.tile_passes_ms}, {"lowering", t.lowering_ms}, {"codegen", t.codegen_ms}};
+  if (t.assemble_ms > 0) p.emplace_back("assemble", t.assemble_ms);
+  if (t.load_ms > 0) p.emplace_back("load", t.load_ms);
+  return p;
+}
 
 std::string to_csv(const std::vector<Row>& rows) {
   std::string out =
       "shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb,route,kernel,import_ms,"
-      "first_run_ms,cache,warm_p10_ms,warm_p90_ms,warm_min_ms,warm_reps,tflops,gbps,rel_err\n";
+      "first_run_ms,cache,warm_p10_ms,warm_p90_ms,warm_min_ms,warm_reps,tflops,gbps,rel_err,compile_phases\n";
   for (const Row& r : rows) {
     std::vector<std::string> f = {
         csvField(r.shape), csvField(r.dtype), csvField(r.device), cell(r.reference_ok),
@@ -140,7 +155,7 @@ std::string to_csv(const std::vector<Row>& rows) {
         csvField(r.kernel), cell(r.import_ms), cell(r.first_run_ms), r.cache.empty() ? kNotRun : csvField(r.cache),
         r.warm ? num(r.warm->p10) : kNotRun, r.warm ? num(r.warm->p90) : kNotRun,
         r.warm ? num(r.warm->min) : kNotRun, r.warm ? std::to_string(r.warm->reps) : kNotRun,
-        cell(r.tflops), cell(r.gbps), cell(r.rel_err)};
+        cell(r.tflops), cell(r.gbps), cell(r.rel_err), csvField(phasesText(r))};
     for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + f[i];
     out += "\n";
   }
@@ -162,6 +177,9 @@ std::string to_json(const std::vector<Row>& rows) {
                    {"cache", r.cache.empty() ? json(nullptr) : json(r.cache)},
                    {"first_run_ms", opt(r.first_run_ms)}, {"warm", warm}, {"model_ms", opt(r.model_ms)},
                    {"peak_mb", opt(r.peak_mb)}, {"tflops", opt(r.tflops)}, {"gbps", opt(r.gbps)}});
+    json ph = nullptr;
+    for (const auto& [name, ms] : r.compile_phases) ph[name] = ms;
+    arr.back()["compile_phases_ms"] = ph;
   }
   return json{{"rows", arr}}.dump(2) + "\n";
 }
@@ -194,7 +212,7 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
                     ".bad{color:#b00;font-weight:bold}</style></head><body>\n<h1>" + html(title) + "</h1>\n";
   out += "<table>\n<tr><th>route</th><th>kernel</th><th>shape</th><th>dtype</th><th>device</th>"
          "<th>reference_ok</th><th>import ms</th><th>compile ms</th><th>first run ms</th><th>warm ms (p10-p90)</th>"
-         "<th>TFLOP/s</th><th>model ms</th><th>peak MB</th></tr>\n";
+         "<th>TFLOP/s</th><th>model ms</th><th>peak MB</th><th>compile phases ms</th></tr>\n";
   for (const Row& r : rows) {
     std::string ok = cell(r.reference_ok);
     out += "<tr><td>" + html(r.route) + "</td><td>" + html(r.kernel) + "</td><td>" + html(r.shape) + "</td><td>" +
@@ -203,7 +221,7 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
            "</td><td>" + cell(r.compile_ms) + "</td><td>" + cell(r.first_run_ms) + "</td><td>" +
            (r.warm ? num(r.warm->median) + " (" + num(r.warm->p10) + "-" + num(r.warm->p90) + ")" : kNotRun) +
            "</td><td>" + cell(r.tflops) + "</td><td>" + cell(r.model_ms) + "</td><td>" + cell(r.peak_mb) +
-           "</td></tr>\n";
+           "</td><td>" + html(phasesText(r)) + "</td></tr>\n";
   }
   out += "</table>\n";
   out += barChart("Throughput per shape and route", "TFLOP/s", shapes, routes, tput);

@@ -37,6 +37,7 @@ Check check_kernel(const Runtime& rt, const Kernel& kernel, std::vector<HostTens
   const double compileMs = msSince(t0);
   Check c = check_compiled(rt, ck, args, output, reference, options);
   c.row.compile_ms = compileMs;
+  c.row.compile_phases = profile::phases(ck.times());
   c.row.cache = "miss";
   return c;
 }

@@ -26,6 +26,7 @@ std::vector<Row> sampleRows() {
   kiln.rel_err = 1.6e-3;
   kiln.import_ms = 12.5;
   kiln.compile_ms = 380;
+  kiln.compile_phases = {{"trace", 1.5}, {"lowering", 30}, {"codegen", 170}};
   kiln.cache = "miss";
   kiln.first_run_ms = 2.3;
   kiln.warm = summarize({1.51, 1.50, 1.52, 1.49, 1.60});
@@ -33,6 +34,7 @@ std::vector<Row> sampleRows() {
   Row framework = kiln;
   framework.route = "framework";
   framework.compile_ms.reset(); // cuBLAS compiles nothing
+  framework.compile_phases.clear();
   framework.cache.clear();
   framework.warm = summarize({0.18});
   framework.tflops = 763;
@@ -154,4 +156,21 @@ TEST_CASE("a runtime counts the bytes its tensors hold and their high-water mark
   // Another runtime keeps its own count.
   kiln::Runtime other = kiln::Runtime::create(kiln::Backend::cpu);
   CHECK(other.memory().in_use_bytes == 0);
+}
+
+TEST_CASE("compile phases are one CSV field and a JSON object; a row without them says not-run", "[profile]") {
+  std::vector<Row> rows = sampleRows();
+  std::string csv = to_csv(rows);
+  CHECK_THAT(csv, Contains(",compile_phases\n"));
+  CHECK_THAT(csv, Contains(",trace=1.5;lowering=30;codegen=170\n"));
+  auto j = nlohmann::json::parse(to_json(rows));
+  CHECK(j["rows"][0]["compile_phases_ms"]["codegen"] == 170);
+  CHECK(j["rows"][1]["compile_phases_ms"].is_null());
+  kiln::CompileTimes t;
+  t.tile_passes_ms = 1, t.lowering_ms = 2, t.codegen_ms = 3, t.assemble_ms = 4, t.load_ms = 5;
+  auto ph = phases(t);
+  REQUIRE(ph.size() == 5);
+  CHECK(ph[3].first == "assemble");
+  t.assemble_ms = t.load_ms = 0; // the CPU backend has neither
+  CHECK(phases(t).size() == 3);
 }
