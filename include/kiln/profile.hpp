@@ -68,6 +68,9 @@ KILN_API std::vector<std::pair<std::string, double>> phases(const CompileTimes& 
 KILN_API std::string to_csv(const std::vector<Row>& rows);
 /// Everything, as a JSON document {"rows": [...]} (not-run figures are null).
 KILN_API std::string to_json(const std::vector<Row>& rows);
+/// The rows of a to_json document (to re-render or merge saved reports). Throws
+/// kiln::Error(InvalidArgument) naming what is malformed.
+KILN_API std::vector<Row> from_json(const std::string& text);
 /// A self-contained HTML page (inline SVG, no scripts): a table, throughput per shape per
 /// route, and cold versus warm time per route. Cold = the measured parts of import +
 /// compile + first run (a route with nothing to compile has no compile part); a row

@@ -56,6 +56,14 @@ std::string num(double v) {
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
+
+// For people: 4 significant digits (the CSV and JSON keep 6 and full precision).
+std::string shortNum(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+std::string shortCell(const std::optional<double>& v) { return v ? shortNum(*v) : "not-run"; }
 std::string cell(const std::optional<double>& v) { return v ? num(*v) : kNotRun; }
 std::string cell(const std::optional<bool>& v) { return v ? (*v ? "true" : "false") : kNotRun; }
 
@@ -93,10 +101,21 @@ std::optional<double> cold(const Row& r) {
 // A grouped horizontal bar chart: one group per label, one bar per series.
 std::string barChart(const std::string& title, const std::string& unit,
                      const std::vector<std::string>& groups, const std::vector<std::string>& series,
-                     const std::map<std::pair<std::string, std::string>, double>& values) {
+                     const std::map<std::pair<std::string, std::string>, double>& values, bool logScale = false) {
   static const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
-  double peak = 0;
-  for (auto& [k, v] : values) peak = std::max(peak, v);
+  double peak = 0, least = 0;
+  for (auto& [k, v] : values) {
+    peak = std::max(peak, v);
+    if (v > 0) least = least > 0 ? std::min(least, v) : v;
+  }
+  // Log scale: times spanning microseconds to seconds stay visible; a bar's length is its
+  // decades above a tenth of the smallest value.
+  auto length = [&](double v) {
+    if (!logScale) return v / peak;
+    if (v <= 0 || least <= 0) return 0.0;
+    const double lo = std::log10(least) - 1, hi = std::log10(peak);
+    return hi > lo ? (std::log10(v) - lo) / (hi - lo) : 1.0;
+  };
   const int barH = 14, gap = 10, left = 220, width = 420;
   int height = 40 + int(groups.size()) * (int(series.size()) * barH + gap) + 20 * int(series.size());
   std::string svg = "<h2>" + html(title) + "</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
@@ -107,11 +126,11 @@ std::string barChart(const std::string& title, const std::string& unit,
     for (size_t s = 0; s < series.size(); ++s) {
       auto it = values.find({g, series[s]});
       if (it != values.end() && peak > 0) {
-        int w = std::max(1, int(width * it->second / peak));
+        int w = std::max(1, int(width * length(it->second)));
         svg += "<rect x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(y) + "\" width=\"" +
                std::to_string(w) + "\" height=\"" + std::to_string(barH - 2) + "\" fill=\"" +
                colours[s % 6] + "\"/>\n<text x=\"" + std::to_string(left + w + 4) + "\" y=\"" +
-               std::to_string(y + barH - 3) + "\" font-size=\"11\">" + num(it->second) + " " + html(unit) +
+               std::to_string(y + barH - 3) + "\" font-size=\"11\">" + shortNum(it->second) + " " + html(unit) +
                "</text>\n";
       } else {
         svg += "<text x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(y + barH - 3) +
@@ -184,6 +203,54 @@ std::string to_json(const std::vector<Row>& rows) {
   return json{{"rows", arr}}.dump(2) + "\n";
 }
 
+std::vector<Row> from_json(const std::string& text) {
+  using nlohmann::json;
+  auto bad = [](const std::string& why) { return Error(ErrorKind::InvalidArgument, "lifecycle report JSON: " + why); };
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    throw bad(std::string("not JSON: ") + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("rows") || !doc["rows"].is_array()) throw bad("no \"rows\" array");
+  std::vector<Row> rows;
+  for (const json& j : doc["rows"]) {
+    try {
+      Row r;
+      auto str = [&](const char* k) { return j.value(k, std::string()); };
+      auto opt = [&](const char* k) -> std::optional<double> {
+        return j.contains(k) && !j[k].is_null() ? std::optional<double>(j[k].get<double>()) : std::nullopt;
+      };
+      r.shape = str("shape"), r.dtype = str("dtype"), r.device = str("device"), r.route = str("route");
+      r.kernel = str("kernel");
+      if (j.contains("cache") && j["cache"].is_string()) r.cache = j["cache"].get<std::string>();
+      if (j.contains("reference_ok") && !j["reference_ok"].is_null()) r.reference_ok = j["reference_ok"].get<bool>();
+      r.rel_err = opt("rel_err"), r.import_ms = opt("import_ms"), r.compile_ms = opt("compile_ms");
+      r.first_run_ms = opt("first_run_ms"), r.model_ms = opt("model_ms"), r.peak_mb = opt("peak_mb");
+      r.tflops = opt("tflops"), r.gbps = opt("gbps");
+      if (j.contains("warm") && j["warm"].is_object()) {
+        const json& w = j["warm"];
+        r.warm = Stat{w.at("median_ms").get<double>(), w.at("p10_ms").get<double>(), w.at("p90_ms").get<double>(),
+                      w.at("min_ms").get<double>(), w.at("reps").get<int>()};
+      }
+      // A JSON object has no order: the pipeline's order is restored where known.
+      if (j.contains("compile_phases_ms") && j["compile_phases_ms"].is_object()) {
+        static const char* order[] = {"trace", "tile_passes", "lowering", "codegen", "assemble", "nvrtc", "load", "setup"};
+        const json& ph = j["compile_phases_ms"];
+        for (const char* name : order)
+          if (ph.contains(name)) r.compile_phases.emplace_back(name, ph[name].get<double>());
+        for (auto it = ph.begin(); it != ph.end(); ++it)
+          if (std::find(std::begin(order), std::end(order), it.key()) == std::end(order))
+            r.compile_phases.emplace_back(it.key(), it.value().get<double>());
+      }
+      rows.push_back(std::move(r));
+    } catch (const json::exception& e) {
+      throw bad("row " + std::to_string(rows.size()) + ": " + e.what());
+    }
+  }
+  return rows;
+}
+
 std::string to_html(const std::vector<Row>& rows, const std::string& title) {
   std::vector<std::string> shapes, routes;
   std::set<std::string> seenShape, seenRoute;
@@ -209,23 +276,32 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
   std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html(title) +
                     "</title>\n<style>body{font-family:sans-serif;margin:24px}table{border-collapse:collapse}"
                     "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#f0f0f0}"
-                    ".bad{color:#b00;font-weight:bold}</style></head><body>\n<h1>" + html(title) + "</h1>\n";
-  out += "<table>\n<tr><th>route</th><th>kernel</th><th>shape</th><th>dtype</th><th>device</th>"
-         "<th>reference_ok</th><th>import ms</th><th>compile ms</th><th>first run ms</th><th>warm ms (p10-p90)</th>"
-         "<th>TFLOP/s</th><th>model ms</th><th>peak MB</th><th>compile phases ms</th></tr>\n";
+                    ".bad{color:#b00;font-weight:bold}.ph{font-size:11px;white-space:nowrap}</style></head><body>\n<h1>" + html(title) + "</h1>\n";
+  // One device for every row (the usual case): said once, above the table.
+  bool oneDevice = !rows.empty();
+  for (const Row& r : rows) oneDevice = oneDevice && r.device == rows.front().device;
+  if (oneDevice) out += "<p>Device: " + html(rows.front().device) + "</p>\n";
+  out += std::string("<table>\n<tr><th>route</th><th>kernel</th><th>shape</th><th>dtype</th>") +
+         (oneDevice ? "" : "<th>device</th>") +
+         "<th>reference_ok</th><th>import ms</th><th>compile ms</th><th>compile phases ms</th><th>first run ms</th>"
+         "<th>warm ms (p10-p90)</th><th>TFLOP/s</th><th>model ms</th><th>peak MB</th></tr>\n";
   for (const Row& r : rows) {
-    std::string ok = cell(r.reference_ok);
+    std::string ok = cell(r.reference_ok), ph;
+    for (const auto& [name, ms] : r.compile_phases) ph += (ph.empty() ? "" : "<br>") + html(name) + " " + shortNum(ms);
     out += "<tr><td>" + html(r.route) + "</td><td>" + html(r.kernel) + "</td><td>" + html(r.shape) + "</td><td>" +
-           html(r.dtype) + "</td><td>" + html(r.device) + "</td><td" +
-           (r.reference_ok && !*r.reference_ok ? " class=\"bad\"" : "") + ">" + ok + "</td><td>" + cell(r.import_ms) +
-           "</td><td>" + cell(r.compile_ms) + "</td><td>" + cell(r.first_run_ms) + "</td><td>" +
-           (r.warm ? num(r.warm->median) + " (" + num(r.warm->p10) + "-" + num(r.warm->p90) + ")" : kNotRun) +
-           "</td><td>" + cell(r.tflops) + "</td><td>" + cell(r.model_ms) + "</td><td>" + cell(r.peak_mb) +
-           "</td><td>" + html(phasesText(r)) + "</td></tr>\n";
+           html(r.dtype) + "</td>" + (oneDevice ? "" : "<td>" + html(r.device) + "</td>") + "<td" +
+           (r.reference_ok && !*r.reference_ok ? " class=\"bad\"" : "") + ">" + ok + "</td><td>" +
+           shortCell(r.import_ms) + "</td><td>" + shortCell(r.compile_ms) + "</td><td class=\"ph\">" +
+           (ph.empty() ? kNotRun : ph) + "</td><td>" + shortCell(r.first_run_ms) + "</td><td>" +
+           (r.warm ? shortNum(r.warm->median) + " (" + shortNum(r.warm->p10) + "-" + shortNum(r.warm->p90) + ")"
+                   : kNotRun) +
+           "</td><td>" + shortCell(r.tflops) + "</td><td>" + shortCell(r.model_ms) + "</td><td>" +
+           shortCell(r.peak_mb) + "</td></tr>\n";
   }
   out += "</table>\n";
   out += barChart("Throughput per shape and route", "TFLOP/s", shapes, routes, tput);
-  out += barChart("Cold (import + compile + first run) versus warm, per route", "ms", shapes, coldWarmSeries, both);
+  out += barChart("Cold (import + compile + first run) versus warm, per route (log scale)", "ms", shapes,
+                  coldWarmSeries, both, true);
   return out + "</body></html>\n";
 }
 

@@ -174,3 +174,24 @@ TEST_CASE("compile phases are one CSV field and a JSON object; a row without the
   t.assemble_ms = t.load_ms = 0; // the CPU backend has neither
   CHECK(phases(t).size() == 3);
 }
+
+TEST_CASE("a saved JSON report reads back into the same rows", "[profile]") {
+  std::vector<Row> rows = sampleRows();
+  std::vector<Row> back = from_json(to_json(rows));
+  REQUIRE(back.size() == rows.size());
+  CHECK(to_csv(back) == to_csv(rows)); // every figure, not-run included, survives
+  CHECK(back[0].compile_phases == rows[0].compile_phases);
+  CHECK_THROWS_WITH(from_json("{\"rows\": 3}"), Contains("no \"rows\" array"));
+  CHECK_THROWS_WITH(from_json("not json"), Contains("not JSON"));
+  CHECK_THROWS_WITH(from_json("{\"rows\": [{\"warm\": {\"median_ms\": 1}}]}"), Contains("row 0"));
+}
+
+TEST_CASE("the HTML table names a shared device once and lists compile phases", "[profile]") {
+  std::vector<Row> rows = sampleRows();
+  rows.pop_back(); // the eigen row has another device
+  std::string page = to_html(rows, "t");
+  CHECK_THAT(page, Contains("<p>Device: NVIDIA H200</p>"));
+  CHECK(page.find("<th>device</th>") == std::string::npos);
+  CHECK_THAT(page, Contains("trace 1.5<br>lowering 30<br>codegen 170"));
+  CHECK_THAT(to_html(sampleRows(), "t"), Contains("<th>device</th>"));
+}

@@ -32,6 +32,32 @@ void onFatalSignal(int sig) {
 constexpr int kVerifyFailed = 1;
 constexpr int kError = 2;
 
+int cmdReport(const std::vector<std::string>& inputs, const std::string& csv, const std::string& html,
+              const std::string& title) {
+  std::vector<kiln::profile::Row> rows;
+  for (const auto& path : inputs) {
+    std::ifstream in(path);
+    if (!in) throw kiln::Error(kiln::ErrorKind::NotFound, "cannot read '" + path + "'");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      for (auto& r : kiln::profile::from_json(text)) rows.push_back(std::move(r));
+    } catch (const kiln::Error& e) {
+      throw kiln::Error(e.kind(), path + ": " + e.what());
+    }
+  }
+  auto write = [](const std::string& path, const std::string& text) {
+    if (path.empty()) return;
+    std::ofstream out(path);
+    out << text;
+    if (!out) throw kiln::Error(kiln::ErrorKind::Runtime, "cannot write '" + path + "'");
+    std::printf("wrote %s\n", path.c_str());
+  };
+  write(csv, kiln::profile::to_csv(rows));
+  write(html, kiln::profile::to_html(rows, title));
+  std::printf("%zu rows from %zu report(s)\n", rows.size(), inputs.size());
+  return 0;
+}
+
 int cmdList() {
   std::printf("%-16s %-7s %s\n", "kernel", "shape", "what");
   for (const auto& e : kiln::catalogue::all())
@@ -152,6 +178,14 @@ int main(int argc, char** argv) {
   bench->add_option("--json", bo.json, "write the rows as JSON");
   bench->add_option("--html", bo.html, "write an HTML report with plots");
 
+  auto* report = app.add_subcommand("report", "re-render saved lifecycle reports (JSON from kiln bench / kiln-mlp)");
+  std::vector<std::string> reportIn;
+  std::string reportCsv, reportHtml, reportTitle = "kiln lifecycle report";
+  report->add_option("json", reportIn, "one or more JSON reports (rows are concatenated)")->required();
+  report->add_option("--csv", reportCsv, "write the rows as CSV");
+  report->add_option("--html", reportHtml, "write the HTML report");
+  report->add_option("--title", reportTitle, "the HTML page's title")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -161,6 +195,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("list")) return cmdList();
     if (app.got_subcommand("compile")) return cmdCompile(ckernel, emit, cdtype, cbackend, arch, output);
+    if (app.got_subcommand("report")) return cmdReport(reportIn, reportCsv, reportHtml, reportTitle);
     if (app.got_subcommand("bench")) {
       dtypeOf(bo.dtype);
       return cmdBench(bo);
