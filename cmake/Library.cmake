@@ -15,7 +15,7 @@ set(KILN_PLAIN_SOURCES
   lib/Profile/Testing.cpp)
 # Hand-written CUDA C++ kernels ship inside libkiln.so as text for NVRTC: each .cu becomes a
 # raw string literal in <build>/generated/<name>.cu.inc (rewritten only when it changes).
-foreach(cu lib/Catalogue/cuda/gemm_epilogue.cu)
+foreach(cu lib/Catalogue/cuda/gemm_epilogue.cu lib/Catalogue/cuda/epilogue.cu)
   get_filename_component(cu_name ${cu} NAME)
   file(READ ${CMAKE_SOURCE_DIR}/${cu} KILN_CU_TEXT)
   file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/generated/${cu_name}.inc

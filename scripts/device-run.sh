@@ -47,5 +47,5 @@ for n in "${!result[@]}"; do printf '%-14s %s\n' "$n" "${result[$n]}"; done | so
 grep -c "reference_ok=true" "$RES/cli-run.log" | sed 's/^/cli runs verified: /'
 grep "reference_ok=false" "$RES/cli-run.log" | head -5
 grep -vE "^(cuda|NVIDIA)" "$RES/bench.log" | cut -c1-90
-grep -E "^(route|kiln|framework|cuda) " "$RES/kiln-bench.log"
+grep -E "^(route|kiln|framework|framework-eager|cuda) " "$RES/kiln-bench.log"
 tail -n 12 "$RES/mlp.log"

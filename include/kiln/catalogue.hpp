@@ -63,6 +63,19 @@ struct KILN_API Handwritten {
   std::function<void(const HandwrittenKernel&, const std::vector<TensorView>& args, void* stream)> launch;
 };
 
+enum class Activation { none, relu, gelu };
+
+/// The separate elementwise pass of an eager framework path (lib/Catalogue/cuda/epilogue.cu,
+/// compiled with NVRTC): after a library GEMM wrote C = A @ B, C = act(C + bias) + residual
+/// in place. `bias` ([N], contiguous) and `residual` ([M,N], inner stride 1) may be null.
+struct KILN_API EagerEpilogue {
+  CudaSource source;
+  std::function<void(const HandwrittenKernel&, const TensorView& c, const TensorView* bias,
+                     const TensorView* residual, Activation act, void* stream)>
+      launch;
+};
+KILN_API EagerEpilogue eager_epilogue(DType dtype);
+
 struct KILN_API Entry {
   std::string name;
   std::string summary;

@@ -1,5 +1,7 @@
 // The catalogue's hand-written CUDA C++ kernels (lib/Catalogue/cuda/*.cu, embedded at
 // build time) and their launch rules.
+#include <algorithm>
+
 #include "kiln/catalogue.hpp"
 #include "kiln/error.hpp"
 #include "kiln/reference.hpp"
@@ -9,6 +11,9 @@ namespace kiln::catalogue::detail {
 namespace {
 const char* kGemmEpilogueCu =
 #include "gemm_epilogue.cu.inc"
+    ;
+const char* kEpilogueCu =
+#include "epilogue.cu.inc"
     ;
 
 int dtypeCode(DType d) { return d == DType::f32 ? 0 : d == DType::bf16 ? 1 : 2; }
@@ -65,3 +70,37 @@ Handwritten gemmHandwritten(DType dtype, reference::Epilogue epilogue) {
 }
 
 } // namespace kiln::catalogue::detail
+
+namespace kiln::catalogue {
+
+EagerEpilogue eager_epilogue(DType dtype) {
+  EagerEpilogue e;
+  e.source.name = "epilogue.cu";
+  e.source.entry = "epilogue";
+  e.source.code = detail::kEpilogueCu;
+  e.source.options = {"-DKILN_DTYPE=" + std::to_string(detail::dtypeCode(dtype))};
+  e.launch = [dtype](const HandwrittenKernel& k, const TensorView& c, const TensorView* bias,
+                     const TensorView* residual, Activation act, void* stream) {
+    auto fail = [](const std::string& why) {
+      throw Error(ErrorKind::InvalidArgument, "eager epilogue (epilogue.cu): " + why);
+    };
+    if (c.rank() != 2 || c.dtype != dtype || (c.dims[1] > 1 && c.effective_strides()[1] != 1))
+      fail("C must be a " + std::string(to_string(dtype)) + " matrix with inner stride 1, got " + c.describe());
+    const int64_t M = c.dims[0], N = c.dims[1];
+    auto ld = [](const TensorView& v) { return v.dims[0] > 1 ? v.effective_strides()[0] : v.dims[1]; };
+    if (bias && (bias->rank() != 1 || bias->dims[0] != N || bias->dtype != dtype))
+      fail("bias must be " + std::string(to_string(dtype)) + "[" + std::to_string(N) + "], got " + bias->describe());
+    if (residual && (residual->dims != c.dims || residual->dtype != dtype ||
+                     (N > 1 && residual->effective_strides()[1] != 1)))
+      fail("residual must match C " + c.describe() + ", got " + residual->describe());
+    if (!bias && !residual && act == Activation::none) return; // nothing left to do
+    TensorView none{nullptr, dtype, {0}, {}};
+    k.launch({unsigned((N + 255) / 256), unsigned(std::min<int64_t>(M, 65535)), 1}, {256, 1, 1}, 0,
+             {c, bias ? *bias : none, residual ? *residual : none, detail::asInt(M, "M"), detail::asInt(N, "N"),
+              detail::asInt(ld(c), "ldc"), detail::asInt(residual ? ld(*residual) : 0, "ldr"), int32_t(act)},
+             stream);
+  };
+  return e;
+}
+
+} // namespace kiln::catalogue

@@ -5,6 +5,7 @@
 #include "kiln/catalogue.hpp"
 #include "kiln/error.hpp"
 #include "kiln/handwritten.hpp"
+#include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 
 using namespace kiln;
@@ -75,4 +76,32 @@ TEST_CASE("a hand-written kernel runs with checked arguments", "[gpu][handwritte
   // Nothing above ran: the data is as the first launch left it.
   gpu().download(dx, x);
   CHECK(x.get(999) == 1998);
+}
+
+TEST_CASE("the eager framework path (cuBLASLt GEMM, then the elementwise epilogue) agrees with the reference",
+          "[gpu][handwritten]") {
+  struct Case { const char* kernel; reference::Epilogue fused; catalogue::Activation act; };
+  for (Case cs : {Case{"gemm_bias_relu", reference::Epilogue::bias_relu, catalogue::Activation::relu},
+                  Case{"gemm_bias_gelu", reference::Epilogue::bias_gelu, catalogue::Activation::gelu},
+                  Case{"gemm_bias_residual", reference::Epilogue::bias, catalogue::Activation::none}}) {
+    const catalogue::Entry& e = catalogue::find(cs.kernel);
+    for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+      catalogue::EagerEpilogue ee = catalogue::eager_epilogue(dt);
+      HandwrittenKernel k = compile_cuda(gpu(), ee.source);
+      uint64_t seed = 700;
+      // 70000 rows: more than a grid's 65535 in y, so rows are strided.
+      for (std::vector<int64_t> s : {std::vector<int64_t>{1, 1, 1}, {129, 300, 65}, {70000, 3, 8}}) {
+        catalogue::Problem p = e.problem(s, dt, seed++);
+        catalogue::DeviceProblem d = catalogue::upload(gpu(), p);
+        const auto& v = d.views;
+        const TensorView* residual = cs.fused == reference::Epilogue::bias ? &v[3] : nullptr;
+        reference::gpu_gemm_async(gpu(), v[0], v[1], nullptr, reference::Epilogue::none, v[p.output], nullptr, nullptr);
+        ee.launch(k, v[p.output], &v[2], residual, cs.act, nullptr);
+        gpu().synchronize();
+        verify::Report r = catalogue::verify_output(gpu(), d, p);
+        INFO(cs.kernel << " " << to_string(dt) << " " << s[0] << "x" << s[1] << "x" << s[2] << ": " << r.summary());
+        CHECK(r.ok);
+      }
+    }
+  }
 }

@@ -126,3 +126,20 @@ TEST_CASE("the catalogue's hand-written GEMMs compile for every dtype and epilog
   }
   CHECK_FALSE(catalogue::find("softmax").handwritten);
 }
+
+TEST_CASE("the eager framework's elementwise epilogue compiles for every dtype", "[handwritten][catalogue]") {
+  Runtime rt = offline();
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) {
+    catalogue::EagerEpilogue e = catalogue::eager_epilogue(d);
+    HandwrittenKernel k = compile_cuda(rt, e.source);
+    CHECK(k.binary().rfind("\x7f" "ELF", 0) == 0);
+    // Wrong operands are refused before anything is launched (here: before the
+    // compile-only runtime would refuse the launch itself).
+    float host[8] = {};
+    TensorView c{host, d, {2, 4}, {}}, wrongBias{host, d, {3}, {}};
+    CHECK_THROWS_WITH(e.launch(k, c, &wrongBias, nullptr, catalogue::Activation::relu, nullptr),
+                      Contains("bias must be") && Contains("[4]"));
+    CHECK_NOTHROW(e.launch(k, c, nullptr, nullptr, catalogue::Activation::none, nullptr)); // nothing to do
+    CHECK_THROWS_WITH(e.launch(k, c, nullptr, nullptr, catalogue::Activation::gelu, nullptr), Contains("compile-only"));
+  }
+}

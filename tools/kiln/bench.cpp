@@ -1,7 +1,9 @@
 // kiln bench: the same work through each route on this machine, one lifecycle row per
 // route and shape, under one verification rule (docs/lifecycle.md).
-//   CUDA: kiln (the DSL kernel), framework (cuBLASLt, its epilogue fused), cuda (the
-//         catalogue's hand-written CUDA C++ compiled with NVRTC);
+//   CUDA: kiln (the DSL kernel), framework (cuBLASLt, its epilogue fused),
+//         framework-eager (cuBLASLt's plain GEMM, then a separate elementwise kernel for
+//         bias/activation/residual, as an eager framework runs it), cuda (the catalogue's
+//         hand-written CUDA C++ compiled with NVRTC);
 //   CPU:  kiln-cpu (the DSL kernel on the CPU backend), eigen (Eigen, one thread).
 // Every route gets its own Runtime, so its memory high-water mark is its own, and its own
 // upload of the same inputs, with a poisoned output.
@@ -81,7 +83,15 @@ struct Route {
   std::optional<kiln::CompiledKernel> kernel;      // kiln, kiln-cpu
   std::optional<kiln::HandwrittenKernel> handwritten; // cuda
   kiln::catalogue::Handwritten hw;
+  std::optional<kiln::HandwrittenKernel> eager;       // framework-eager: its elementwise kernel
+  kiln::catalogue::EagerEpilogue ee;
 };
+
+kiln::catalogue::Activation activationOf(kiln::reference::Epilogue e) {
+  if (e == kiln::reference::Epilogue::bias_relu) return kiln::catalogue::Activation::relu;
+  if (e == kiln::reference::Epilogue::bias_gelu) return kiln::catalogue::Activation::gelu;
+  return kiln::catalogue::Activation::none;
+}
 
 // Eigen's f32 GEMM (+ epilogue) on the same input values, one thread: the CPU's framework route.
 kiln::profile::Row eigenRow(const kiln::Runtime& rt, const kiln::catalogue::Problem& p, const std::string& kernel,
@@ -127,7 +137,10 @@ kiln::profile::Row eigenRow(const kiln::Runtime& rt, const kiln::catalogue::Prob
 std::vector<std::string> defaultRoutes(kiln::Backend b, const kiln::catalogue::Entry& e) {
   if (b == kiln::Backend::cuda) {
     std::vector<std::string> r = {"kiln"};
-    if (isGemm(e.name)) r.push_back("framework");
+    if (isGemm(e.name)) {
+      r.push_back("framework");
+      r.push_back("framework-eager");
+    }
     if (e.handwritten) r.push_back("cuda");
     return r;
   }
@@ -141,16 +154,17 @@ void checkRoute(const std::string& r, kiln::Backend b, const kiln::catalogue::En
   auto no = [&](const std::string& why) {
     throw kiln::Error(kiln::ErrorKind::Unsupported, "route '" + r + "' " + why);
   };
-  if (r == "kiln" || r == "framework" || r == "cuda") {
+  if (r == "kiln" || r == "framework" || r == "framework-eager" || r == "cuda") {
     if (!gpu) no("runs on a GPU, and this run is on the CPU backend (routes here: kiln-cpu, eigen)");
-    if (r == "framework" && !isGemm(e.name)) no("(cuBLASLt) exists for the GEMM kernels only, not '" + e.name + "'");
+    if (r.rfind("framework", 0) == 0 && !isGemm(e.name))
+      no("(cuBLASLt) exists for the GEMM kernels only, not '" + e.name + "'");
     if (r == "cuda" && !e.handwritten) no("needs a hand-written version of '" + e.name + "', which it has not");
   } else if (r == "kiln-cpu" || r == "eigen") {
     if (gpu) no("runs on the CPU; pass --backend=cpu for it");
     if (r == "eigen" && !isGemm(e.name)) no("exists for the GEMM kernels only, not '" + e.name + "'");
   } else {
     throw kiln::Error(kiln::ErrorKind::NotFound,
-                      "unknown route '" + r + "' (expected kiln, framework, cuda, kiln-cpu or eigen)");
+                      "unknown route '" + r + "' (expected kiln, framework, framework-eager, cuda, kiln-cpu or eigen)");
   }
 }
 
@@ -196,7 +210,7 @@ int cmdBench(const BenchOptions& o) {
     auto c0 = Clock::now();
     r.rt.emplace(kiln::Runtime::create(backend));
     r.import_ms = processImportMs + msSince(c0);
-    if (name == "framework") { // cuBLASLt's load, handle and workspace, on a 1x1x1 GEMM
+    if (name.rfind("framework", 0) == 0) { // cuBLASLt's load, handle and workspace, on a 1x1x1 GEMM
       auto l0 = Clock::now();
       kiln::DeviceTensor one = r.rt->upload(kiln::HostTensor(dt, {1, 1}));
       kiln::DeviceTensor out = r.rt->allocate(dt, {1, 1});
@@ -204,6 +218,12 @@ int cmdBench(const BenchOptions& o) {
       r.import_ms += msSince(l0);
     }
     if (name == "cuda") r.hw = entry.handwritten(dt);
+    if (name == "framework-eager") { // a framework ships this kernel built: its compile is import
+      auto l0 = Clock::now();
+      r.ee = kiln::catalogue::eager_epilogue(dt);
+      r.eager.emplace(kiln::compile_cuda(*r.rt, r.ee.source));
+      r.import_ms += msSince(l0);
+    }
     routes.push_back(std::move(r));
   }
 
@@ -248,7 +268,7 @@ int cmdBench(const BenchOptions& o) {
           const kiln::HandwrittenTimes& t = route.handwritten->times();
           row.compile_phases = {{"nvrtc", t.nvrtc_ms}, {"load", t.load_ms}, {"setup", *row.compile_ms - t.total_ms()}};
         }
-        if (route.name != "framework") row.cache = route.first ? "miss" : "memory";
+        if (route.name.rfind("framework", 0) != 0) row.cache = route.first ? "miss" : "memory";
         rt.reset_peak_memory();
         p.args[p.output].poison(); // the last route's result was downloaded into it
         kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(rt, p);
@@ -258,13 +278,21 @@ int cmdBench(const BenchOptions& o) {
           run = [&] { route.kernel->launch(v, nullptr); };
         } else if (route.handwritten) {
           run = [&] { route.hw.launch(*route.handwritten, v, nullptr); };
-        } else { // framework
+        } else { // framework, framework-eager
           const auto epi = epilogueOf(o.kernel);
           const kiln::TensorView* bias = epi != kiln::reference::Epilogue::none ? &v[2] : nullptr;
           const kiln::TensorView* residual = epi == kiln::reference::Epilogue::bias ? &v[3] : nullptr;
-          run = [&, bias, residual, epi] {
-            kiln::reference::gpu_gemm_async(rt, v[0], v[1], bias, epi, v[p.output], residual, nullptr);
-          };
+          if (route.eager) {
+            run = [&, bias, residual, epi] {
+              kiln::reference::gpu_gemm_async(rt, v[0], v[1], nullptr, kiln::reference::Epilogue::none, v[p.output],
+                                              nullptr, nullptr);
+              route.ee.launch(*route.eager, v[p.output], bias, residual, activationOf(epi), nullptr);
+            };
+          } else {
+            run = [&, bias, residual, epi] {
+              kiln::reference::gpu_gemm_async(rt, v[0], v[1], bias, epi, v[p.output], residual, nullptr);
+            };
+          }
         }
         auto f0 = Clock::now();
         run();
@@ -284,7 +312,7 @@ int cmdBench(const BenchOptions& o) {
   }
   progress.finish();
 
-  std::printf("%-10s %-16s %-6s %-9s %10s %10s %10s %10s %9s %8s\n", "route", "shape", "dtype", "reference",
+  std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9s %8s\n", "route", "shape", "dtype", "reference",
               "import_ms", "compile_ms", "first_ms", "warm_ms", "TFLOP/s", "peak_MB");
   auto cellv = [](const std::optional<double>& v) {
     char b[32];
@@ -295,7 +323,7 @@ int cmdBench(const BenchOptions& o) {
   bool allOk = true;
   for (const auto& r : rows) {
     allOk = allOk && r.reference_ok.value_or(false);
-    std::printf("%-10s %-16s %-6s %-9s %10s %10s %10s %10s %9.3f %8.1f\n", r.route.c_str(), r.shape.c_str(),
+    std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9.3f %8.1f\n", r.route.c_str(), r.shape.c_str(),
                 r.dtype.c_str(), r.reference_ok ? (*r.reference_ok ? "ok" : "WRONG") : "not-run",
                 cellv(r.import_ms).c_str(), cellv(r.compile_ms).c_str(), cellv(r.first_run_ms).c_str(),
                 cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(), r.tflops.value_or(0),
