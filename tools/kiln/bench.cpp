@@ -8,8 +8,7 @@
 // Every route gets its own Runtime, so its memory high-water mark is its own, and its own
 // upload of the same inputs, with a poisoned output.
 #include "bench.hpp"
-
-#include <Eigen/Dense>
+#include "eigen_route.hpp"
 
 #include <unistd.h>
 
@@ -93,44 +92,44 @@ kiln::catalogue::Activation activationOf(kiln::reference::Epilogue e) {
   return kiln::catalogue::Activation::none;
 }
 
-// Eigen's f32 GEMM (+ epilogue) on the same input values, one thread: the CPU's framework route.
+std::vector<float> asF32(const kiln::HostTensor& t) {
+  std::vector<float> v(size_t(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = t.get(i);
+  return v;
+}
+
+// Eigen's f32 GEMM (+ epilogue) on the same input values, one thread, compiled for this
+// CPU's x86-64 level like kiln-cpu's JIT: the CPU's framework route.
 kiln::profile::Row eigenRow(const kiln::Runtime& rt, const kiln::catalogue::Problem& p, const std::string& kernel,
                             kiln::DType dt, const kiln::profile::TimingOptions& o) {
-  using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const auto& A = p.args[0];
   const auto& B = p.args[1];
   int64_t M = A.dims()[0], K = A.dims()[1], N = B.dims()[1];
-  Mat a(M, K), b(K, N), c(M, N);
-  for (int64_t i = 0; i < M * K; ++i) a.data()[i] = A.get(i);
-  for (int64_t i = 0; i < K * N; ++i) b.data()[i] = B.get(i);
-  Eigen::RowVectorXf bias = Eigen::RowVectorXf::Zero(N);
   auto epi = epilogueOf(kernel);
-  if (epi != kiln::reference::Epilogue::none)
-    for (int64_t j = 0; j < N; ++j) bias[j] = p.args[2].get(j);
   const bool residual = epi == kiln::reference::Epilogue::bias;
-  Mat res(residual ? M : 0, residual ? N : 0);
-  for (int64_t i = 0; i < res.size(); ++i) res.data()[i] = p.args[3].get(i);
-  auto run = [&] {
-    c.noalias() = a * b;
-    if (residual) c = (c + res).rowwise() + bias;
-    if (epi == kiln::reference::Epilogue::bias_relu) c = (c.rowwise() + bias).cwiseMax(0.0f);
-    if (epi == kiln::reference::Epilogue::bias_gelu)
-      c = (c.rowwise() + bias).unaryExpr([](float x) { return float(kiln::reference::gelu(x)); });
-  };
+  std::vector<float> a = asF32(A), b = asF32(B), bias, res;
+  if (epi != kiln::reference::Epilogue::none) bias = asF32(p.args[2]);
+  if (residual) res = asF32(p.args[3]);
+  const int code = epi == kiln::reference::Epilogue::bias_relu   ? 1
+                   : epi == kiln::reference::Epilogue::bias_gelu ? 2
+                   : residual                                    ? 3
+                                                                 : 0;
+  EigenGemm g(a.data(), b.data(), bias.empty() ? nullptr : bias.data(), residual ? res.data() : nullptr, M, N, K, code);
+  auto run = [&] { g.run(); };
   auto f0 = Clock::now();
   run();
   double firstMs = msSince(f0);
   // The same clock and cache flushing as the kiln-cpu route (rt is a CPU runtime).
   std::vector<double> ms = kiln::profile::time(rt, run, o);
   kiln::HostTensor out(dt, {M, N});
-  for (int64_t i = 0; i < M * N; ++i) out.set(i, c.data()[i]);
+  for (int64_t i = 0; i < M * N; ++i) out.set(i, g.output()[i]);
   auto rep = kiln::verify::compare(out.view(), p.reference, kiln::verify::Tolerance::for_dtype(dt));
   kiln::profile::Row r;
   r.reference_ok = rep.ok;
   r.rel_err = rep.rel_l2;
   r.first_run_ms = firstMs;
   r.warm = kiln::profile::summarize(ms);
-  r.peak_mb = double(M * K + K * N + M * N + N + res.size()) * sizeof(float) / kMiB; // Eigen's f32 operands
+  r.peak_mb = double(M * K + K * N + M * N + N + int64_t(res.size())) * sizeof(float) / kMiB; // Eigen's f32 operands
   return r;
 }
 
@@ -218,6 +217,7 @@ int cmdBench(const BenchOptions& o) {
       r.import_ms += msSince(l0);
     }
     if (name == "cuda") r.hw = entry.handwritten(dt);
+    if (name == "eigen") std::printf("eigen route: Eigen built for x86-64 %s, one thread\n", EigenGemm::isa().c_str());
     if (name == "framework-eager") { // a framework ships this kernel built: its compile is import
       auto l0 = Clock::now();
       r.ee = kiln::catalogue::eager_epilogue(dt);
