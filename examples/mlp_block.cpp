@@ -273,7 +273,8 @@ int main(int argc, char** argv) try {
   const double modelFlops = c.layers * (upFlops + downFlops);
   const std::string modelShape = std::to_string(c.tokens) + "x" + std::to_string(c.model) + "x" +
                                  std::to_string(c.hidden) + "xL" + std::to_string(c.layers);
-  const std::string device = kilnPath.rt.describe().substr(0, kilnPath.rt.describe().find(" ("));
+  std::string device = kilnPath.rt.describe().substr(0, kilnPath.rt.describe().find(" ("));
+  if (device.rfind("cuda: ", 0) == 0) device = device.substr(6); // "NVIDIA H200"
   kiln::profile::TimingOptions timing{c.reps, 3, true};
   std::vector<kiln::profile::Row> rows;
   bool allOk = true;

@@ -116,7 +116,10 @@ std::string barChart(const std::string& title, const std::string& unit,
     const double lo = std::log10(least) - 1, hi = std::log10(peak);
     return hi > lo ? (std::log10(v) - lo) / (hi - lo) : 1.0;
   };
-  const int barH = 14, gap = 10, left = 220, width = 420;
+  size_t longest = 0;
+  for (const auto& g : groups) longest = std::max(longest, g.size());
+  const int barH = 14, gap = 10, width = 420;
+  const int left = std::max(220, int(longest) * 7 + 10); // labels at 12px: ~7px a character
   int height = 40 + int(groups.size()) * (int(series.size()) * barH + gap) + 20 * int(series.size());
   std::string svg = "<h2>" + html(title) + "</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
                     std::to_string(left + width + 120) + "\" height=\"" + std::to_string(height) + "\">\n";
