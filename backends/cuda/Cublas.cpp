@@ -50,16 +50,11 @@ LoadResult loadCublasLt() {
   std::string tried;
   void* h = openFirst(toolkitCandidates({"libcublasLt.so.13"}, "libcublasLt.so.13"),
                       [&](void* handle) {
-                        std::string missing;
-                        auto resolve = [&](const char* name) -> void* {
-                          void* p = ::dlsym(handle, name);
-                          if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
-                          return p;
-                        };
+                        SymbolResolver resolve{handle};
 #define KILN_CUBLASLT_RESOLVE(name) api->name = reinterpret_cast<decltype(&::name)>(resolve(#name));
                         KILN_CUBLASLT_SYMBOLS(KILN_CUBLASLT_RESOLVE)
 #undef KILN_CUBLASLT_RESOLVE
-                        return missing;
+                        return resolve.missing;
                       },
                       api->path, tried);
   if (h) {

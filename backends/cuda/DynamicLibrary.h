@@ -23,6 +23,19 @@ inline std::vector<std::string> toolkitCandidates(std::initializer_list<const ch
   return out;
 }
 
+/// dlsym with an optional older name, collecting the names found under neither: the body
+/// of every loader's `resolve` callback (X-macro tables call it once per entry point).
+struct SymbolResolver {
+  void* handle = nullptr;
+  std::string missing; ///< "a, b": what the library lacks
+  void* operator()(const char* name, const char* fallback = nullptr) {
+    void* p = ::dlsym(handle, name);
+    if (!p && fallback) p = ::dlsym(handle, fallback);
+    if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
+    return p;
+  }
+};
+
 /// Opens the first candidate that loads and for which `resolve(handle)` finds every symbol
 /// (it returns the missing names, empty when complete). Returns the handle and sets `path`,
 /// or returns nullptr with one line per failed candidate appended to `tried`. A handle

@@ -55,18 +55,12 @@ LoadResult loadNvJitLink() {
   std::string tried;
   void* h = openFirst(toolkitCandidates({"libnvJitLink.so.13", "libnvJitLink.so"}, "libnvJitLink.so.13"),
                       [&](void* handle) {
-                        std::string missing;
-                        auto resolve = [&](const char* name, const char* fallback) -> void* {
-                          void* p = ::dlsym(handle, name);
-                          if (!p && fallback) p = ::dlsym(handle, fallback);
-                          if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
-                          return p;
-                        };
+                        SymbolResolver resolve{handle};
 #define KILN_NVJL_RESOLVE(member, symbol, fallback)                                      \
   api->member = reinterpret_cast<decltype(&::symbol)>(resolve(#symbol, fallback));
                         KILN_NVJITLINK_SYMBOLS(KILN_NVJL_RESOLVE)
 #undef KILN_NVJL_RESOLVE
-                        return missing;
+                        return resolve.missing;
                       },
                       api->path, tried);
   if (h) {

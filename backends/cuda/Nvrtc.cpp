@@ -42,16 +42,11 @@ LoadResult load() {
   std::string tried;
   void* h = openFirst(toolkitCandidates({"libnvrtc.so.13"}, "libnvrtc.so.13"),
                       [&](void* handle) {
-                        std::string missing;
-                        auto resolve = [&](const char* name) -> void* {
-                          void* p = ::dlsym(handle, name);
-                          if (!p) missing += (missing.empty() ? "" : ", ") + std::string(name);
-                          return p;
-                        };
+                        SymbolResolver resolve{handle};
 #define KILN_NVRTC_RESOLVE(name) api->name = reinterpret_cast<decltype(&::name)>(resolve(#name));
                         KILN_NVRTC_SYMBOLS(KILN_NVRTC_RESOLVE)
 #undef KILN_NVRTC_RESOLVE
-                        return missing;
+                        return resolve.missing;
                       },
                       api->path, tried);
   LoadResult r;
