@@ -7,7 +7,7 @@ set(KILN_MLIR_SOURCES
 set(KILN_PLAIN_SOURCES
   lib/Runtime/Runtime.cpp lib/Runtime/GridPlan.cpp
   lib/Runtime/Error.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
-  lib/Runtime/Handwritten.cpp backends/cuda/Nvrtc.cpp
+  lib/Runtime/Handwritten.cpp backends/cuda/Nvrtc.cpp lib/Runtime/KernelCache.cpp lib/Runtime/CompileCache.cpp
   backends/cuda/CudaRuntime.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
   backends/cuda/Cublas.cpp
   lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Verify/GpuReference.cpp
@@ -25,7 +25,7 @@ endforeach()
 add_library(kiln SHARED ${KILN_MLIR_SOURCES} ${KILN_PLAIN_SOURCES})
 add_library(kiln::kiln ALIAS kiln)
 set_source_files_properties(${KILN_MLIR_SOURCES} PROPERTIES COMPILE_OPTIONS "${KILN_MLIR_CXX_FLAGS}")
-target_compile_definitions(kiln PRIVATE KILN_BUILDING_LIBRARY)
+target_compile_definitions(kiln PRIVATE KILN_BUILDING_LIBRARY KILN_VERSION="${PROJECT_VERSION}")
 target_include_directories(kiln
   PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
   PRIVATE ${KILN_INTERNAL_INCLUDES} ${CMAKE_BINARY_DIR}/generated ${CMAKE_SOURCE_DIR}/backends/cpu ${CMAKE_SOURCE_DIR}/backends/cuda

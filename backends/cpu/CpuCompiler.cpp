@@ -21,14 +21,22 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <random>
+#include <sstream>
+#include <unistd.h>
 
 namespace kiln::cpu {
 
@@ -112,6 +120,22 @@ void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::strin
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to LLVM failed");
 }
 
+// The JIT'd object file (ExecutionEngine keeps it with enableObjectDump; it only writes it
+// to a file, so it goes through a private temporary). Empty when that fails: the kernel
+// then just is not cached.
+std::string objectFile(ExecutionEngine& engine, const std::string& name) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/kiln-" + name + "-" +
+                     std::to_string(::getpid()) + "-" + std::to_string(rng()) + ".o";
+  engine.dumpToObjectFile(path);
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  if (in) ss << in.rdbuf();
+  ::unlink(path.c_str());
+  return ss.str();
+}
+
 void registerTranslations(MLIRContext* ctx) {
   DialectRegistry reg;
   registerBuiltinDialectTranslation(reg);
@@ -122,6 +146,7 @@ void registerTranslations(MLIRContext* ctx) {
 class CpuKernel : public detail::CompiledImpl {
 public:
   std::unique_ptr<ExecutionEngine> engine;
+  std::unique_ptr<llvm::orc::LLJIT> jit; // a kernel loaded from the cache's object file
   std::shared_ptr<MLIRContext> ctx; // the private context the kernel was compiled in
   void (*fn)(void**) = nullptr;
 
@@ -141,6 +166,37 @@ class CpuRuntime : public detail::RuntimeImpl {
 public:
   std::unique_ptr<detail::CompiledImpl> compile(const Kernel& k) override { return cpu::compile(k); }
   std::string emit(const Kernel& k, Stage stage) override { return cpu::emit(k, stage); }
+
+  nlohmann::json cacheKeyInputs() override {
+    std::string why;
+    auto tm = hostMachine(&why);
+    if (!tm) return nullptr;
+    // The object is compiled for this CPU: its name and features decide the code.
+    return {{"backend", "cpu"}, {"triple", tm->getTargetTriple().str()}, {"cpu", tm->getTargetCPU().str()},
+            {"features", tm->getTargetFeatureString().str()}};
+  }
+
+  std::unique_ptr<detail::CompiledImpl> loadCached(const KernelSignature& sig, const std::string& payload,
+                                                   const nlohmann::json& meta) override {
+    const std::string entry = meta.at("entry").get<std::string>();
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) throw Error(ErrorKind::Unsupported, "cannot detect the host: " + llvm::toString(jtmb.takeError()));
+    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+    if (!jit) throw Error(ErrorKind::Runtime, "cannot create a JIT: " + llvm::toString(jit.takeError()));
+    // libm and friends, as the ExecutionEngine resolves them for a fresh compile.
+    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+    if (!gen) throw Error(ErrorKind::Runtime, "cannot search the process's symbols: " + llvm::toString(gen.takeError()));
+    (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+    if (auto err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(payload, sig.name + ".o")))
+      throw Error(ErrorKind::InvalidArgument, "the cached object does not link: " + llvm::toString(std::move(err)));
+    auto sym = (*jit)->lookup(entry);
+    if (!sym) throw Error(ErrorKind::InvalidArgument, "the cached object has no '" + entry + "': " +
+                                                          llvm::toString(sym.takeError()));
+    auto out = std::make_unique<CpuKernel>();
+    out->fn = sym->toPtr<void (*)(void**)>();
+    out->jit = std::move(*jit);
+    return out;
+  }
   std::unique_ptr<detail::DeviceTensorImpl> allocate(DType dt, const std::vector<int64_t>& dims) override {
     auto t = std::make_unique<HostDeviceTensor>();
     t->host = HostTensor(dt, dims);
@@ -236,6 +292,7 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
   opts.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   opts.enableGDBNotificationListener = false;
   opts.enablePerfNotificationListener = false;
+  opts.enableObjectDump = true; // keeps the object file, for the kernel cache
   auto engine = ExecutionEngine::create(*m, opts, std::move(tm));
   if (!engine)
     diags.fail(ErrorKind::CompileFailed,
@@ -246,6 +303,8 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
     diags.fail(ErrorKind::CompileFailed,
                "kernel '" + name + "': JIT'd code has no entry: " + llvm::toString(fn.takeError()));
   out->fn = *fn;
+  out->binary = objectFile(*out->engine, name);
+  out->cacheMeta = {{"entry", "_mlir_" + name}};
   out->times.codegen_ms = detail::msSince(t0);
   out->report.target = describeHost();
   out->report.compiler = "LLVM ORC JIT";

@@ -169,6 +169,10 @@ public:
     }
     out->times.assemble_ms = kd::msSince(t0);
     out->binary.assign(image.begin(), image.end());
+    out->cacheMeta = {{"entry", kernel.name()}, {"threads", out->code.threads},
+                      {"shared_bytes", out->code.shared_bytes}, {"grid", out->code.grid.toJson()},
+                      {"payload", image.empty() ? "ptx" : "cubin"}};
+    if (image.empty()) out->binary = out->code.ptx; // what the cache keeps: the driver JITs it
     if (state->compile_only) return out;
 
     t0 = std::chrono::steady_clock::now();
@@ -178,13 +182,40 @@ public:
                   "kernel '" + kernel.name() + "' needs " + std::to_string(out->code.shared_bytes) +
                       " bytes of shared memory per CTA; " + state->device.name + " allows " +
                       std::to_string(state->device.max_smem_per_block_optin) + " (use smaller tiles)");
-    out->module = image.empty() ? Module(out->code.ptx, kernel.name()) : Module(image, kernel.name());
-    if (image.empty()) out->binary = out->code.ptx; // the driver JIT's input
-    out->function = out->module.getFunction(kernel.name());
-    if (out->code.shared_bytes > kDefaultSmemLimit)
-      setMaxDynamicSharedMemory(out->function, int(out->code.shared_bytes), kernel.name());
+    loadModule(*out, out->binary, image.empty(), kernel.name());
     if (r.registers < 0) r.registers = queryFunction(out->function).registers;
     out->times.load_ms = kd::msSince(t0);
+    return out;
+  }
+
+  nlohmann::json cacheKeyInputs() override {
+    std::string why;
+    // The PTX compiler decides the machine code: nvJitLink's version, or the driver's when
+    // it JIT-compiles (then the cache holds PTX and the driver's version is part of the key).
+    std::string ptxCompiler = nvJitLinkAvailable(&why) ? nvJitLinkVersionString()
+                              : state->compile_only ? std::string("none")
+                                                    : "driver JIT " + formatDriverVersion(state->device.driver_version);
+    return {{"backend", "cuda"}, {"arch", state->arch}, {"num_warps", state->options.num_warps},
+            {"ptx_compiler", ptxCompiler}};
+  }
+
+  std::unique_ptr<kd::CompiledImpl> loadCached(const KernelSignature& sig, const std::string& payload,
+                                               const nlohmann::json& meta) override {
+    auto out = std::make_unique<CudaKernel>();
+    out->state = state;
+    out->code.name = meta.at("entry").get<std::string>();
+    out->code.threads = meta.at("threads").get<int64_t>();
+    out->code.shared_bytes = meta.at("shared_bytes").get<int64_t>();
+    out->code.grid = kd::GridPlan::fromJson(meta.at("grid"));
+    out->code.arch = state->arch;
+    if (out->code.name != sig.name)
+      throw Error(ErrorKind::InvalidArgument, "cache entry holds kernel '" + out->code.name + "', not '" + sig.name + "'");
+    if (state->compile_only) return out;
+    state->context.makeCurrent();
+    if (out->code.shared_bytes > state->device.max_smem_per_block_optin)
+      throw Error(ErrorKind::Unsupported, "cached kernel '" + sig.name + "' needs more shared memory than " +
+                                              state->device.name + " has");
+    loadModule(*out, payload, meta.value("payload", "cubin") == "ptx", sig.name);
     return out;
   }
 
@@ -217,6 +248,13 @@ public:
     }
     out->times.load_ms = kd::msSince(t0);
     return out;
+  }
+
+  // Loads the cubin (or PTX for the driver's JIT) and finds the entry; a context is current.
+  void loadModule(CudaKernel& k, const std::string& image, bool isPtx, const std::string& name) {
+    k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
+    k.function = k.module.getFunction(name);
+    if (k.code.shared_bytes > kDefaultSmemLimit) setMaxDynamicSharedMemory(k.function, int(k.code.shared_bytes), name);
   }
 
   std::string emit(const Kernel& kernel, Stage stage) override {

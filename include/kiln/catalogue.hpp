@@ -96,7 +96,8 @@ KILN_API std::vector<int64_t> parse_shape(const std::string& text, const Entry& 
 struct KILN_API RunResult {
   verify::Report report;
   double trace_ms = 0;  ///< building the tile IR from the DSL
-  CompileTimes compile;
+  CompileTimes compile; ///< the compile that produced the code (a cache hit: the original's)
+  CacheInfo cache;      ///< what this compile call did: miss, memory or disk hit, and its cost
   KernelReport kernel;  ///< registers, shared memory, target
   double run_ms = 0;    ///< first run, on the host clock (warm timing is `kiln bench`, issue 4)
   double flops = 0;

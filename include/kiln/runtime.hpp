@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/cache.hpp"
 #include "kiln/export.hpp"
 #include "kiln/kernel.hpp"
 #include "kiln/tensor.hpp"
@@ -37,6 +38,12 @@ struct KILN_API RuntimeOptions {
   /// it (freeing every allocation in it — the embedding engine's too) rather than refuse.
   /// The driver may still refuse; then the process must restart.
   bool reset_after_fault = false;
+  /// The disk kernel cache's directory (kiln/cache.hpp): empty means cache::default_dir()
+  /// ($KILN_CACHE_DIR, else ~/.cache/kiln); "off" turns the disk cache off (so does
+  /// KILN_CACHE_DIR=off when this is empty).
+  std::string cache_dir;
+  int64_t cache_max_bytes = int64_t(2) << 30; ///< the disk cache's size limit (LRU eviction)
+  bool memory_cache = true;                   ///< reuse kernels this Runtime compiled before
 };
 
 /// Wall-clock milliseconds of each compile phase, from one steady clock.
@@ -63,17 +70,23 @@ struct KILN_API KernelReport {
 
 namespace detail { struct CompiledImpl; struct RuntimeImpl; struct DeviceTensorImpl; struct RuntimeAccess; }
 
-/// A kernel ready to run on one backend. Move-only.
+/// A kernel ready to run on one backend. Move-only (a memory-cache hit shares the
+/// compiled code with the kernel it came from).
 class KILN_API CompiledKernel {
 public:
   explicit CompiledKernel(std::unique_ptr<detail::CompiledImpl> impl);
+  CompiledKernel(std::shared_ptr<detail::CompiledImpl> impl, CacheInfo cache);
   CompiledKernel(CompiledKernel&&) noexcept;
   CompiledKernel& operator=(CompiledKernel&&) noexcept;
   ~CompiledKernel();
 
   const KernelSignature& signature() const;
   Backend backend() const;
+  /// The compile that produced this code (for a cache hit: the original compile's, as
+  /// recorded in the entry); what this Runtime::compile call itself cost is cache().
   const CompileTimes& times() const;
+  /// What the kernel cache did for the Runtime::compile that returned this kernel.
+  const CacheInfo& cache() const;
   const KernelReport& report() const;
   /// CUDA: the machine code that was loaded (a cubin; PTX when the driver JIT-compiled
   /// it). Empty on the CPU. For shipping ahead-of-time builds and for caches.
@@ -89,7 +102,8 @@ public:
   void launch(const std::vector<TensorView>& args, void* stream) const;
 
 private:
-  std::unique_ptr<detail::CompiledImpl> impl_;
+  std::shared_ptr<detail::CompiledImpl> impl_;
+  CacheInfo cache_;
 };
 
 /// Memory on a runtime's backend: device memory on CUDA, host memory on the CPU.
@@ -127,7 +141,14 @@ public:
   /// e.g. "cuda: NVIDIA H200 (sm_90a, 132 SMs, driver 13.0)" or
   /// "cpu (x86_64-pc-linux-gnu sapphirerapids JIT, f16c); cuda: <why not>"
   const std::string& describe() const;
+  /// Compiles `kernel`, or takes it from the kernel cache (memory, then disk): see
+  /// CompiledKernel::cache().
   CompiledKernel compile(const Kernel& kernel) const;
+  /// This runtime's cache counters: compiles done, memory and disk hits, writes, corrupt
+  /// entries replaced, evictions.
+  CacheStats cache_stats() const;
+  /// The disk cache's directory, or "" when the disk cache is off.
+  std::string cache_dir() const;
   /// The output of one stage for this runtime's backend (Stage::cubin: the ELF bytes).
   std::string emit(const Kernel& kernel, Stage stage) const;
 

@@ -157,6 +157,7 @@ RunResult run_and_verify(const Runtime& rt, const Entry& entry, const std::vecto
   r.trace_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   CompiledKernel ck = rt.compile(k);
   r.compile = ck.times();
+  r.cache = ck.cache();
   r.kernel = ck.report();
   Problem p = entry.problem(shape, dtype, seed);
   r.flops = p.flops;

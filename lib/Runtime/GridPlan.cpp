@@ -60,6 +60,41 @@ std::vector<int64_t> GridPlan::evaluate(const Bindings& b, const std::string& ke
   return out;
 }
 
+nlohmann::json GridPlan::toJson() const {
+  nlohmann::json nodesJ = nlohmann::json::array();
+  for (const GridExpr& e : nodes) nodesJ.push_back({int(e.kind), e.value, e.sym, e.lhs, e.rhs});
+  return {{"nodes", nodesJ}, {"roots", roots}};
+}
+
+GridPlan GridPlan::fromJson(const nlohmann::json& j) {
+  GridPlan p;
+  try {
+    for (const auto& n : j.at("nodes")) {
+      GridExpr e;
+      int kind = n.at(0).get<int>();
+      if (kind < GridExpr::Const || kind > GridExpr::Div) throw std::out_of_range("bad kind");
+      e.kind = GridExpr::Kind(kind);
+      e.value = n.at(1).get<int64_t>();
+      e.sym = n.at(2).get<std::string>();
+      e.lhs = n.at(3).get<int>();
+      e.rhs = n.at(4).get<int>();
+      p.nodes.push_back(e);
+    }
+    p.roots = j.at("roots").get<std::vector<int>>();
+    const int n = int(p.nodes.size());
+    for (int r : p.roots)
+      if (r < 0 || r >= n) throw std::out_of_range("bad root");
+    for (int i = 0; i < n; ++i) { // operands come before their users: no cycles
+      const GridExpr& e = p.nodes[size_t(i)];
+      if (e.kind > GridExpr::Sym && (e.lhs < 0 || e.lhs >= i || e.rhs < 0 || e.rhs >= i))
+        throw std::out_of_range("bad operand");
+    }
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::InvalidArgument, std::string("malformed grid plan in a kernel cache entry: ") + e.what());
+  }
+  return p;
+}
+
 std::string GridPlan::str() const {
   std::string s = "(";
   for (size_t i = 0; i < roots.size(); ++i) s += (i ? ", " : "") + show(*this, roots[i]);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "Runtime/Launch.h"
 
 namespace kiln::detail {
@@ -23,6 +25,10 @@ struct GridPlan {
   /// CTAs per grid dim; throws kiln::Error(InvalidArgument) on division by zero.
   std::vector<int64_t> evaluate(const Bindings& b, const std::string& kernel) const;
   std::string str() const; ///< "(ceildiv(M, 64), ceildiv(N, 64))"
+  /// For the kernel cache: {"nodes": [[kind, value, sym, lhs, rhs], ...], "roots": [...]}.
+  nlohmann::json toJson() const;
+  /// Throws kiln::Error(InvalidArgument) when `j` is not a well-formed plan.
+  static GridPlan fromJson(const nlohmann::json& j);
 };
 
 } // namespace kiln::detail

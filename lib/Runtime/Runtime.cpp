@@ -40,25 +40,38 @@ std::string KernelReport::str() const {
   return s;
 }
 
-Runtime Runtime::create(Backend backend, const RuntimeOptions& options) {
-  if (backend == Backend::cuda) return Runtime(detail::makeCudaRuntime(options));
+namespace {
+std::shared_ptr<detail::RuntimeImpl> makeImpl(Backend backend, const RuntimeOptions& options) {
+  if (backend == Backend::cuda) return detail::makeCudaRuntime(options);
   if (backend == Backend::automatic) {
     std::string why;
     if (detail::cudaAvailable(&why)) {
       try {
-        return Runtime(detail::makeCudaRuntime(options));
+        return detail::makeCudaRuntime(options);
       } catch (const Error& e) { // e.g. a GPU older than Ampere: the CPU still works
         why = e.what();
       }
     }
-    return Runtime(detail::makeCpuRuntime("cuda: " + why));
+    return detail::makeCpuRuntime("cuda: " + why);
   }
-  return Runtime(detail::makeCpuRuntime(""));
+  return detail::makeCpuRuntime("");
+}
+} // namespace
+
+Runtime Runtime::create(Backend backend, const RuntimeOptions& options) {
+  auto impl = makeImpl(backend, options);
+  detail::configureCache(*impl, options);
+  return Runtime(std::move(impl));
 }
 
 Backend Runtime::backend() const { return impl_->backend; }
 const std::string& Runtime::describe() const { return impl_->description; }
-CompiledKernel Runtime::compile(const Kernel& kernel) const { return CompiledKernel(impl_->compile(kernel)); }
+CompiledKernel Runtime::compile(const Kernel& kernel) const { return detail::compileCached(*impl_, kernel); }
+CacheStats Runtime::cache_stats() const {
+  std::lock_guard<std::mutex> lock(impl_->cacheMu);
+  return impl_->cacheStats;
+}
+std::string Runtime::cache_dir() const { return impl_->disk ? impl_->disk->dir() : std::string(); }
 std::string Runtime::emit(const Kernel& kernel, Stage stage) const { return impl_->emit(kernel, stage); }
 
 DeviceTensor Runtime::allocate(DType dtype, const std::vector<int64_t>& dims) const {
@@ -89,6 +102,9 @@ void Runtime::download(const DeviceTensor& from, HostTensor& to) const {
 void Runtime::synchronize() const { impl_->synchronize(); }
 
 CompiledKernel::CompiledKernel(std::unique_ptr<detail::CompiledImpl> impl) : impl_(std::move(impl)) {}
+CompiledKernel::CompiledKernel(std::shared_ptr<detail::CompiledImpl> impl, CacheInfo cache)
+    : impl_(std::move(impl)), cache_(std::move(cache)) {}
+const CacheInfo& CompiledKernel::cache() const { return cache_; }
 CompiledKernel::CompiledKernel(CompiledKernel&&) noexcept = default;
 CompiledKernel& CompiledKernel::operator=(CompiledKernel&&) noexcept = default;
 CompiledKernel::~CompiledKernel() = default;

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "kiln/handwritten.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
+#include "Runtime/KernelCache.h"
 #include "Runtime/Launch.h"
 
 namespace kiln::detail {
@@ -23,7 +26,9 @@ struct CompiledImpl {
   Backend backend = Backend::cpu;
   CompileTimes times;
   KernelReport report;
-  std::string binary; ///< CUDA: the cubin (or PTX for the driver's JIT); CPU: empty
+  std::string binary; ///< CUDA: the cubin (or PTX for the driver's JIT); CPU: the object file
+  /// What the backend needs besides `binary` to load the kernel again (loadCached).
+  nlohmann::json cacheMeta;
 };
 
 /// A hand-written kernel compiled by a backend (kiln/handwritten.hpp).
@@ -97,10 +102,39 @@ struct RuntimeImpl {
     throw Error(ErrorKind::Unsupported, "reference::gpu_gemm runs cuBLASLt on a CUDA runtime's device, and this "
                                         "runtime is '" + description + "' (use reference::gemm on the host)");
   }
+  /// Kernel cache hooks. What besides the tile IR decides the machine code (target,
+  /// options, compiler versions); null: this backend does not cache.
+  virtual nlohmann::json cacheKeyInputs() { return nullptr; }
+  /// Rebuilds a compiled kernel from a cache entry's payload and cacheMeta.
+  virtual std::unique_ptr<CompiledImpl> loadCached(const KernelSignature&, const std::string& payload,
+                                                   const nlohmann::json& meta) {
+    (void)payload, (void)meta;
+    throw Error(ErrorKind::Unsupported, "this backend has no kernel cache");
+  }
   Backend backend = Backend::cpu;
   std::string description;
   std::shared_ptr<MemoryMeter> meter = std::make_shared<MemoryMeter>();
+
+  // The kernel cache's state (lib/Runtime/CompileCache.cpp).
+  std::mutex cacheMu;
+  /// In-memory entries hold the code as bytes (plus the header), and share a kernel that
+  /// is still alive elsewhere. They never own loaded code: a Runtime kept until process exit
+  /// must not destroy JIT'd code after LLVM's own statics are gone.
+  struct MemoryEntry {
+    std::weak_ptr<CompiledImpl> live;
+    std::shared_ptr<const CacheRecord> record; ///< null when the backend gave no payload
+  };
+  std::map<std::string, MemoryEntry> memoryCache;
+  CacheStats cacheStats;
+  std::unique_ptr<DiskCache> disk;
+  bool memoryCacheOn = true;
 };
+
+/// Runtime::compile: the memory cache, the disk cache, else the backend's compile (and
+/// a disk write).
+CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel);
+/// Sets up the cache from the options (and $KILN_CACHE_DIR).
+void configureCache(RuntimeImpl& rt, const RuntimeOptions& options);
 
 /// What kiln's own code may reach behind a Runtime (a friend of kiln::Runtime).
 struct RuntimeAccess {

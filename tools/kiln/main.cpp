@@ -58,6 +58,31 @@ int cmdReport(const std::vector<std::string>& inputs, const std::string& csv, co
   return 0;
 }
 
+int cmdCache(const std::string& action, std::string dir) {
+  if (dir.empty()) dir = kiln::cache::default_dir();
+  if (dir == "off") throw kiln::Error(kiln::ErrorKind::InvalidArgument, "the disk cache is off (KILN_CACHE_DIR=off): give --dir");
+  if (action == "clear") {
+    std::printf("removed %lld entries from %s\n", static_cast<long long>(kiln::cache::clear(dir)), dir.c_str());
+    return 0;
+  }
+  auto entries = kiln::cache::list(dir);
+  int64_t bytes = 0, bad = 0;
+  for (const auto& e : entries) {
+    bytes += e.bytes;
+    bad += !e.valid;
+  }
+  if (action == "ls") {
+    std::printf("%-14s %-20s %-6s %-8s %10s %10s  %s\n", "key", "kernel", "back", "target", "bytes", "age_s", "state");
+    for (const auto& e : entries)
+      std::printf("%-14.12s %-20s %-6s %-8s %10lld %10.0f  %s\n", e.key.c_str(), e.kernel.c_str(), e.backend.c_str(),
+                  e.target.substr(0, 8).c_str(), static_cast<long long>(e.bytes), e.age_s,
+                  e.valid ? "ok" : ("CORRUPT: " + e.problem).c_str());
+  }
+  std::printf("%s: %zu entries, %lld bytes, %lld corrupt (replaced on next use)\n", dir.c_str(), entries.size(),
+              static_cast<long long>(bytes), static_cast<long long>(bad));
+  return 0;
+}
+
 int cmdList() {
   std::printf("%-16s %-7s %s\n", "kernel", "shape", "what");
   for (const auto& e : kiln::catalogue::all())
@@ -118,7 +143,12 @@ int cmdRun(const std::string& kernel, const std::string& backend, const std::str
               static_cast<unsigned long long>(seed));
   std::printf("device: %s\n", rt.describe().c_str());
   std::printf("trace:   %8.2f ms  (DSL -> tile IR)\n", r.trace_ms);
-  if (rt.backend() == kiln::Backend::cuda)
+  const kiln::CacheInfo& c = r.cache;
+  if (c.outcome == kiln::CacheOutcome::disk || c.outcome == kiln::CacheOutcome::memory)
+    std::printf("compile: %8.2f ms  (%s cache hit: lookup %.2f, load %.2f; key %.12s; the original compile took %.2f ms)\n",
+                c.lookup_ms + c.load_ms, kiln::to_string(c.outcome), c.lookup_ms, c.load_ms, c.key.c_str(),
+                r.compile.total_ms());
+  else if (rt.backend() == kiln::Backend::cuda)
     std::printf("compile: %8.2f ms  (tile passes %.2f, lowering %.2f, PTX %.2f, cubin %.2f, load %.2f)\n",
                 r.compile.total_ms(), r.compile.tile_passes_ms, r.compile.lowering_ms,
                 r.compile.codegen_ms, r.compile.assemble_ms, r.compile.load_ms);
@@ -126,6 +156,10 @@ int cmdRun(const std::string& kernel, const std::string& backend, const std::str
     std::printf("compile: %8.2f ms  (tile passes %.2f, lowering %.2f, codegen+JIT %.2f)\n",
                 r.compile.total_ms(), r.compile.tile_passes_ms, r.compile.lowering_ms,
                 r.compile.codegen_ms);
+  if (c.outcome == kiln::CacheOutcome::miss)
+    std::printf("cache:   miss, key %.12s, written in %.2f ms to %s%s%s\n", c.key.c_str(), c.write_ms,
+                rt.cache_dir().empty() ? "(no disk cache)" : rt.cache_dir().c_str(), c.note.empty() ? "" : "; ",
+                c.note.c_str());
   std::printf("kernel:  %s\n", r.kernel.str().c_str());
   std::printf("run:     %8.3f ms  (first call, host clock; %.2f GFLOP/s)\n", r.run_ms,
               r.run_ms > 0 ? r.flops / (r.run_ms * 1e6) : 0.0);
@@ -178,6 +212,11 @@ int main(int argc, char** argv) {
   bench->add_option("--json", bo.json, "write the rows as JSON");
   bench->add_option("--html", bo.html, "write an HTML report with plots");
 
+  auto* cacheCmd = app.add_subcommand("cache", "the disk kernel cache: ls | stats | clear");
+  std::string cacheAction, cacheDirOpt;
+  cacheCmd->add_option("action", cacheAction, "ls | stats | clear")->required()->check(CLI::IsMember({"ls", "stats", "clear"}));
+  cacheCmd->add_option("--dir", cacheDirOpt, "the cache directory (default: $KILN_CACHE_DIR or ~/.cache/kiln)");
+
   auto* report = app.add_subcommand("report", "re-render saved lifecycle reports (JSON from kiln bench / kiln-mlp)");
   std::vector<std::string> reportIn;
   std::string reportCsv, reportHtml, reportTitle = "kiln lifecycle report";
@@ -195,6 +234,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("list")) return cmdList();
     if (app.got_subcommand("compile")) return cmdCompile(ckernel, emit, cdtype, cbackend, arch, output);
+    if (app.got_subcommand("cache")) return cmdCache(cacheAction, cacheDirOpt);
     if (app.got_subcommand("report")) return cmdReport(reportIn, reportCsv, reportHtml, reportTitle);
     if (app.got_subcommand("bench")) {
       dtypeOf(bo.dtype);

@@ -1,0 +1,192 @@
+// Runtime::compile through the kernel cache (include/kiln/cache.hpp): memory, then disk,
+// else compile and write. The backend supplies what besides the tile IR decides the code
+// (cacheKeyInputs) and how to load an entry back (loadCached).
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include "kiln/cache.hpp"
+#include "kiln/error.hpp"
+#include "Runtime/RuntimeImpl.h"
+#include "llvm/Config/llvm-config.h"
+
+#ifndef KILN_VERSION
+#define KILN_VERSION "unknown"
+#endif
+
+namespace kiln::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+nlohmann::json toJson(const KernelReport& r) {
+  return {{"target", r.target}, {"compiler", r.compiler}, {"registers", r.registers}, {"spill_bytes", r.spill_bytes},
+          {"shared_bytes", r.shared_bytes}, {"threads", r.threads}, {"grid", r.grid}};
+}
+KernelReport reportFrom(const nlohmann::json& j) {
+  KernelReport r;
+  r.target = j.value("target", std::string());
+  r.compiler = j.value("compiler", std::string());
+  r.registers = j.value("registers", -1);
+  r.spill_bytes = j.value("spill_bytes", -1);
+  r.shared_bytes = j.value("shared_bytes", int64_t(0));
+  r.threads = j.value("threads", 1);
+  r.grid = j.value("grid", std::string());
+  return r;
+}
+nlohmann::json toJson(const CompileTimes& t) {
+  return {{"tile_passes_ms", t.tile_passes_ms}, {"lowering_ms", t.lowering_ms}, {"codegen_ms", t.codegen_ms},
+          {"assemble_ms", t.assemble_ms}, {"load_ms", t.load_ms}};
+}
+CompileTimes timesFrom(const nlohmann::json& j) {
+  CompileTimes t;
+  t.tile_passes_ms = j.value("tile_passes_ms", 0.0);
+  t.lowering_ms = j.value("lowering_ms", 0.0);
+  t.codegen_ms = j.value("codegen_ms", 0.0);
+  t.assemble_ms = j.value("assemble_ms", 0.0);
+  t.load_ms = j.value("load_ms", 0.0);
+  return t;
+}
+
+} // namespace
+
+void configureCache(RuntimeImpl& rt, const RuntimeOptions& options) {
+  rt.memoryCacheOn = options.memory_cache;
+  std::string dir = options.cache_dir;
+  if (dir.empty()) dir = cache::default_dir();
+  if (dir == "off" || dir.empty()) return;
+  rt.disk = std::make_unique<DiskCache>(dir, options.cache_max_bytes);
+}
+
+// A compiled kernel from a cache record (disk or memory): the backend loads the payload;
+// report, times and signature come from the header.
+std::shared_ptr<CompiledImpl> fromRecord(RuntimeImpl& rt, const Kernel& kernel, const CacheRecord& rec) {
+  const nlohmann::json meta = rec.header.value("meta", nlohmann::json::object());
+  std::shared_ptr<CompiledImpl> impl = rt.loadCached(kernel.signature(), rec.payload, meta);
+  impl->sig = kernel.signature();
+  impl->backend = rt.backend;
+  impl->report = reportFrom(rec.header.value("report", nlohmann::json::object()));
+  impl->times = timesFrom(rec.header.value("times", nlohmann::json::object()));
+  impl->binary = rec.payload;
+  impl->cacheMeta = meta;
+  return impl;
+}
+
+CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
+  auto t0 = Clock::now();
+  nlohmann::json inputs = rt.cacheKeyInputs();
+  if (inputs.is_null() || (!rt.memoryCacheOn && !rt.disk)) { // nothing to look up
+    auto impl = rt.compile(kernel);
+    std::lock_guard<std::mutex> lock(rt.cacheMu);
+    ++rt.cacheStats.compiles;
+    return CompiledKernel(std::shared_ptr<CompiledImpl>(std::move(impl)), CacheInfo{});
+  }
+  const std::string ir = kernel.tile_ir();
+  inputs["kiln"] = KILN_VERSION;
+  inputs["llvm"] = LLVM_VERSION_STRING;
+  inputs["tile_ir_sha256"] = sha256Hex(ir);
+  inputs["cache_format"] = 1;
+  CacheInfo info;
+  info.key = sha256Hex(inputs.dump());
+
+  if (rt.memoryCacheOn) {
+    RuntimeImpl::MemoryEntry entry;
+    {
+      std::lock_guard<std::mutex> lock(rt.cacheMu);
+      auto it = rt.memoryCache.find(info.key);
+      if (it != rt.memoryCache.end()) entry = it->second;
+    }
+    std::shared_ptr<CompiledImpl> impl = entry.live.lock();
+    if (!impl && entry.record) { // no longer alive: load the bytes kept in memory
+      auto l0 = Clock::now();
+      impl = fromRecord(rt, kernel, *entry.record);
+      info.load_ms = msSince(l0);
+    }
+    if (impl) {
+      std::lock_guard<std::mutex> lock(rt.cacheMu);
+      ++rt.cacheStats.memory_hits;
+      rt.memoryCache[info.key].live = impl;
+      info.outcome = CacheOutcome::memory;
+      info.lookup_ms = msSince(t0) - info.load_ms;
+      return CompiledKernel(impl, info);
+    }
+  }
+
+  std::shared_ptr<CompiledImpl> impl;
+  std::shared_ptr<const CacheRecord> record;
+  if (rt.disk) {
+    std::string problem;
+    std::optional<CacheRecord> rec = rt.disk->read(info.key, &problem);
+    info.lookup_ms = msSince(t0);
+    if (rec) {
+      auto l0 = Clock::now();
+      try {
+        impl = fromRecord(rt, kernel, *rec);
+        info.outcome = CacheOutcome::disk;
+        info.load_ms = msSince(l0);
+        record = std::make_shared<const CacheRecord>(std::move(*rec));
+      } catch (const Error& e) { // a valid file the loader still refuses: treat as corrupt
+        problem = std::string("the entry does not load: ") + e.what();
+        std::fprintf(stderr, "kiln: cache: %s: %s; recompiling and replacing it\n",
+                     rt.disk->pathOf(info.key).c_str(), problem.c_str());
+        impl.reset();
+      } catch (const nlohmann::json::exception& e) {
+        problem = std::string("the entry's metadata is malformed: ") + e.what();
+        std::fprintf(stderr, "kiln: cache: %s: %s; recompiling and replacing it\n",
+                     rt.disk->pathOf(info.key).c_str(), problem.c_str());
+        impl.reset();
+      }
+    }
+    if (!problem.empty()) {
+      info.note = "corrupt entry replaced: " + problem;
+      std::lock_guard<std::mutex> lock(rt.cacheMu);
+      ++rt.cacheStats.corrupt_entries;
+    }
+  }
+
+  if (!impl) {
+    impl = rt.compile(kernel); // throws on a compile error: nothing is cached
+    info.outcome = CacheOutcome::miss;
+    {
+      std::lock_guard<std::mutex> lock(rt.cacheMu);
+      ++rt.cacheStats.compiles;
+    }
+    nlohmann::json header = {{"format", 1},
+                             {"kernel", kernel.name()},
+                             {"backend", to_string(rt.backend)},
+                             {"target", impl->report.target},
+                             {"key_inputs", inputs},
+                             {"report", toJson(impl->report)},
+                             {"times", toJson(impl->times)},
+                             {"meta", impl->cacheMeta},
+                             {"created_unix", int64_t(std::time(nullptr))}};
+    if (!impl->binary.empty()) record = std::make_shared<const CacheRecord>(CacheRecord{header, impl->binary});
+    if (rt.disk && record) {
+      auto w0 = Clock::now();
+      std::string error;
+      bool ok = rt.disk->write(info.key, header, impl->binary, &error);
+      int64_t evicted = ok ? rt.disk->evict(info.key) : 0;
+      info.write_ms = msSince(w0);
+      std::lock_guard<std::mutex> lock(rt.cacheMu);
+      if (ok) {
+        ++rt.cacheStats.disk_writes;
+        rt.cacheStats.evictions += evicted;
+      } else {
+        ++rt.cacheStats.write_failures;
+        info.note = "not written to the disk cache: " + error;
+        std::fprintf(stderr, "kiln: cache: %s (the kernel works; it is just not cached)\n", error.c_str());
+      }
+    }
+  } else {
+    std::lock_guard<std::mutex> lock(rt.cacheMu);
+    ++rt.cacheStats.disk_hits;
+  }
+  if (rt.memoryCacheOn) {
+    std::lock_guard<std::mutex> lock(rt.cacheMu);
+    rt.memoryCache[info.key] = {impl, record};
+  }
+  return CompiledKernel(std::move(impl), info);
+}
+
+} // namespace kiln::detail

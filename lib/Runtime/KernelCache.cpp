@@ -1,0 +1,269 @@
+#include "Runtime/KernelCache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "kiln/cache.hpp"
+#include "kiln/error.hpp"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SHA256.h"
+
+namespace kiln::detail {
+
+namespace {
+
+constexpr const char* kMagic = "KILNCACHE1 ";
+
+bool readFile(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+bool makeDirs(const std::string& path) {
+  std::string cur;
+  std::stringstream ss(path);
+  for (std::string part; std::getline(ss, part, '/');) {
+    cur += (cur.empty() && path[0] == '/' ? "/" : cur.empty() ? "" : "/") + part;
+    if (part.empty()) continue;
+    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+struct FileInfo {
+  std::string path;
+  int64_t bytes = 0;
+  int64_t mtimeNs = 0;
+};
+
+// Every *.kiln file one level below `dir` (the two-character shards).
+std::vector<FileInfo> entryFiles(const std::string& dir, bool withTemporaries = false) {
+  std::vector<FileInfo> out;
+  DIR* top = ::opendir(dir.c_str());
+  if (!top) return out;
+  while (dirent* shard = ::readdir(top)) {
+    std::string s = shard->d_name;
+    if (s == "." || s == "..") continue;
+    std::string sub = dir + "/" + s;
+    DIR* d = ::opendir(sub.c_str());
+    if (!d) continue;
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      bool entry = n.size() > 5 && n.compare(n.size() - 5, 5, ".kiln") == 0;
+      bool temp = n.find(".kiln.tmp.") != std::string::npos;
+      if (!entry && !(withTemporaries && temp)) continue;
+      struct stat st {};
+      std::string p = sub + "/" + n;
+      if (::stat(p.c_str(), &st) != 0) continue;
+      out.push_back({p, int64_t(st.st_size), int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+    }
+    ::closedir(d);
+  }
+  ::closedir(top);
+  return out;
+}
+
+} // namespace
+
+std::string sha256Hex(const std::string& data) {
+  llvm::SHA256 h;
+  h.update(llvm::StringRef(data));
+  auto digest = h.final();
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : digest) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+std::string DiskCache::pathOf(const std::string& key) const { return dir_ + "/" + key.substr(0, 2) + "/" + key + ".kiln"; }
+
+std::optional<CacheRecord> parseEntry(const std::string& bytes, std::string* problem) {
+  auto bad = [&](const std::string& why) -> std::optional<CacheRecord> {
+    if (problem) *problem = why;
+    return std::nullopt;
+  };
+  const size_t magicLen = std::string(kMagic).size();
+  if (bytes.compare(0, magicLen, kMagic) != 0) return bad("not a kiln cache entry (bad magic)");
+  size_t nl = bytes.find('\n', magicLen);
+  if (nl == std::string::npos) return bad("truncated (no header line)");
+  char* end = nullptr;
+  unsigned long long headerLen = std::strtoull(bytes.c_str() + magicLen, &end, 10);
+  if (end == bytes.c_str() + magicLen || *end != ' ' || size_t(bytes.c_str() + nl - end - 1) != 64)
+    return bad("malformed first line");
+  const std::string headerSha(end + 1, 64);
+  if (nl + 1 + headerLen + 1 > bytes.size()) return bad("truncated (header)");
+  const std::string headerText = bytes.substr(nl + 1, headerLen);
+  if (sha256Hex(headerText) != headerSha) return bad("header checksum mismatch");
+  CacheRecord r;
+  try {
+    r.header = nlohmann::json::parse(headerText);
+  } catch (const nlohmann::json::exception& e) {
+    return bad(std::string("header is not JSON: ") + e.what());
+  }
+  r.payload = bytes.substr(nl + 1 + headerLen + 1);
+  if (!r.header.is_object() || !r.header.contains("payload_bytes") || !r.header.contains("payload_sha256"))
+    return bad("header lacks payload_bytes/payload_sha256");
+  if (int64_t(r.payload.size()) != r.header["payload_bytes"].get<int64_t>())
+    return bad("truncated (payload is " + std::to_string(r.payload.size()) + " bytes, header says " +
+               std::to_string(r.header["payload_bytes"].get<int64_t>()) + ")");
+  if (sha256Hex(r.payload) != r.header["payload_sha256"].get<std::string>()) return bad("payload checksum mismatch");
+  return r;
+}
+
+std::optional<CacheRecord> DiskCache::read(const std::string& key, std::string* problem) const {
+  const std::string path = pathOf(key);
+  std::string bytes;
+  if (!readFile(path, bytes)) return std::nullopt; // absent: a plain miss
+  std::string why;
+  auto r = parseEntry(bytes, &why);
+  if (r && r->header.value("key", std::string()) != key) {
+    why = "entry is for another key";
+    r.reset();
+  }
+  if (!r) {
+    std::fprintf(stderr, "kiln: cache: %s: %s; recompiling and replacing it\n", path.c_str(), why.c_str());
+    ::unlink(path.c_str());
+    if (problem) *problem = why;
+    return std::nullopt;
+  }
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // last use, for LRU eviction
+  return r;
+}
+
+bool DiskCache::write(const std::string& key, nlohmann::json header, const std::string& payload,
+                      std::string* error) const {
+  const std::string path = pathOf(key);
+  const std::string shard = path.substr(0, path.rfind('/'));
+  if (!makeDirs(shard)) {
+    if (error) *error = "cannot create " + shard;
+    return false;
+  }
+  header["key"] = key;
+  header["payload_bytes"] = int64_t(payload.size());
+  header["payload_sha256"] = sha256Hex(payload);
+  const std::string h = header.dump();
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << kMagic << h.size() << " " << sha256Hex(h) << "\n" << h << "\n" << payload;
+    out.close();
+    if (!out) {
+      ::unlink(tmp.c_str());
+      if (error) *error = "cannot write " + tmp;
+      return false;
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) { // atomic: readers see the old entry or the new
+    ::unlink(tmp.c_str());
+    if (error) *error = "cannot rename " + tmp + " to " + path;
+    return false;
+  }
+  return true;
+}
+
+int64_t DiskCache::evict(const std::string& keep) const {
+  std::vector<FileInfo> files = entryFiles(dir_);
+  int64_t total = 0;
+  for (const auto& f : files) total += f.bytes;
+  if (total <= maxBytes_) return 0;
+  std::sort(files.begin(), files.end(), [](const FileInfo& a, const FileInfo& b) { return a.mtimeNs < b.mtimeNs; });
+  const std::string keepPath = keep.empty() ? std::string() : pathOf(keep);
+  int64_t removed = 0;
+  for (const auto& f : files) {
+    if (total <= maxBytes_) break;
+    if (f.path == keepPath) continue;
+    if (::unlink(f.path.c_str()) == 0) {
+      total -= f.bytes;
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+} // namespace kiln::detail
+
+namespace kiln {
+
+const char* to_string(CacheOutcome o) {
+  switch (o) {
+  case CacheOutcome::off: return "off";
+  case CacheOutcome::miss: return "miss";
+  case CacheOutcome::memory: return "memory";
+  case CacheOutcome::disk: return "disk";
+  }
+  return "?";
+}
+
+namespace cache {
+
+std::string default_dir() {
+  if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/kiln";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kiln";
+  return ".kiln-cache";
+}
+
+std::vector<Entry> list(const std::string& dir) {
+  std::vector<detail::FileInfo> files = detail::entryFiles(dir);
+  std::sort(files.begin(), files.end(),
+            [](const detail::FileInfo& a, const detail::FileInfo& b) { return a.mtimeNs > b.mtimeNs; });
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t nowNs = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  std::vector<Entry> out;
+  for (const auto& f : files) {
+    Entry e;
+    std::string name = f.path.substr(f.path.rfind('/') + 1);
+    e.key = name.substr(0, name.size() - 5);
+    e.bytes = f.bytes;
+    e.age_s = double(nowNs - f.mtimeNs) / 1e9;
+    std::string bytes;
+    if (detail::readFile(f.path, bytes)) {
+      auto r = detail::parseEntry(bytes, &e.problem);
+      if (r) {
+        e.valid = true;
+        e.kernel = r->header.value("kernel", std::string());
+        e.backend = r->header.value("backend", std::string());
+        e.target = r->header.value("target", std::string());
+      }
+    } else {
+      e.problem = "unreadable";
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+int64_t clear(const std::string& dir) {
+  int64_t n = 0;
+  for (const auto& f : detail::entryFiles(dir, /*withTemporaries=*/true))
+    if (::unlink(f.path.c_str()) == 0 && f.path.size() > 5 && f.path.compare(f.path.size() - 5, 5, ".kiln") == 0) ++n;
+  return n;
+}
+
+int64_t size_bytes(const std::string& dir) {
+  int64_t total = 0;
+  for (const auto& f : detail::entryFiles(dir)) total += f.bytes;
+  return total;
+}
+
+} // namespace cache
+} // namespace kiln

@@ -1,0 +1,258 @@
+// The kernel cache (kiln/cache.hpp): memory and disk hits, round trips for CPU objects and
+// cubins, corrupt entries detected and replaced, the LRU limit, keys, rare shapes.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "kiln/cache.hpp"
+#include "kiln/catalogue.hpp"
+#include "kiln/runtime.hpp"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A fresh, empty cache directory per test.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    static std::mt19937_64 rng{std::random_device{}()};
+    path = "kiln-cache-test-" + std::to_string(::getpid()) + "-" + std::to_string(rng());
+    ::mkdir(path.c_str(), 0755);
+  }
+  ~TempDir() {
+    cache::clear(path);
+    std::string cmd = "rm -rf '" + path + "'";
+    (void)!std::system(cmd.c_str());
+  }
+};
+
+Runtime cpuWith(const std::string& dir, int64_t maxBytes = int64_t(1) << 30) {
+  return Runtime::create(Backend::cpu, {.cache_dir = dir, .cache_max_bytes = maxBytes});
+}
+Runtime offlineWith(const std::string& dir, int warps = 4, const std::string& arch = "sm_90a") {
+  return Runtime::create(Backend::cuda, {.compile_only = true, .arch = arch, .num_warps = warps, .cache_dir = dir});
+}
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+void writeAll(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+std::string onlyEntryPath(const std::string& dir) {
+  auto entries = cache::list(dir);
+  REQUIRE(entries.size() == 1);
+  return dir + "/" + entries[0].key.substr(0, 2) + "/" + entries[0].key + ".kiln";
+}
+
+bool runsRight(const Runtime& rt, const CompiledKernel& ck, const std::vector<int64_t>& shape, uint64_t seed) {
+  catalogue::Problem p = catalogue::find(ck.signature().name).problem(shape, DType::f32, seed);
+  catalogue::DeviceProblem d = catalogue::upload(rt, p);
+  ck.launch(d.views);
+  return catalogue::verify_output(rt, d, p).ok;
+}
+
+} // namespace
+
+TEST_CASE("a runtime compiles a kernel once and serves it again from memory", "[cache]") {
+  Runtime rt = Runtime::create(Backend::cpu, {.cache_dir = "off"});
+  CompiledKernel a = rt.compile(catalogue::gemm(DType::f32));
+  CompiledKernel b = rt.compile(catalogue::gemm(DType::f32)); // traced again: same tile IR
+  CHECK(a.cache().outcome == CacheOutcome::miss);
+  CHECK(b.cache().outcome == CacheOutcome::memory);
+  CHECK(a.cache().key == b.cache().key);
+  CHECK(rt.cache_stats().compiles == 1);
+  CHECK(rt.cache_stats().memory_hits == 1);
+  CHECK(rt.cache_dir().empty());
+  CHECK(runsRight(rt, b, {33, 17, 9}, 1));
+  // Another runtime has its own memory.
+  Runtime other = Runtime::create(Backend::cpu, {.cache_dir = "off"});
+  CHECK(other.compile(catalogue::gemm(DType::f32)).cache().outcome == CacheOutcome::miss);
+}
+
+TEST_CASE("fifty random shapes through one kernel cost one compile", "[cache]") {
+  Runtime rt = Runtime::create(Backend::cpu, {.cache_dir = "off"});
+  std::mt19937 rng(2026);
+  std::uniform_int_distribution<int64_t> dim(1, 300);
+  for (int i = 0; i < 50; ++i) {
+    CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::f32)); // as an engine would, per call
+    std::vector<int64_t> shape = {dim(rng), dim(rng), dim(rng)};
+    INFO("shape " << shape[0] << "x" << shape[1] << "x" << shape[2]);
+    catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(shape, DType::f32, uint64_t(i));
+    catalogue::DeviceProblem d = catalogue::upload(rt, p);
+    ck.launch(d.views);
+    REQUIRE(catalogue::verify_output(rt, d, p).ok);
+  }
+  CHECK(rt.cache_stats().compiles == 1);
+  CHECK(rt.cache_stats().memory_hits == 49);
+}
+
+TEST_CASE("the disk cache round-trips a CPU kernel into a new runtime", "[cache]") {
+  TempDir dir;
+  CacheInfo first;
+  CompileTimes original;
+  {
+    Runtime rt = cpuWith(dir.path);
+    CompiledKernel ck = rt.compile(catalogue::gemm_bias_gelu(DType::bf16));
+    first = ck.cache();
+    original = ck.times();
+    CHECK(first.outcome == CacheOutcome::miss);
+    CHECK(rt.cache_stats().disk_writes == 1);
+    CHECK(rt.cache_dir() == dir.path);
+  }
+  Runtime rt = cpuWith(dir.path); // a new process would see the same
+  CompiledKernel ck = rt.compile(catalogue::gemm_bias_gelu(DType::bf16));
+  CHECK(ck.cache().outcome == CacheOutcome::disk);
+  CHECK(ck.cache().key == first.key);
+  CHECK(rt.cache_stats().compiles == 0);
+  CHECK(rt.cache_stats().disk_hits == 1);
+  CHECK(ck.times().codegen_ms == Approx(original.codegen_ms)); // the original compile, as recorded
+  catalogue::Problem p = catalogue::find("gemm_bias_gelu").problem({70, 45, 33}, DType::bf16, 5);
+  catalogue::DeviceProblem d = catalogue::upload(rt, p);
+  ck.launch(d.views);
+  CHECK(catalogue::verify_output(rt, d, p).ok);
+  auto entries = cache::list(dir.path);
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].valid);
+  CHECK(entries[0].kernel == "gemm_bias_gelu");
+  CHECK(entries[0].backend == "cpu");
+}
+
+TEST_CASE("the disk cache round-trips a cubin with its report and launch plan", "[cache][cuda]") {
+  TempDir dir;
+  std::string cubin;
+  KernelReport report;
+  {
+    Runtime rt = offlineWith(dir.path);
+    CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
+    CHECK(ck.cache().outcome == CacheOutcome::miss);
+    cubin = ck.binary();
+    report = ck.report();
+  }
+  Runtime rt = offlineWith(dir.path);
+  CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
+  CHECK(ck.cache().outcome == CacheOutcome::disk);
+  CHECK(ck.binary() == cubin);
+  CHECK(ck.report().registers == report.registers);
+  CHECK(ck.report().shared_bytes == report.shared_bytes);
+  CHECK(ck.report().grid == report.grid);
+  CHECK(cache::list(dir.path).at(0).target == "sm_90a");
+}
+
+TEST_CASE("the key changes with anything that changes the code, and only then", "[cache][cuda]") {
+  TempDir dir;
+  auto key = [&](const Kernel& k, int warps, const std::string& arch) {
+    return offlineWith(dir.path, warps, arch).compile(k).cache().key;
+  };
+  const std::string base = key(catalogue::gemm(DType::bf16), 4, "sm_90a");
+  CHECK(key(catalogue::gemm(DType::bf16), 4, "sm_90a") == base);      // traced again
+  CHECK(key(catalogue::gemm(DType::f16), 4, "sm_90a") != base);       // other IR
+  CHECK(key(catalogue::gemm(DType::bf16, {128, 64, 32, 3}), 4, "sm_90a") != base); // other tiles
+  CHECK(key(catalogue::gemm(DType::bf16), 8, "sm_90a") != base);      // other warps
+  CHECK(key(catalogue::gemm(DType::bf16), 4, "sm_80") != base);       // other target
+  CHECK(cpuWith(dir.path).compile(catalogue::gemm(DType::bf16)).cache().key != base); // other backend
+  CHECK(base.size() == 64);
+}
+
+TEST_CASE("a truncated cache entry is detected, recompiled and replaced", "[cache][errors]") {
+  TempDir dir;
+  cpuWith(dir.path).compile(catalogue::add(DType::f32));
+  const std::string path = onlyEntryPath(dir.path);
+  std::string bytes = readAll(path);
+  writeAll(path, bytes.substr(0, bytes.size() - 100));
+  CHECK_FALSE(cache::list(dir.path).at(0).valid);
+  Runtime rt = cpuWith(dir.path);
+  CompiledKernel ck = rt.compile(catalogue::add(DType::f32));
+  CHECK(ck.cache().outcome == CacheOutcome::miss);
+  CHECK_THAT(ck.cache().note, Contains("corrupt entry replaced") && Contains("truncated"));
+  CHECK(rt.cache_stats().corrupt_entries == 1);
+  CHECK(runsRight(rt, ck, {40, 300}, 3));
+  CHECK(cache::list(dir.path).at(0).valid); // replaced by a good one
+  CHECK(cpuWith(dir.path).compile(catalogue::add(DType::f32)).cache().outcome == CacheOutcome::disk);
+}
+
+TEST_CASE("a bit flip in a cache entry's payload or header is never loaded", "[cache][errors]") {
+  TempDir dir;
+  cpuWith(dir.path).compile(catalogue::softmax(DType::f32));
+  const std::string path = onlyEntryPath(dir.path);
+  const std::string good = readAll(path);
+  for (size_t at : {good.size() - 7, good.find("\"kernel\"") + 2}) {
+    std::string bad = good;
+    bad[at] = char(bad[at] ^ 0x10);
+    writeAll(path, bad);
+    Runtime rt = cpuWith(dir.path);
+    CompiledKernel ck = rt.compile(catalogue::softmax(DType::f32));
+    INFO("flipped byte " << at << ": " << ck.cache().note);
+    CHECK(ck.cache().outcome == CacheOutcome::miss);
+    CHECK(rt.cache_stats().corrupt_entries == 1);
+    CHECK(runsRight(rt, ck, {9, 1000}, 4));
+    CHECK(cache::list(dir.path).at(0).valid); // replaced by a good one
+  }
+  // A garbage file where an entry should be.
+  writeAll(path, "not a cache entry at all");
+  Runtime rt = cpuWith(dir.path);
+  CHECK_THAT(rt.compile(catalogue::softmax(DType::f32)).cache().note, Contains("bad magic"));
+}
+
+TEST_CASE("the disk cache stays under its size limit by evicting the least recently used", "[cache]") {
+  TempDir dir;
+  int64_t one = 0;
+  {
+    Runtime rt = cpuWith(dir.path);
+    rt.compile(catalogue::add(DType::f32));
+    one = cache::size_bytes(dir.path);
+  }
+  REQUIRE(one > 0);
+  // Room for about two entries of this size.
+  Runtime rt = cpuWith(dir.path, one * 2 + one / 2);
+  CompiledKernel add = rt.compile(catalogue::add(DType::f32)); // a disk hit: now the most recent
+  CHECK(add.cache().outcome == CacheOutcome::disk);
+  ::usleep(20000);
+  rt.compile(catalogue::add(DType::f16));
+  ::usleep(20000);
+  rt.compile(catalogue::add(DType::bf16));
+  CHECK(rt.cache_stats().evictions >= 1);
+  CHECK(cache::size_bytes(dir.path) <= one * 2 + one / 2);
+  // The oldest (f32) went; the newest stays.
+  Runtime again = cpuWith(dir.path, int64_t(1) << 30);
+  CHECK(again.compile(catalogue::add(DType::bf16)).cache().outcome == CacheOutcome::disk);
+  CHECK(again.compile(catalogue::add(DType::f32)).cache().outcome == CacheOutcome::miss);
+}
+
+TEST_CASE("an unwritable cache directory costs the cache, not the kernel", "[cache][errors]") {
+  Runtime rt = cpuWith("/proc/kiln-cannot-write-here");
+  CompiledKernel ck = rt.compile(catalogue::add(DType::f32));
+  CHECK(ck.cache().outcome == CacheOutcome::miss);
+  CHECK_THAT(ck.cache().note, Contains("not written to the disk cache"));
+  CHECK(rt.cache_stats().write_failures == 1);
+  CHECK(runsRight(rt, ck, {5, 7}, 1));
+}
+
+TEST_CASE("caching can be turned off", "[cache]") {
+  Runtime rt = Runtime::create(Backend::cpu, {.cache_dir = "off", .memory_cache = false});
+  CHECK(rt.compile(catalogue::add(DType::f32)).cache().outcome == CacheOutcome::off);
+  CHECK(rt.compile(catalogue::add(DType::f32)).cache().outcome == CacheOutcome::off);
+  CHECK(rt.cache_stats().compiles == 2);
+}
+
+TEST_CASE("clear removes every entry", "[cache]") {
+  TempDir dir;
+  Runtime rt = cpuWith(dir.path);
+  rt.compile(catalogue::add(DType::f32));
+  rt.compile(catalogue::softmax(DType::f32));
+  CHECK(cache::list(dir.path).size() == 2);
+  CHECK(cache::clear(dir.path) == 2);
+  CHECK(cache::list(dir.path).empty());
+  CHECK(cache::size_bytes(dir.path) == 0);
+}
