@@ -12,7 +12,7 @@ set(KILN_PLAIN_SOURCES
   backends/cuda/Cublas.cpp
   lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Verify/GpuReference.cpp
   lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp lib/Catalogue/Handwritten.cpp
-  lib/Profile/Testing.cpp)
+  lib/Profile/Testing.cpp lib/Tune/Tune.cpp)
 # Hand-written CUDA C++ kernels ship inside libkiln.so as text for NVRTC: each .cu becomes a
 # raw string literal in <build>/generated/<name>.cu.inc (rewritten only when it changes).
 foreach(cu lib/Catalogue/cuda/gemm_epilogue.cu lib/Catalogue/cuda/epilogue.cu)

@@ -35,6 +35,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <sstream>
 #include <unistd.h>
 
@@ -166,6 +167,18 @@ class CpuRuntime : public detail::RuntimeImpl {
 public:
   std::unique_ptr<detail::CompiledImpl> compile(const Kernel& k) override { return cpu::compile(k); }
   std::string emit(const Kernel& k, Stage stage) override { return cpu::emit(k, stage); }
+
+  Fingerprint fingerprint() override {
+    Fingerprint f;
+    f.backend = "cpu";
+    std::string why;
+    auto tm = hostMachine(&why);
+    f.device = describeHost();
+    f.target = tm ? tm->getTargetCPU().str() : "unknown";
+    f.sm_count = int(std::thread::hardware_concurrency());
+    f.compiler = "LLVM ORC JIT";
+    return f;
+  }
 
   nlohmann::json cacheKeyInputs() override {
     std::string why;

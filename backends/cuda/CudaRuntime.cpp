@@ -188,6 +188,22 @@ public:
     return out;
   }
 
+  Fingerprint fingerprint() override {
+    Fingerprint f;
+    f.backend = "cuda";
+    f.target = state->arch;
+    std::string why;
+    f.compiler = nvJitLinkAvailable(&why) ? nvJitLinkVersionString() : "driver PTX JIT";
+    if (state->compile_only) {
+      f.device = "none (compile-only)";
+      return f;
+    }
+    f.device = state->device.name;
+    f.sm_count = state->device.sm_count;
+    f.driver = formatDriverVersion(state->device.driver_version);
+    return f;
+  }
+
   nlohmann::json cacheKeyInputs() override {
     std::string why;
     // The PTX compiler decides the machine code: nvJitLink's version, or the driver's when

@@ -85,6 +85,8 @@ struct KILN_API Entry {
   std::function<Problem(const std::vector<int64_t>& shape, DType, uint64_t seed)> problem;
   /// Empty when the kernel has no hand-written version.
   std::function<Handwritten(DType)> handwritten;
+  /// GEMM kernels: the kernel with given tiles (what `kiln tune` searches); empty otherwise.
+  std::function<Kernel(DType, GemmTiles)> make_tiled;
 };
 
 KILN_API const std::vector<Entry>& all();

@@ -1,5 +1,6 @@
 #pragma once
 // kiln: tile-granularity GPU kernels from C++. The umbrella header.
+#include "kiln/cache.hpp"
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/dtype.hpp"
@@ -10,5 +11,6 @@
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 #include "kiln/testing.hpp"
+#include "kiln/tune.hpp"
 #include "kiln/tensor.hpp"
 #include "kiln/verify.hpp"

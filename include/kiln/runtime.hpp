@@ -70,6 +70,21 @@ struct KILN_API KernelReport {
 
 namespace detail { struct CompiledImpl; struct RuntimeImpl; struct DeviceTensorImpl; struct RuntimeAccess; }
 
+/// What a measurement depends on besides the kernel: recorded with tuning results so a
+/// choice is never reused on another device or toolchain without saying so.
+struct KILN_API Fingerprint {
+  std::string backend;   ///< "cuda", "cpu"
+  std::string device;    ///< "NVIDIA H200", or the host CPU
+  int sm_count = 0;      ///< CUDA: multiprocessors; CPU: hardware threads
+  std::string driver;    ///< CUDA driver version ("13.0"); empty on the CPU
+  std::string target;    ///< "sm_90a", or the host CPU name
+  std::string compiler;  ///< "nvJitLink 13.0", "LLVM ORC JIT"
+  std::string kiln;      ///< kiln's version
+  std::string llvm;      ///< LLVM/MLIR version
+  /// The fields that differ from `other`, "field: mine vs theirs; ..."; empty when equal.
+  std::string diff(const Fingerprint& other) const;
+};
+
 /// A kernel ready to run on one backend. Move-only (a memory-cache hit shares the
 /// compiled code with the kernel it came from).
 class KILN_API CompiledKernel {
@@ -158,6 +173,7 @@ public:
   void download(const DeviceTensor& from, HostTensor& to) const;
   void synchronize() const;
   MemoryStats memory() const;
+  Fingerprint fingerprint() const;
   /// Restarts the high-water mark at the bytes in use now (to measure one phase).
   void reset_peak_memory() const;
 

@@ -61,7 +61,8 @@ std::vector<Entry> makeAll() {
                    return gemmProblem(s, d, seed, epi);
                  },
                  epi == Epilogue::bias ? std::function<Handwritten(DType)>()
-                                       : [epi](DType d) { return detail::gemmHandwritten(d, epi); }});
+                                       : [epi](DType d) { return detail::gemmHandwritten(d, epi); },
+                 [make](DType d, GemmTiles t) { return make(d, t); }});
   };
   gemmEntry("gemm", "C = A @ B (f32 accumulate)", gemm, Epilogue::none);
   gemmEntry("gemm_bias_relu", "C = relu(A @ B + bias)", gemm_bias_relu, Epilogue::bias_relu);

@@ -51,6 +51,9 @@ CompileTimes timesFrom(const nlohmann::json& j) {
 
 } // namespace
 
+std::string kilnVersion() { return KILN_VERSION; }
+std::string llvmVersion() { return LLVM_VERSION_STRING; }
+
 void configureCache(RuntimeImpl& rt, const RuntimeOptions& options) {
   rt.memoryCacheOn = options.memory_cache;
   std::string dir = options.cache_dir;

@@ -82,6 +82,29 @@ DeviceTensor Runtime::allocate(DType dtype, const std::vector<int64_t>& dims) co
   return DeviceTensor(std::move(t));
 }
 
+Fingerprint Runtime::fingerprint() const {
+  Fingerprint f = impl_->fingerprint();
+  f.kiln = detail::kilnVersion();
+  f.llvm = detail::llvmVersion();
+  return f;
+}
+
+std::string Fingerprint::diff(const Fingerprint& o) const {
+  std::string s;
+  auto cmp = [&](const char* name, const std::string& a, const std::string& b) {
+    if (a != b) s += (s.empty() ? "" : "; ") + std::string(name) + ": " + a + " vs " + b;
+  };
+  cmp("backend", backend, o.backend);
+  cmp("device", device, o.device);
+  cmp("sm_count", std::to_string(sm_count), std::to_string(o.sm_count));
+  cmp("driver", driver, o.driver);
+  cmp("target", target, o.target);
+  cmp("compiler", compiler, o.compiler);
+  cmp("kiln", kiln, o.kiln);
+  cmp("llvm", llvm, o.llvm);
+  return s;
+}
+
 MemoryStats Runtime::memory() const { return {impl_->meter->in_use.load(), impl_->meter->peak.load()}; }
 void Runtime::reset_peak_memory() const { impl_->meter->peak = impl_->meter->in_use.load(); }
 

@@ -102,6 +102,8 @@ struct RuntimeImpl {
     throw Error(ErrorKind::Unsupported, "reference::gpu_gemm runs cuBLASLt on a CUDA runtime's device, and this "
                                         "runtime is '" + description + "' (use reference::gemm on the host)");
   }
+  /// Device and toolchain identity (Runtime::fingerprint); kiln/llvm are filled in by the caller.
+  virtual Fingerprint fingerprint() = 0;
   /// Kernel cache hooks. What besides the tile IR decides the machine code (target,
   /// options, compiler versions); null: this backend does not cache.
   virtual nlohmann::json cacheKeyInputs() { return nullptr; }
@@ -129,6 +131,10 @@ struct RuntimeImpl {
   std::unique_ptr<DiskCache> disk;
   bool memoryCacheOn = true;
 };
+
+/// kiln's and LLVM's versions (lib/Runtime/CompileCache.cpp).
+std::string kilnVersion();
+std::string llvmVersion();
 
 /// Runtime::compile: the memory cache, the disk cache, else the backend's compile (and
 /// a disk write).

@@ -1,0 +1,97 @@
+#pragma once
+// The autotuner: an explicit search space, every candidate compiled (in parallel), verified
+// against the reference before it is timed (a fast wrong kernel never wins), timed with the
+// profiler's warm measurement, and the choice saved to a JSON database with what it was
+// measured on and what the search cost. With the database present the tuner replays the
+// choice (compiling only that config); a changed device, driver or compiler is reported and
+// tuned again, never reused silently. docs/tuning.md.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/export.hpp"
+#include "kiln/kernel.hpp"
+#include "kiln/profile.hpp"
+#include "kiln/runtime.hpp"
+#include "kiln/tensor.hpp"
+
+namespace kiln::tune {
+
+/// One point of a search space: named integer parameters. The parameter `warps`, when
+/// present, selects RuntimeOptions::num_warps (CUDA) for that candidate.
+struct KILN_API Config {
+  std::map<std::string, int64_t> params;
+  int64_t get(const std::string& name, int64_t fallback) const;
+  std::string str() const; ///< "k=32 m=128 n=64 stages=3 warps=4"
+  bool operator==(const Config& o) const { return params == o.params; }
+};
+
+/// A list of configs. `product` builds the cartesian product of each axis's values and
+/// keeps the configs `allowed` accepts (it may say why not: those are listed as rejected).
+struct KILN_API Space {
+  std::vector<Config> configs;
+  std::vector<std::pair<Config, std::string>> rejected; ///< by a constraint, with the reason
+  static Space list(std::vector<Config> configs);
+  static Space product(const std::map<std::string, std::vector<int64_t>>& axes,
+                       const std::function<bool(const Config&, std::string* why)>& allowed = {});
+};
+
+/// The work every candidate is verified and timed on (inputs on the host, output poisoned
+/// by the tuner before each candidate's check).
+struct KILN_API Problem {
+  std::vector<HostTensor> args; ///< in signature order
+  size_t output = 0;
+  std::vector<double> reference;
+  double flops = 0;
+};
+
+struct KILN_API Options {
+  int reps = 20;           ///< timed launches per candidate (fixed, recorded)
+  int warmup = 3;
+  int threads = 0;         ///< parallel compiles; 0: every hardware thread
+  std::string database;    ///< JSON file for save and replay; empty: neither
+  bool replay = true;      ///< with a matching, same-fingerprint entry, compile only its choice
+  bool progress = true;    ///< a progress bar on stderr
+  std::string shape_class; ///< the database key's shape part (default: the output's dims)
+};
+
+struct KILN_API Candidate {
+  Config config;
+  bool compiled = false, verified = false;
+  std::string error;               ///< why not compiled / verified
+  double compile_ms = 0;
+  KernelReport report;
+  std::optional<profile::Stat> time; ///< only for verified candidates
+};
+
+struct KILN_API Result {
+  std::string signature;           ///< "<kernel name> <dtype of the output>"
+  std::string shape_class;
+  Config best;
+  profile::Stat best_time;
+  std::optional<Config> runner_up;
+  std::optional<profile::Stat> runner_up_time;
+  std::vector<Candidate> candidates; ///< every candidate tried, in space order
+  int reps = 0;
+  double compile_ms = 0;           ///< the search's compile cost (wall time, parallel)
+  double timing_ms = 0;            ///< the search's verify + timing cost (wall time)
+  bool replayed = false;           ///< the choice came from the database
+  std::string note;                ///< e.g. "database entry is stale (driver: 13.1 vs 13.0); tuned again"
+  Fingerprint fingerprint;
+};
+
+/// Tunes `make` (a kernel for each config) on `problem`. Throws kiln::Error(InvalidArgument)
+/// for an empty space or a bad problem, and Runtime when no candidate verifies (each
+/// candidate's reason is in the message). `backend` and `base` give each candidate's
+/// Runtime (base.num_warps is replaced by the config's `warps`).
+KILN_API Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
+                     const std::function<Kernel(const Config&)>& make, Problem problem,
+                     const Options& options = {});
+
+/// The database's entries as JSON text (for tools); "" when the file does not exist.
+KILN_API std::string read_database(const std::string& path);
+
+} // namespace kiln::tune

@@ -1,0 +1,354 @@
+// The autotuner (include/kiln/tune.hpp): compile every candidate in parallel, verify each
+// before timing it, time the verified ones one at a time, save the choice with its
+// fingerprint and the search's cost; replay it when the fingerprint still matches.
+#include "kiln/tune.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/error.hpp"
+#include "kiln/verify.hpp"
+
+namespace kiln::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+class Progress {
+public:
+  Progress(bool on) : on_(on), tty_(::isatty(2)) {}
+  void show(const std::string& phase, int done, int total) {
+    if (!on_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    const int width = 24, filled = total ? width * done / total : width;
+    std::fprintf(stderr, "%s%-10s [%s%s] %d/%d%s", tty_ ? "\r" : "", phase.c_str(), std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), done, total, tty_ ? "" : "\n");
+    if (tty_ && done == total) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  }
+
+private:
+  bool on_, tty_;
+  std::mutex mu_;
+};
+
+json toJson(const Fingerprint& f) {
+  return {{"backend", f.backend}, {"device", f.device}, {"sm_count", f.sm_count}, {"driver", f.driver},
+          {"target", f.target}, {"compiler", f.compiler}, {"kiln", f.kiln}, {"llvm", f.llvm}};
+}
+Fingerprint fingerprintFrom(const json& j) {
+  Fingerprint f;
+  f.backend = j.value("backend", ""), f.device = j.value("device", ""), f.sm_count = j.value("sm_count", 0);
+  f.driver = j.value("driver", ""), f.target = j.value("target", ""), f.compiler = j.value("compiler", "");
+  f.kiln = j.value("kiln", ""), f.llvm = j.value("llvm", "");
+  return f;
+}
+json toJson(const profile::Stat& s) {
+  return {{"median_ms", s.median}, {"p10_ms", s.p10}, {"p90_ms", s.p90}, {"min_ms", s.min}, {"reps", s.reps}};
+}
+json toJson(const Config& c) { return json(c.params); }
+Config configFrom(const json& j) {
+  Config c;
+  c.params = j.get<std::map<std::string, int64_t>>();
+  return c;
+}
+
+json loadDatabase(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return json{{"format", 1}, {"entries", json::array()}};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    json db = json::parse(ss.str());
+    if (!db.is_object() || !db.contains("entries") || !db["entries"].is_array()) throw std::runtime_error("no entries array");
+    return db;
+  } catch (const std::exception& e) {
+    // Never overwrite what we cannot read: it may be someone's only copy of a search.
+    throw Error(ErrorKind::InvalidArgument, "tuning database '" + path + "' is not a kiln tuning database (" +
+                                                firstLine(e.what()) + "); move it away or name another file");
+  }
+}
+
+void saveDatabase(const std::string& path, const json& db) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng());
+  {
+    std::ofstream out(tmp);
+    out << db.dump(2) << "\n";
+    if (!out) {
+      ::unlink(tmp.c_str());
+      throw Error(ErrorKind::Runtime, "cannot write the tuning database '" + path + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error(ErrorKind::Runtime, "cannot replace the tuning database '" + path + "'");
+  }
+}
+
+// One compile of one config on the Runtime for its warp count.
+struct Compiled {
+  std::optional<CompiledKernel> kernel;
+  const Runtime* rt = nullptr;
+};
+
+} // namespace
+
+int64_t Config::get(const std::string& name, int64_t fallback) const {
+  auto it = params.find(name);
+  return it == params.end() ? fallback : it->second;
+}
+
+std::string Config::str() const {
+  std::string s;
+  for (const auto& [k, v] : params) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  return s;
+}
+
+Space Space::list(std::vector<Config> configs) {
+  Space s;
+  s.configs = std::move(configs);
+  return s;
+}
+
+Space Space::product(const std::map<std::string, std::vector<int64_t>>& axes,
+                     const std::function<bool(const Config&, std::string* why)>& allowed) {
+  std::vector<Config> all(1);
+  for (const auto& [name, values] : axes) {
+    std::vector<Config> next;
+    for (const Config& c : all)
+      for (int64_t v : values) {
+        Config d = c;
+        d.params[name] = v;
+        next.push_back(d);
+      }
+    all = std::move(next);
+  }
+  Space s;
+  for (Config& c : all) {
+    std::string why;
+    if (!allowed || allowed(c, &why)) s.configs.push_back(std::move(c));
+    else s.rejected.emplace_back(std::move(c), why);
+  }
+  return s;
+}
+
+std::string read_database(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  return loadDatabase(path).dump(2);
+}
+
+Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
+            const std::function<Kernel(const Config&)>& make, Problem problem, const Options& options) {
+  if (space.configs.empty())
+    throw Error(ErrorKind::InvalidArgument, "tune: the search space is empty" +
+                                                (space.rejected.empty() ? std::string()
+                                                                        : " (every config was rejected, e.g. " +
+                                                                              space.rejected[0].first.str() + ": " +
+                                                                              space.rejected[0].second + ")"));
+  if (problem.output >= problem.args.size() ||
+      int64_t(problem.reference.size()) != problem.args[problem.output].numel())
+    throw Error(ErrorKind::InvalidArgument, "tune: the problem's output index or reference size is wrong");
+  if (options.reps < 1 || options.warmup < 0) throw Error(ErrorKind::InvalidArgument, "tune: reps must be >= 1");
+
+  // One Runtime per warp count (the kernel cache is per Runtime; the GPU context is shared).
+  std::map<int64_t, Runtime> runtimes;
+  auto runtimeFor = [&](const Config& c) -> const Runtime& {
+    int64_t w = c.get("warps", base.num_warps);
+    auto it = runtimes.find(w);
+    if (it == runtimes.end()) {
+      RuntimeOptions o = base;
+      o.num_warps = int(w);
+      it = runtimes.emplace(w, Runtime::create(backend, o)).first;
+    }
+    return it->second;
+  };
+  for (const Config& c : space.configs) runtimeFor(c); // made here, before any thread starts
+  const Runtime& first = runtimes.begin()->second;
+
+  Result result;
+  result.fingerprint = first.fingerprint();
+  result.reps = options.reps;
+  const HostTensor& out = problem.args[problem.output];
+  // The signature names the kernel: the first config that traces says what it is.
+  for (const Config& c : space.configs) {
+    try {
+      result.signature = make(c).name() + " " + to_string(out.dtype());
+      break;
+    } catch (const Error&) {
+    }
+  }
+  if (result.signature.empty()) result.signature = std::string("? ") + to_string(out.dtype());
+  if (options.shape_class.empty()) {
+    for (size_t i = 0; i < out.dims().size(); ++i) result.shape_class += (i ? "x" : "") + std::to_string(out.dims()[i]);
+  } else {
+    result.shape_class = options.shape_class;
+  }
+
+  // The inputs go up once; each candidate gets a freshly poisoned output.
+  HostTensor poisoned = out;
+  poisoned.poison();
+  std::vector<DeviceTensor> inputs;
+  for (const HostTensor& h : problem.args) inputs.push_back(first.upload(h));
+  auto check = [&](const Runtime& rt, const CompiledKernel& k, Candidate& cand) {
+    DeviceTensor o = first.upload(poisoned);
+    std::vector<TensorView> views;
+    for (size_t i = 0; i < inputs.size(); ++i) views.push_back(i == problem.output ? o.view() : inputs[i].view());
+    try {
+      k.launch(views);
+      HostTensor got = poisoned;
+      first.download(o, got);
+      verify::Report rep = verify::compare(got.view(), problem.reference, verify::Tolerance::for_dtype(got.dtype()));
+      cand.verified = rep.ok;
+      if (!rep.ok) {
+        cand.error = "wrong result: " + rep.summary();
+        return;
+      }
+      cand.time = profile::time_kernel(rt, k, views, {options.reps, options.warmup, true});
+    } catch (const Error& e) {
+      cand.verified = false;
+      cand.error = firstLine(e.what());
+    }
+  };
+
+  // Replay a saved choice when the device and toolchain are the same.
+  json db;
+  json* saved = nullptr;
+  if (!options.database.empty()) {
+    db = loadDatabase(options.database);
+    for (json& e : db["entries"])
+      if (e.value("signature", "") == result.signature && e.value("shape_class", "") == result.shape_class &&
+          e.value("fingerprint", json::object()).value("backend", "") == result.fingerprint.backend)
+        saved = &e;
+  }
+  if (saved && options.replay) {
+    const std::string diff = result.fingerprint.diff(fingerprintFrom((*saved)["fingerprint"]));
+    if (diff.empty()) {
+      Candidate cand;
+      cand.config = configFrom((*saved)["chosen"]["config"]);
+      auto t0 = Clock::now();
+      const Runtime& rt = runtimeFor(cand.config);
+      CompiledKernel k = rt.compile(make(cand.config));
+      cand.compiled = true;
+      cand.compile_ms = msSince(t0);
+      cand.report = k.report();
+      result.compile_ms = cand.compile_ms;
+      t0 = Clock::now();
+      check(rt, k, cand);
+      result.timing_ms = msSince(t0);
+      if (cand.verified) {
+        result.replayed = true;
+        result.best = cand.config;
+        result.best_time = *cand.time;
+        result.candidates = {cand};
+        result.note = "replayed from " + options.database + " (searched " +
+                      std::to_string((*saved).value("candidates", 0)) + " configs on " +
+                      (*saved)["fingerprint"].value("device", "?") + ")";
+        return result;
+      }
+      result.note = "the saved choice " + cand.config.str() + " no longer verifies (" + cand.error + "); tuned again";
+    } else {
+      result.note = "database entry is stale (" + diff + "); tuned again";
+    }
+  }
+
+  // Compile every candidate, in parallel.
+  const size_t n = space.configs.size();
+  result.candidates.resize(n);
+  std::vector<Compiled> compiled(n);
+  Progress progress(options.progress);
+  int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::min<int>(threads, int(n));
+  std::atomic<size_t> next{0};
+  std::atomic<int> done{0};
+  auto c0 = Clock::now();
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      Candidate& cand = result.candidates[i];
+      cand.config = space.configs[i];
+      const Runtime& rt = runtimes.at(cand.config.get("warps", base.num_warps));
+      auto t0 = Clock::now();
+      try {
+        compiled[i].kernel.emplace(rt.compile(make(cand.config)));
+        compiled[i].rt = &rt;
+        cand.compiled = true;
+        cand.report = compiled[i].kernel->report();
+      } catch (const Error& e) {
+        cand.error = "does not compile: " + firstLine(e.what());
+      }
+      cand.compile_ms = msSince(t0);
+      progress.show("compiling", ++done, int(n));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  result.compile_ms = msSince(c0);
+
+  // Verify, then time, one candidate at a time.
+  auto t0 = Clock::now();
+  int checked = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (compiled[i].kernel) check(*compiled[i].rt, *compiled[i].kernel, result.candidates[i]);
+    progress.show("timing", ++checked, int(n));
+  }
+  result.timing_ms = msSince(t0);
+
+  std::vector<const Candidate*> ranked;
+  for (const Candidate& c : result.candidates)
+    if (c.time) ranked.push_back(&c);
+  if (ranked.empty()) {
+    std::string why;
+    for (const Candidate& c : result.candidates) why += "\n  " + c.config.str() + ": " + c.error;
+    throw Error(ErrorKind::Runtime, "tune: no candidate of " + result.signature + " verified:" + why);
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Candidate* a, const Candidate* b) { // ties: space order
+    return a->time->median != b->time->median ? a->time->median < b->time->median : a < b;
+  });
+  result.best = ranked[0]->config;
+  result.best_time = *ranked[0]->time;
+  if (ranked.size() > 1) {
+    result.runner_up = ranked[1]->config;
+    result.runner_up_time = *ranked[1]->time;
+  }
+
+  if (!options.database.empty()) {
+    json entry = {{"signature", result.signature},
+                  {"shape_class", result.shape_class},
+                  {"fingerprint", toJson(result.fingerprint)},
+                  {"chosen", {{"config", toJson(result.best)}, {"time", toJson(result.best_time)}}},
+                  {"runner_up", result.runner_up ? json{{"config", toJson(*result.runner_up)},
+                                                        {"time", toJson(*result.runner_up_time)}}
+                                                 : json(nullptr)},
+                  {"reps", options.reps},
+                  {"warmup", options.warmup},
+                  {"candidates", int(n)},
+                  {"verified", int(ranked.size())},
+                  {"search_cost", {{"compile_ms", result.compile_ms}, {"timing_ms", result.timing_ms}}},
+                  {"created_unix", int64_t(std::time(nullptr))}};
+    if (saved) *saved = entry;
+    else db["entries"].push_back(entry);
+    saveDatabase(options.database, db);
+  }
+  return result;
+}
+
+} // namespace kiln::tune
