@@ -10,6 +10,7 @@
 #include "kiln/kiln.hpp"
 
 #include "bench.hpp"
+#include "tune_cmd.hpp"
 
 #include <execinfo.h>
 #include <unistd.h>
@@ -212,6 +213,20 @@ int main(int argc, char** argv) {
   bench->add_option("--json", bo.json, "write the rows as JSON");
   bench->add_option("--html", bo.html, "write an HTML report with plots");
 
+  auto* tuneCmd = app.add_subcommand("tune", "search GEMM tile configs: verify, time, save and replay the choice");
+  TuneOptions to;
+  tuneCmd->add_option("kernel", to.kernel, "a catalogue GEMM (see `kiln list`)")->required();
+  tuneCmd->add_option("--shape", to.shape, "MxNxK")->required();
+  tuneCmd->add_option("--dtype", to.dtype, "f32 | f16 | bf16")->capture_default_str();
+  tuneCmd->add_option("--backend", to.backend, "auto | cpu | cuda")->capture_default_str();
+  tuneCmd->add_option("--space", to.space, "a JSON list of configs (default: the built-in space)");
+  tuneCmd->add_option("--db", to.database, "tuning database (JSON): replay a matching choice, save a new one");
+  tuneCmd->add_option("--reps", to.reps, "timed launches per candidate")->capture_default_str();
+  tuneCmd->add_option("--warmup", to.warmup, "untimed launches first")->capture_default_str();
+  tuneCmd->add_option("--threads", to.threads, "parallel compiles (0: all cores)")->capture_default_str();
+  tuneCmd->add_flag("!--no-replay", to.replay, "search even when the database has a choice");
+  tuneCmd->add_flag("!--no-progress", to.progress, "no progress bar");
+
   auto* cacheCmd = app.add_subcommand("cache", "the disk kernel cache: ls | stats | clear");
   std::string cacheAction, cacheDirOpt;
   cacheCmd->add_option("action", cacheAction, "ls | stats | clear")->required()->check(CLI::IsMember({"ls", "stats", "clear"}));
@@ -235,6 +250,10 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("list")) return cmdList();
     if (app.got_subcommand("compile")) return cmdCompile(ckernel, emit, cdtype, cbackend, arch, output);
     if (app.got_subcommand("cache")) return cmdCache(cacheAction, cacheDirOpt);
+    if (app.got_subcommand("tune")) {
+      dtypeOf(to.dtype);
+      return cmdTune(to);
+    }
     if (app.got_subcommand("report")) return cmdReport(reportIn, reportCsv, reportHtml, reportTitle);
     if (app.got_subcommand("bench")) {
       dtypeOf(bo.dtype);

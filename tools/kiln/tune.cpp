@@ -1,0 +1,127 @@
+// kiln tune: the autotuner on a catalogue GEMM (docs/tuning.md). The default space is
+// tiles m, n in {64, 128}, k in {32, 64}, stages in {2, 3, 4}, warps in {4, 8} on CUDA
+// (48 configs before constraints), smaller tiles on the CPU; `--space FILE` takes a JSON
+// list of configs instead.
+#include "tune_cmd.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/kiln.hpp"
+
+namespace {
+
+using kiln::tune::Config;
+
+// Shared memory a config's pipelined k-loop stages (A and B tiles per stage), and the f32
+// accumulators each thread holds: the two limits a config can break.
+kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimit) {
+  const int64_t es = kiln::size_of(dt);
+  if (b != kiln::Backend::cuda)
+    return kiln::tune::Space::product({{"m", {16, 32, 64}}, {"n", {16, 32, 64}}, {"k", {16, 32}}, {"stages", {3}}});
+  return kiln::tune::Space::product(
+      {{"m", {64, 128}}, {"n", {64, 128}}, {"k", {32, 64}}, {"stages", {2, 3, 4}}, {"warps", {4, 8}}},
+      [=](const Config& c, std::string* why) {
+        const int64_t m = c.get("m", 0), n = c.get("n", 0), k = c.get("k", 0), s = c.get("stages", 1);
+        const int64_t smem = s * (m * k + k * n) * es;
+        if (smem > smemLimit) {
+          *why = "needs " + std::to_string(smem) + " B of shared memory, over " + std::to_string(smemLimit);
+          return false;
+        }
+        const int64_t acc = m * n / (32 * c.get("warps", 4));
+        if (acc > 128) {
+          *why = std::to_string(acc) + " f32 accumulators per thread: would spill";
+          return false;
+        }
+        return true;
+      });
+}
+
+kiln::tune::Space spaceFromFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw kiln::Error(kiln::ErrorKind::NotFound, "cannot read the space file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::vector<Config> configs;
+  try {
+    for (const auto& j : nlohmann::json::parse(ss.str())) configs.push_back(Config{j.get<std::map<std::string, int64_t>>()});
+  } catch (const nlohmann::json::exception& e) {
+    throw kiln::Error(kiln::ErrorKind::InvalidArgument,
+                      "space file '" + path + "': expected a JSON list of objects of integers, e.g. "
+                      "[{\"m\": 128, \"n\": 64, \"k\": 32, \"stages\": 3, \"warps\": 4}]: " + e.what());
+  }
+  return kiln::tune::Space::list(std::move(configs));
+}
+
+} // namespace
+
+int cmdTune(const TuneOptions& o) {
+  const auto& entry = kiln::catalogue::find(o.kernel);
+  if (!entry.make_tiled)
+    throw kiln::Error(kiln::ErrorKind::Unsupported, "kiln tune searches GEMM tile sizes; '" + o.kernel + "' is not a GEMM");
+  const kiln::DType dt = *kiln::parse_dtype(o.dtype);
+  const auto shape = kiln::catalogue::parse_shape(o.shape, entry);
+  kiln::Runtime probe = kiln::Runtime::create(kiln::parse_backend(o.backend));
+  const kiln::Backend backend = probe.backend();
+  kiln::tune::Space space =
+      o.space.empty() ? defaultSpace(backend, dt, 227 * 1024) : spaceFromFile(o.space);
+  std::printf("tuning %s %s on %s: %zu configs (%zu rejected by constraints), %d reps each\n", o.kernel.c_str(),
+              o.shape.c_str(), probe.describe().substr(0, probe.describe().find(';')).c_str(), space.configs.size(),
+              space.rejected.size(), o.reps);
+  for (const auto& [c, why] : space.rejected) std::printf("  rejected %s: %s\n", c.str().c_str(), why.c_str());
+
+  std::printf("computing the reference (Eigen, f64) ...\n");
+  kiln::catalogue::Problem p = entry.problem(shape, dt, o.seed);
+  kiln::tune::Problem problem{p.args, p.output, p.reference, p.flops};
+  auto make = [&](const Config& c) {
+    return entry.make_tiled(dt, {c.get("m", 64), c.get("n", 64), c.get("k", 32), c.get("stages", 3)});
+  };
+  kiln::tune::Options opt;
+  opt.reps = o.reps;
+  opt.warmup = o.warmup;
+  opt.threads = o.threads;
+  opt.database = o.database;
+  opt.replay = o.replay;
+  opt.progress = o.progress;
+  opt.shape_class = o.shape;
+  kiln::tune::Result r = kiln::tune::tune(backend, {}, space, make, std::move(problem), opt);
+
+  std::vector<const kiln::tune::Candidate*> order;
+  for (const auto& c : r.candidates) order.push_back(&c);
+  std::sort(order.begin(), order.end(), [](auto* a, auto* b) {
+    if (bool(a->time) != bool(b->time)) return bool(a->time);
+    return a->time && b->time && a->time->median < b->time->median;
+  });
+  std::printf("%-40s %10s %10s %10s %10s %9s %5s  %s\n", "config", "compile_ms", "median_ms", "p10_ms", "p90_ms",
+              "TFLOP/s", "regs", "state");
+  for (auto* c : order) {
+    if (c->time)
+      std::printf("%-40s %10.1f %10.4f %10.4f %10.4f %9.2f %5d  ok\n", c->config.str().c_str(), c->compile_ms,
+                  c->time->median, c->time->p10, c->time->p90, p.flops / (c->time->median * 1e9), c->report.registers);
+    else
+      std::printf("%-40s %10.1f %10s %10s %10s %9s %5s  %s\n", c->config.str().c_str(), c->compile_ms, "-", "-", "-",
+                  "-", "-", c->error.c_str());
+  }
+  std::printf("chosen:    %s  median %.4f ms (p10 %.4f, p90 %.4f), %.2f TFLOP/s\n", r.best.str().c_str(),
+              r.best_time.median, r.best_time.p10, r.best_time.p90, p.flops / (r.best_time.median * 1e9));
+  if (r.runner_up)
+    std::printf("runner-up: %s  median %.4f ms\n", r.runner_up->str().c_str(), r.runner_up_time->median);
+  const Config def{{{"m", 64}, {"n", 64}, {"k", 32}, {"stages", 3}, {"warps", 4}}};
+  for (const auto& c : r.candidates) {
+    Config cc = c.config;
+    if (backend != kiln::Backend::cuda) cc.params.erase("warps");
+    Config d = def;
+    if (backend != kiln::Backend::cuda) d.params.erase("warps");
+    if (cc == d && c.time)
+      std::printf("default:   %s  median %.4f ms: the chosen config is %.2fx faster\n", d.str().c_str(),
+                  c.time->median, c.time->median / r.best_time.median);
+  }
+  std::printf("search cost: %.0f ms compiling (%zu candidates, in parallel), %.0f ms verifying and timing\n",
+              r.compile_ms, r.candidates.size(), r.timing_ms);
+  if (!r.note.empty()) std::printf("note: %s\n", r.note.c_str());
+  if (!o.database.empty()) std::printf("database: %s\n", o.database.c_str());
+  return 0;
+}
