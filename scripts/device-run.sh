@@ -22,30 +22,70 @@ run() { # name, log, command...
   result[$name]="rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   tail -n 4 "$RES/$log"
 }
-# The issue-4 acceptance run: every route on the five shapes, with the reports.
-SHAPES="--shape 4096x4096x4096 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 16x4096x4096 --shape 128x12288x4096"
-run kiln-bench kiln-bench.log $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 $SHAPES --reps 30 --warmup 5 \
-  --csv "$RES/kiln-bench.csv" --json "$RES/kiln-bench.json" --html "$RES/kiln-bench.html"
-run mlp mlp.log $K/kiln-mlp --csv "$RES/mlp.csv" --json "$RES/mlp.json" --html "$RES/mlp.html"
-run cuda-support cuda-support.log $K/kiln-cuda-support-tests
-run gpu-suite gpu-tests.log $K/kiln-gpu-tests --durations yes
-run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
-run bench bench.log $K/kiln-bench-gemm "$RES/bench.csv"
-run big-gemm cli-run.log $K/kiln run gemm_bias_relu --backend=cuda --shape 4097x4096x4096 --dtype bf16
-for k in gemm gemm_bias_gelu softmax add rmsnorm; do
-  shape=1000x129x4097; case $k in softmax|add|rmsnorm) shape=4097x1000;; esac
-  for d in f32 bf16 f16; do
-    $K/kiln run $k --backend=cuda --shape $shape --dtype $d >> "$RES/cli-run.log" 2>&1 || result[cli-$k-$d]="FAILED"
+# Steps (arguments; default: all): bench (issue 4: kiln bench + kiln-mlp), suite (GPU
+# tests), gemm (kiln-bench-gemm + CLI runs), cache (issue 5: cold/warm compiles), tune
+# (issue 5: kiln tune 4096^3 and its replay).
+STEPS=${*:-bench suite gemm cache tune}
+want() { [[ " $STEPS " == *" $1 "* ]]; }
+export KILN_CACHE_DIR=/tmp/kiln-cache # never the machine's home; emptied where it matters
+
+if want bench; then
+  SHAPES="--shape 4096x4096x4096 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 16x4096x4096 --shape 128x12288x4096"
+  run kiln-bench kiln-bench.log $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 $SHAPES --reps 30 --warmup 5 \
+    --csv "$RES/kiln-bench.csv" --json "$RES/kiln-bench.json" --html "$RES/kiln-bench.html"
+  run mlp mlp.log $K/kiln-mlp --csv "$RES/mlp.csv" --json "$RES/mlp.json" --html "$RES/mlp.html"
+fi
+if want suite; then
+  run cuda-support cuda-support.log $K/kiln-cuda-support-tests
+  run gpu-suite gpu-tests.log $K/kiln-gpu-tests --durations yes
+  run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
+fi
+if want gemm; then
+  run bench bench.log $K/kiln-bench-gemm "$RES/bench.csv"
+  run big-gemm cli-run.log $K/kiln run gemm_bias_relu --backend=cuda --shape 4097x4096x4096 --dtype bf16
+  for k in gemm gemm_bias_gelu softmax add rmsnorm; do
+    shape=1000x129x4097; case $k in softmax|add|rmsnorm) shape=4097x1000;; esac
+    for d in f32 bf16 f16; do
+      $K/kiln run $k --backend=cuda --shape $shape --dtype $d >> "$RES/cli-run.log" 2>&1 || result[cli-$k-$d]="FAILED"
+    done
   done
-done
+fi
+if want cache; then
+  # Five fresh processes on an empty cache (cold), each followed by a fresh process on the
+  # cache it left (disk hit); each process also measures a memory hit and a second kernel.
+  for i in 1 2 3 4 5; do
+    rm -rf /tmp/kiln-cache-bench
+    $K/kiln-bench-compile --dir /tmp/kiln-cache-bench --backend cuda --csv "$RES/compile.csv" >> "$RES/compile.log" 2>&1
+    $K/kiln-bench-compile --dir /tmp/kiln-cache-bench --backend cuda --csv "$RES/compile.csv" >> "$RES/compile.log" 2>&1
+  done
+  result[compile-bench]="$(grep -c ',true,' "$RES/compile.csv") of 10 verified"
+fi
+if want tune; then
+  rm -rf /tmp/kiln-cache "$RES/tune.json"   # the search's compile cost, from nothing
+  run tune tune.log $K/kiln tune gemm_bias_relu --backend cuda --shape 4096x4096x4096 --dtype bf16 --reps 20 \
+    --db "$RES/tune.json"
+  run tune-replay tune-replay.log $K/kiln tune gemm_bias_relu --backend cuda --shape 4096x4096x4096 --dtype bf16 \
+    --reps 20 --db "$RES/tune.json"
+fi
+
 echo
 tar -C "$RES" -czf "$OUT/results.tar.gz" .
-cp "$RES/kiln-bench.csv" "$RES/mlp.csv" "$OUT/" 2>/dev/null
+cp "$RES"/*.csv "$OUT/" 2>/dev/null; ls "$OUT" | head -7 >/dev/null
 cat "$RES/device.txt"
 printf '%-14s %s\n' "check" "result"
 for n in "${!result[@]}"; do printf '%-14s %s\n' "$n" "${result[$n]}"; done | sort
-grep -c "reference_ok=true" "$RES/cli-run.log" | sed 's/^/cli runs verified: /'
-grep "reference_ok=false" "$RES/cli-run.log" | head -5
-grep -vE "^(cuda|NVIDIA)" "$RES/bench.log" | cut -c1-90
-grep -E "^(route|kiln|framework|framework-eager|cuda) " "$RES/kiln-bench.log"
-tail -n 12 "$RES/mlp.log"
+if want gemm; then
+  grep -c "reference_ok=true" "$RES/cli-run.log" | sed 's/^/cli runs verified: /'
+  grep "reference_ok=false" "$RES/cli-run.log" | head -5
+  grep -vE "^(cuda|NVIDIA)" "$RES/bench.log" | cut -c1-90
+fi
+if want bench; then
+  grep -E "^(route|kiln|framework|framework-eager|cuda) " "$RES/kiln-bench.log"
+  tail -n 12 "$RES/mlp.log"
+fi
+want cache && cat "$RES/compile.csv"
+if want tune; then
+  grep -E "^(tuning|chosen|runner-up|default|search cost|note)" "$RES/tune.log"
+  grep -E "^(chosen|search cost|note)" "$RES/tune-replay.log"
+fi
+true

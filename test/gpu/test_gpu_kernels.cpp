@@ -2,6 +2,10 @@
 // Eigen f64 reference, with the output poisoned (NaN) before each run.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
@@ -241,4 +245,32 @@ TEST_CASE("gpu: gpu_gemm_async enqueues cuBLASLt on a caller's stream and return
   CHECK_THROWS_WITH(reference::gpu_gemm_async(gpu(), v[0], v[1], &v[2], reference::Epilogue::bias, v[4], &v[0],
                                               stream.get()),
                     Contains("residual must be [300x200]"));
+}
+
+TEST_CASE("gpu: a cubin from the disk cache launches and verifies in a new runtime", "[gpu][cache]") {
+  const std::string dir = "kiln-gpu-cache-test-" + std::to_string(::getpid());
+  for (DType dt : {DType::f32, DType::bf16}) {
+    std::string key;
+    {
+      Runtime rt = Runtime::create(Backend::cuda, {.cache_dir = dir});
+      CompiledKernel ck = rt.compile(catalogue::gemm_bias_gelu(dt, {128, 64, 32, 3}));
+      CHECK(ck.cache().outcome == CacheOutcome::miss);
+      key = ck.cache().key;
+    }
+    Runtime rt = Runtime::create(Backend::cuda, {.cache_dir = dir});
+    CompiledKernel ck = rt.compile(catalogue::gemm_bias_gelu(dt, {128, 64, 32, 3}));
+    CHECK(ck.cache().outcome == CacheOutcome::disk);
+    CHECK(ck.cache().key == key);
+    CHECK(ck.report().registers > 0);
+    for (std::vector<int64_t> s : {std::vector<int64_t>{1, 1, 1}, {300, 200, 100}, {129, 4097, 65}}) {
+      catalogue::Problem p = catalogue::find("gemm_bias_gelu").problem(s, dt, 31);
+      catalogue::DeviceProblem d = catalogue::upload(rt, p);
+      ck.launch(d.views);
+      auto r = catalogue::verify_output(rt, d, p);
+      INFO(to_string(dt) << " " << str(s) << ": " << r.summary());
+      CHECK(r.ok);
+    }
+  }
+  cache::clear(dir);
+  (void)!std::system(("rm -rf '" + dir + "'").c_str());
 }

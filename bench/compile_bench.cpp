@@ -1,0 +1,80 @@
+// kiln-bench-compile: what a fresh process pays to get gemm_bias_relu (bf16) ready to run,
+// with the disk cache empty or warm. One process = one CSV row:
+//   import (Runtime::create), trace, the compile call (wall) and its phases, the cache's
+//   outcome and costs, then in the same process a memory hit (the same kernel again) and
+//   a second cold compile of another kernel (gemm_bias_gelu: the libraries are loaded by now).
+// Run it twice on one empty directory: the first row is cold, the second a disk hit.
+//   kiln-bench-compile --dir DIR [--csv FILE] [--backend cuda|cpu]
+#include <kiln/kiln.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+} // namespace
+
+int main(int argc, char** argv) try {
+  std::string dir, csv, backend = "auto";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--csv")) csv = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--backend")) backend = argv[i + 1];
+  }
+  if (dir.empty()) {
+    std::fprintf(stderr, "usage: kiln-bench-compile --dir DIR [--csv FILE] [--backend cuda|cpu]\n");
+    return 2;
+  }
+  auto t0 = Clock::now();
+  kiln::Runtime rt = kiln::Runtime::create(kiln::parse_backend(backend), {.cache_dir = dir});
+  const double importMs = msSince(t0);
+  t0 = Clock::now();
+  kiln::Kernel k = kiln::catalogue::gemm_bias_relu(kiln::DType::bf16);
+  const double traceMs = msSince(t0);
+  t0 = Clock::now();
+  kiln::CompiledKernel ck = rt.compile(k);
+  const double compileMs = msSince(t0);
+  const kiln::CacheInfo c = ck.cache();
+  const kiln::CompileTimes& t = ck.times();
+  // A correct kernel, not only a fast answer: run it once and verify.
+  kiln::catalogue::Problem p = kiln::catalogue::find("gemm_bias_relu").problem({257, 129, 65}, kiln::DType::bf16, 3);
+  kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(rt, p);
+  ck.launch(d.views);
+  const bool ok = kiln::catalogue::verify_output(rt, d, p).ok;
+
+  t0 = Clock::now();
+  kiln::CompiledKernel again = rt.compile(kiln::catalogue::gemm_bias_relu(kiln::DType::bf16));
+  const double memoryMs = msSince(t0); // includes tracing the kernel again
+  t0 = Clock::now();
+  kiln::CompiledKernel other = rt.compile(kiln::catalogue::gemm_bias_gelu(kiln::DType::bf16));
+  const double secondMs = msSince(t0);
+
+  const char* header =
+      "outcome,import_ms,trace_ms,compile_call_ms,tile_passes_ms,lowering_ms,codegen_ms,assemble_ms,load_ms,"
+      "cache_lookup_ms,cache_load_ms,cache_write_ms,memory_hit_ms,memory_outcome,second_kernel_ms,second_outcome,"
+      "reference_ok,device\n";
+  char row[1024];
+  const bool hit = c.outcome == kiln::CacheOutcome::disk;
+  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%.3f,%s,%s,\"%s\"\n",
+                kiln::to_string(c.outcome), importMs, traceMs, compileMs, hit ? 0 : t.tile_passes_ms,
+                hit ? 0 : t.lowering_ms, hit ? 0 : t.codegen_ms, hit ? 0 : t.assemble_ms, hit ? 0 : t.load_ms,
+                c.lookup_ms, c.load_ms, c.write_ms, memoryMs, kiln::to_string(again.cache().outcome), secondMs,
+                kiln::to_string(other.cache().outcome), ok ? "true" : "false",
+                rt.describe().substr(0, rt.describe().find(" (")).c_str());
+  std::printf("%s%s", header, row);
+  if (!csv.empty()) {
+    std::ifstream probe(csv);
+    const bool fresh = !probe.good() || probe.peek() == std::ifstream::traits_type::eof();
+    std::ofstream out(csv, std::ios::app);
+    if (fresh) out << header;
+    out << row;
+  }
+  return ok ? 0 : 1;
+} catch (const kiln::Error& e) {
+  std::fprintf(stderr, "kiln-bench-compile: %s\n", e.what());
+  return 2;
+}
