@@ -6,6 +6,7 @@
 #include "Nvrtc.h"
 
 #include <mutex>
+#include <thread>
 
 #include "kiln/error.hpp"
 #include "Runtime/RuntimeImpl.h"
@@ -17,7 +18,10 @@ namespace kiln::cuda {
 
 namespace {
 
-constexpr int kDefaultSmemLimit = 48 * 1024; // above this a kernel must opt in
+// Every kernel with dynamic shared memory opts in to exactly what it uses: the default
+// limit (48 KiB) is not a safe threshold to test against (static shared memory and the
+// per-CTA reservation count too: a kernel asking for exactly 48 KiB failed to launch on
+// the H200 without the opt-in), and setting the attribute costs nothing.
 const char* kDefaultOfflineArch = "sm_90a";
 
 struct CudaState {
@@ -88,6 +92,7 @@ public:
   CUfunction function = nullptr;
   std::vector<size_t> param_sizes; // from the driver, in parameter order
   int max_threads = 0;
+  int64_t optedIn = 0;             // the dynamic shared memory the function is allowed now
   std::string label;               // "hand-written kernel 'gemm' (gemm.cu)"
 
   void launch(Dim3 grid, Dim3 block, size_t smem, const std::vector<KernelArg>& args, void* stream) override {
@@ -124,7 +129,10 @@ public:
       throw Error(ErrorKind::InvalidArgument, label + " asks for " + std::to_string(smem) +
                                                   " bytes of dynamic shared memory; " + state->device.name +
                                                   " allows " + std::to_string(state->device.max_smem_per_block_optin));
-    if (smem > size_t(kDefaultSmemLimit)) setMaxDynamicSharedMemory(function, int(smem), label);
+    if (smem > 0 && int64_t(smem) != optedIn) {
+      setMaxDynamicSharedMemory(function, int(smem), label);
+      optedIn = int64_t(smem);
+    }
     report.threads = int(threads);
     report.shared_bytes = int64_t(smem);
     launchKernel(function, label, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, unsigned(smem),
@@ -270,7 +278,7 @@ public:
   void loadModule(CudaKernel& k, const std::string& image, bool isPtx, const std::string& name) {
     k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
     k.function = k.module.getFunction(name);
-    if (k.code.shared_bytes > kDefaultSmemLimit) setMaxDynamicSharedMemory(k.function, int(k.code.shared_bytes), name);
+    if (k.code.shared_bytes > 0) setMaxDynamicSharedMemory(k.function, int(k.code.shared_bytes), name);
   }
 
   std::string emit(const Kernel& kernel, Stage stage) override {
@@ -397,6 +405,18 @@ bool cudaAvailable(std::string* why) {
 }
 
 std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
+  // The PTX compiler belongs to import: it loads (~5 ms) while the driver and the context
+  // come up, so neither the first compile nor a cache lookup (whose key names its version)
+  // pays for it. Joined on every way out.
+  struct Joiner {
+    std::thread t;
+    ~Joiner() {
+      if (t.joinable()) t.join();
+    }
+  } preload{std::thread([] {
+    std::string why;
+    cuda::nvJitLinkAvailable(&why);
+  })};
   auto state = std::make_shared<cuda::CudaState>();
   state->options = options;
   state->compile_only = options.compile_only;
