@@ -35,6 +35,9 @@ struct KILN_API Row {
   /// load (CUDA C++: nvrtc, load). Empty when there was no compile.
   std::vector<std::pair<std::string, double>> compile_phases;
   std::string cache;   ///< "miss", "memory", "disk"; empty: not applicable
+  /// The price of tuning paid by this run: the search's compile + verify/timing wall time
+  /// (a replay from the database: the replay's own cost). Absent for fixed configs.
+  std::optional<double> tune_ms;
   std::optional<double> first_run_ms; ///< the first launch after compiling
   std::optional<Stat> warm;   ///< warm latency in ms
   std::optional<double> model_ms;

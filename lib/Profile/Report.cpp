@@ -169,7 +169,7 @@ std::vector<std::pair<std::string, double>> phases(const CompileTimes& t) {
 std::string to_csv(const std::vector<Row>& rows) {
   std::string out =
       "shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb,route,kernel,import_ms,"
-      "first_run_ms,cache,warm_p10_ms,warm_p90_ms,warm_min_ms,warm_reps,tflops,gbps,rel_err,compile_phases\n";
+      "first_run_ms,cache,warm_p10_ms,warm_p90_ms,warm_min_ms,warm_reps,tflops,gbps,rel_err,compile_phases,tune_ms\n";
   for (const Row& r : rows) {
     std::vector<std::string> f = {
         csvField(r.shape), csvField(r.dtype), csvField(r.device), cell(r.reference_ok),
@@ -177,7 +177,7 @@ std::string to_csv(const std::vector<Row>& rows) {
         csvField(r.kernel), cell(r.import_ms), cell(r.first_run_ms), r.cache.empty() ? kNotRun : csvField(r.cache),
         r.warm ? num(r.warm->p10) : kNotRun, r.warm ? num(r.warm->p90) : kNotRun,
         r.warm ? num(r.warm->min) : kNotRun, r.warm ? std::to_string(r.warm->reps) : kNotRun,
-        cell(r.tflops), cell(r.gbps), cell(r.rel_err), csvField(phasesText(r))};
+        cell(r.tflops), cell(r.gbps), cell(r.rel_err), csvField(phasesText(r)), cell(r.tune_ms)};
     for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + f[i];
     out += "\n";
   }
@@ -202,6 +202,7 @@ std::string to_json(const std::vector<Row>& rows) {
     json ph = nullptr;
     for (const auto& [name, ms] : r.compile_phases) ph[name] = ms;
     arr.back()["compile_phases_ms"] = ph;
+    arr.back()["tune_ms"] = opt(r.tune_ms);
   }
   return json{{"rows", arr}}.dump(2) + "\n";
 }
@@ -230,7 +231,7 @@ std::vector<Row> from_json(const std::string& text) {
       if (j.contains("reference_ok") && !j["reference_ok"].is_null()) r.reference_ok = j["reference_ok"].get<bool>();
       r.rel_err = opt("rel_err"), r.import_ms = opt("import_ms"), r.compile_ms = opt("compile_ms");
       r.first_run_ms = opt("first_run_ms"), r.model_ms = opt("model_ms"), r.peak_mb = opt("peak_mb");
-      r.tflops = opt("tflops"), r.gbps = opt("gbps");
+      r.tflops = opt("tflops"), r.gbps = opt("gbps"), r.tune_ms = opt("tune_ms");
       if (j.contains("warm") && j["warm"].is_object()) {
         const json& w = j["warm"];
         r.warm = Stat{w.at("median_ms").get<double>(), w.at("p10_ms").get<double>(), w.at("p90_ms").get<double>(),
@@ -287,7 +288,7 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
   out += std::string("<table>\n<tr><th>route</th><th>kernel</th><th>shape</th><th>dtype</th>") +
          (oneDevice ? "" : "<th>device</th>") +
          "<th>reference_ok</th><th>import ms</th><th>compile ms</th><th>compile phases ms</th><th>first run ms</th>"
-         "<th>warm ms (p10-p90)</th><th>TFLOP/s</th><th>model ms</th><th>peak MB</th></tr>\n";
+         "<th>warm ms (p10-p90)</th><th>TFLOP/s</th><th>model ms</th><th>peak MB</th><th>tune ms</th></tr>\n";
   for (const Row& r : rows) {
     std::string ok = cell(r.reference_ok), ph;
     for (const auto& [name, ms] : r.compile_phases) ph += (ph.empty() ? "" : "<br>") + html(name) + " " + shortNum(ms);
@@ -299,7 +300,7 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
            (r.warm ? shortNum(r.warm->median) + " (" + shortNum(r.warm->p10) + "-" + shortNum(r.warm->p90) + ")"
                    : kNotRun) +
            "</td><td>" + shortCell(r.tflops) + "</td><td>" + shortCell(r.model_ms) + "</td><td>" +
-           shortCell(r.peak_mb) + "</td></tr>\n";
+           shortCell(r.peak_mb) + "</td><td>" + shortCell(r.tune_ms) + "</td></tr>\n";
   }
   out += "</table>\n";
   out += barChart("Throughput per shape and route", "TFLOP/s", shapes, routes, tput);

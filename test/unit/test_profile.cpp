@@ -162,7 +162,7 @@ TEST_CASE("compile phases are one CSV field and a JSON object; a row without the
   std::vector<Row> rows = sampleRows();
   std::string csv = to_csv(rows);
   CHECK_THAT(csv, Contains(",compile_phases\n"));
-  CHECK_THAT(csv, Contains(",trace=1.5;lowering=30;codegen=170\n"));
+  CHECK_THAT(csv, Contains(",trace=1.5;lowering=30;codegen=170,not-run\n")); // then tune_ms
   auto j = nlohmann::json::parse(to_json(rows));
   CHECK(j["rows"][0]["compile_phases_ms"]["codegen"] == 170);
   CHECK(j["rows"][1]["compile_phases_ms"].is_null());
@@ -181,6 +181,9 @@ TEST_CASE("a saved JSON report reads back into the same rows", "[profile]") {
   REQUIRE(back.size() == rows.size());
   CHECK(to_csv(back) == to_csv(rows)); // every figure, not-run included, survives
   CHECK(back[0].compile_phases == rows[0].compile_phases);
+  rows[0].tune_ms = 4254.5; // the price of tuning survives too
+  CHECK(from_json(to_json(rows))[0].tune_ms == 4254.5);
+  CHECK_THAT(to_csv(rows), Contains(",4254.5\n"));
   CHECK_THROWS_WITH(from_json("{\"rows\": 3}"), Contains("no \"rows\" array"));
   CHECK_THROWS_WITH(from_json("not json"), Contains("not JSON"));
   CHECK_THROWS_WITH(from_json("{\"rows\": [{\"warm\": {\"median_ms\": 1}}]}"), Contains("row 0"));

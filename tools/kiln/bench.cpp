@@ -9,9 +9,11 @@
 // upload of the same inputs, with a poisoned output.
 #include "bench.hpp"
 #include "eigen_route.hpp"
+#include "tune_cmd.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -153,6 +155,7 @@ void checkRoute(const std::string& r, kiln::Backend b, const kiln::catalogue::En
   auto no = [&](const std::string& why) {
     throw kiln::Error(kiln::ErrorKind::Unsupported, "route '" + r + "' " + why);
   };
+  if (r == "kiln-tuned") return; // either backend; needs --tuned (checked by the caller)
   if (r == "kiln" || r == "framework" || r == "framework-eager" || r == "cuda") {
     if (!gpu) no("runs on a GPU, and this run is on the CPU backend (routes here: kiln-cpu, eigen)");
     if (r.rfind("framework", 0) == 0 && !isGemm(e.name))
@@ -202,7 +205,14 @@ int cmdBench(const BenchOptions& o) {
   if (device.rfind("cuda: ", 0) == 0) device = device.substr(6); // "NVIDIA H200 (sm_90a, ...)"
 
   std::vector<Route> routes;
-  for (const auto& name : o.routes.empty() ? defaultRoutes(backend, entry) : o.routes) {
+  std::vector<std::string> routeNames = o.routes.empty() ? defaultRoutes(backend, entry) : o.routes;
+  if (!o.tuned_db.empty()) {
+    if (!entry.make_tiled)
+      throw kiln::Error(kiln::ErrorKind::Unsupported, "--tuned: '" + o.kernel + "' has no tile sizes to tune");
+    if (std::find(routeNames.begin(), routeNames.end(), "kiln-tuned") == routeNames.end())
+      routeNames.insert(routeNames.begin() + 1, "kiln-tuned");
+  }
+  for (const auto& name : routeNames) {
     checkRoute(name, backend, entry);
     Route r;
     r.name = name;
@@ -242,7 +252,39 @@ int cmdBench(const BenchOptions& o) {
       row.kernel = o.kernel;
       row.route = route.name;
       if (route.first) row.import_ms = route.import_ms;
-      if (route.name == "eigen") {
+      if (route.name == "kiln-tuned") {
+        // The price of tuning, then the tuned kernel measured like the fixed one.
+        kiln::tune::Options to;
+        to.reps = o.reps;
+        to.warmup = o.warmup;
+        to.database = o.tuned_db;
+        to.progress = false;
+        to.shape_class = shapes[si];
+        kiln::tune::Result tr = kiln::tune::tune(
+            backend, {}, defaultTuneSpace(backend, dt),
+            [&](const kiln::tune::Config& c) { return tiledKernel(o.kernel, dt, c); },
+            {p.args, p.output, p.reference, p.flops}, to);
+        row.tune_ms = tr.compile_ms + tr.timing_ms;
+        row.kernel = o.kernel + " [" + tr.best.str() + "]";
+        row.cache = tr.replayed ? "tuned: replayed" : "tuned: searched";
+        kiln::RuntimeOptions ro;
+        ro.num_warps = int(tr.best.get("warps", 4));
+        kiln::Runtime trt = kiln::Runtime::create(backend, ro);
+        auto c0 = Clock::now();
+        kiln::CompiledKernel tk = trt.compile(tiledKernel(o.kernel, dt, tr.best));
+        row.compile_ms = msSince(c0);
+        p.args[p.output].poison();
+        trt.reset_peak_memory();
+        kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(trt, p);
+        auto f0 = Clock::now();
+        tk.launch(d.views);
+        row.first_run_ms = msSince(f0);
+        auto rep = kiln::catalogue::verify_output(trt, d, p);
+        row.reference_ok = rep.ok;
+        row.rel_err = rep.rel_l2;
+        row.warm = kiln::profile::time_kernel(trt, tk, d.views, timing);
+        row.peak_mb = double(trt.memory().peak_bytes) / kMiB;
+      } else if (route.name == "eigen") {
         kiln::profile::Row e = eigenRow(rt, p, o.kernel, dt, timing);
         e.shape = row.shape, e.dtype = row.dtype, e.device = row.device, e.kernel = row.kernel, e.route = row.route;
         e.import_ms = row.import_ms;
@@ -320,8 +362,8 @@ int cmdBench(const BenchOptions& o) {
   }
   progress.finish();
 
-  std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9s %8s\n", "route", "shape", "dtype", "reference",
-              "import_ms", "compile_ms", "first_ms", "warm_ms", "TFLOP/s", "peak_MB");
+  std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9s %8s %10s\n", "route", "shape", "dtype", "reference",
+              "import_ms", "compile_ms", "first_ms", "warm_ms", "TFLOP/s", "peak_MB", "tune_ms");
   auto cellv = [](const std::optional<double>& v) {
     char b[32];
     if (!v) return std::string("not-run");
@@ -331,11 +373,11 @@ int cmdBench(const BenchOptions& o) {
   bool allOk = true;
   for (const auto& r : rows) {
     allOk = allOk && r.reference_ok.value_or(false);
-    std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9.3f %8.1f\n", r.route.c_str(), r.shape.c_str(),
+    std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9.3f %8.1f %10s\n", r.route.c_str(), r.shape.c_str(),
                 r.dtype.c_str(), r.reference_ok ? (*r.reference_ok ? "ok" : "WRONG") : "not-run",
                 cellv(r.import_ms).c_str(), cellv(r.compile_ms).c_str(), cellv(r.first_run_ms).c_str(),
                 cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(), r.tflops.value_or(0),
-                r.peak_mb.value_or(0));
+                r.peak_mb.value_or(0), cellv(r.tune_ms).c_str());
   }
   write(o.csv, kiln::profile::to_csv(rows));
   write(o.json, kiln::profile::to_json(rows));

@@ -12,6 +12,7 @@ struct BenchOptions {
   uint64_t seed = 1;
   bool progress = true;
   std::string csv, json, html;
+  std::string tuned_db; ///< adds the kiln-tuned route: per shape, the tuner's choice (searched or replayed)
 };
 
 /// Runs `kiln bench`; returns the exit status (0: every route verified).

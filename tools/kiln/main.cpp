@@ -205,6 +205,8 @@ int main(int argc, char** argv) {
   bench->add_option("--routes", bo.routes, "routes to run (default: all this machine can): kiln, framework, cuda "
                                             "(GPU); kiln-cpu, eigen (CPU)")->delimiter(',');
   bench->add_flag("!--no-progress", bo.progress, "no progress bar on stderr");
+  bench->add_option("--tuned", bo.tuned_db, "add the kiln-tuned route: each shape's tuned config from this database "
+                                            "(searched now, and saved, when it has none)");
   bench->add_option("--dtype", bo.dtype, "element type: f32 | f16 | bf16")->capture_default_str();
   bench->add_option("--backend", bo.backend, "auto | cpu | cuda")->capture_default_str();
   bench->add_option("--reps", bo.reps, "timed launches per route")->capture_default_str();

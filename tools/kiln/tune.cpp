@@ -58,6 +58,12 @@ kiln::tune::Space spaceFromFile(const std::string& path) {
 
 } // namespace
 
+kiln::tune::Space defaultTuneSpace(kiln::Backend backend, kiln::DType dt) { return defaultSpace(backend, dt, 227 * 1024); }
+
+kiln::Kernel tiledKernel(const std::string& kernel, kiln::DType dt, const Config& c) {
+  return kiln::catalogue::find(kernel).make_tiled(dt, {c.get("m", 64), c.get("n", 64), c.get("k", 32), c.get("stages", 3)});
+}
+
 int cmdTune(const TuneOptions& o) {
   const auto& entry = kiln::catalogue::find(o.kernel);
   if (!entry.make_tiled)
@@ -76,9 +82,7 @@ int cmdTune(const TuneOptions& o) {
   std::printf("computing the reference (Eigen, f64) ...\n");
   kiln::catalogue::Problem p = entry.problem(shape, dt, o.seed);
   kiln::tune::Problem problem{p.args, p.output, p.reference, p.flops};
-  auto make = [&](const Config& c) {
-    return entry.make_tiled(dt, {c.get("m", 64), c.get("n", 64), c.get("k", 32), c.get("stages", 3)});
-  };
+  auto make = [&](const Config& c) { return tiledKernel(o.kernel, dt, c); };
   kiln::tune::Options opt;
   opt.reps = o.reps;
   opt.warmup = o.warmup;

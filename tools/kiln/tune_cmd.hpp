@@ -9,5 +9,13 @@ struct TuneOptions {
   bool replay = true, progress = true;
 };
 
+#include "kiln/runtime.hpp"
+#include "kiln/tune.hpp"
+
 /// Runs `kiln tune`; returns the exit status.
 int cmdTune(const TuneOptions& o);
+
+/// The built-in GEMM tile space for `backend` (docs/tuning.md), constraints applied.
+kiln::tune::Space defaultTuneSpace(kiln::Backend backend, kiln::DType dt);
+/// The catalogue GEMM of `kernel` with a config's tiles.
+kiln::Kernel tiledKernel(const std::string& kernel, kiln::DType dt, const kiln::tune::Config& c);
