@@ -24,7 +24,8 @@ run() { # name, log, command...
 }
 # Steps (arguments; default: all): bench (issue 4: kiln bench + kiln-mlp), suite (GPU
 # tests), gemm (kiln-bench-gemm + CLI runs), cache (issue 5: cold/warm compiles), tune
-# (issue 5: kiln tune 4096^3 and its replay).
+# (issue 5: kiln tune 4096^3 and its replay), tunedbench (kiln bench --tuned: the price of
+# tuning per shape; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 export KILN_CACHE_DIR=/tmp/kiln-cache # never the machine's home; emptied where it matters
@@ -34,6 +35,14 @@ if want bench; then
   run kiln-bench kiln-bench.log $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 $SHAPES --reps 30 --warmup 5 \
     --csv "$RES/kiln-bench.csv" --json "$RES/kiln-bench.json" --html "$RES/kiln-bench.html"
   run mlp mlp.log $K/kiln-mlp --csv "$RES/mlp.csv" --json "$RES/mlp.json" --html "$RES/mlp.html"
+fi
+if want tunedbench; then
+  # The price of tuning beside the fixed config, on the same five shapes (a search per shape).
+  SHAPES="--shape 4096x4096x4096 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 16x4096x4096 --shape 128x12288x4096"
+  rm -f "$RES/bench-tune.json"
+  run tuned-bench tuned-bench.log $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 $SHAPES --reps 20 \
+    --warmup 3 --routes kiln,framework --tuned "$RES/bench-tune.json" \
+    --csv "$RES/tuned-bench.csv" --json "$RES/tuned-bench.json" --html "$RES/tuned-bench.html"
 fi
 if want suite; then
   run cuda-support cuda-support.log $K/kiln-cuda-support-tests
@@ -84,6 +93,7 @@ if want bench; then
   tail -n 12 "$RES/mlp.log"
 fi
 want cache && cat "$RES/compile.csv"
+want tunedbench && grep -E "^(route|kiln|framework)|compile" "$RES/tuned-bench.log"
 if want tune; then
   grep -E "^(tuning|chosen|runner-up|default|search cost|note)" "$RES/tune.log"
   grep -E "^(chosen|search cost|note)" "$RES/tune-replay.log"

@@ -379,6 +379,13 @@ int cmdBench(const BenchOptions& o) {
                 cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(), r.tflops.value_or(0),
                 r.peak_mb.value_or(0), cellv(r.tune_ms).c_str());
   }
+  for (const Route& r : routes)
+    if (r.kernel) {
+      const kiln::CacheStats s = r.rt->cache_stats();
+      std::printf("%s: %lld compile(s), %lld disk hit(s) for %zu shape(s): one kernel serves every shape\n",
+                  r.name.c_str(), static_cast<long long>(s.compiles), static_cast<long long>(s.disk_hits),
+                  shapes.size());
+    }
   write(o.csv, kiln::profile::to_csv(rows));
   write(o.json, kiln::profile::to_json(rows));
   write(o.html, kiln::profile::to_html(rows, o.kernel + " on " + device));
