@@ -39,7 +39,7 @@ target_link_libraries(kiln PRIVATE
   MLIRMathToLibm MLIRMemRefToLLVM MLIRArithToLLVM MLIRFuncToLLVM MLIRControlFlowToLLVM
   MLIRReconcileUnrealizedCasts MLIRParser MLIRTransforms)
 target_link_options(kiln PRIVATE
-  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,--as-needed
+  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,--as-needed -Wl,--build-id=sha1
   -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/kiln.map)
 set_target_properties(kiln PROPERTIES
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}

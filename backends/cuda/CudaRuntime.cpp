@@ -92,6 +92,8 @@ public:
   CUfunction function = nullptr;
   std::vector<size_t> param_sizes; // from the driver, in parameter order
   int max_threads = 0;
+  int static_smem = 0;             // the kernel's own __shared__ arrays
+  std::mutex launchMu;             // launches may come from several threads; the attribute is shared
   int64_t optedIn = 0;             // the dynamic shared memory the function is allowed now
   std::string label;               // "hand-written kernel 'gemm' (gemm.cu)"
 
@@ -125,16 +127,19 @@ public:
     if (grid.y > 65535 || grid.z > 65535 || grid.x > 0x7fffffffu)
       throw Error(ErrorKind::InvalidArgument, label + ": grid " + std::to_string(grid.x) + "x" + std::to_string(grid.y) +
                                                   "x" + std::to_string(grid.z) + " is over CUDA's limits");
-    if (int64_t(smem) > state->device.max_smem_per_block_optin)
+    if (int64_t(smem) + static_smem > state->device.max_smem_per_block_optin)
       throw Error(ErrorKind::InvalidArgument, label + " asks for " + std::to_string(smem) +
-                                                  " bytes of dynamic shared memory; " + state->device.name +
-                                                  " allows " + std::to_string(state->device.max_smem_per_block_optin));
+                                                  " bytes of dynamic shared memory on top of its " +
+                                                  std::to_string(static_smem) + " static; " + state->device.name +
+                                                  " allows " + std::to_string(state->device.max_smem_per_block_optin) +
+                                                  " in all");
+    std::lock_guard<std::mutex> lock(launchMu);
     if (smem > 0 && int64_t(smem) != optedIn) {
       setMaxDynamicSharedMemory(function, int(smem), label);
       optedIn = int64_t(smem);
     }
     report.threads = int(threads);
-    report.shared_bytes = int64_t(smem);
+    report.shared_bytes = int64_t(smem) + static_smem;
     launchKernel(function, label, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, unsigned(smem),
                  static_cast<CUstream>(stream), params.data());
   }
@@ -263,6 +268,7 @@ public:
     FunctionInfo fi = queryFunction(out->function);
     out->report.registers = fi.registers;
     out->max_threads = fi.max_threads_per_block;
+    out->static_smem = fi.static_smem_bytes;
     for (size_t i = 0;; ++i) {
       size_t offset = 0, size = 0;
       CUresult rc = driver().cuFuncGetParamInfo(out->function, i, &offset, &size);

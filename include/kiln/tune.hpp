@@ -55,7 +55,7 @@ struct KILN_API Options {
   std::string database;    ///< JSON file for save and replay; empty: neither
   bool replay = true;      ///< with a matching, same-fingerprint entry, compile only its choice
   bool progress = true;    ///< a progress bar on stderr
-  std::string shape_class; ///< the database key's shape part (default: the output's dims)
+  std::string shape_class; ///< the database key's shape part (default: every argument's dims)
 };
 
 struct KILN_API Candidate {
@@ -63,6 +63,7 @@ struct KILN_API Candidate {
   bool compiled = false, verified = false;
   std::string error;               ///< why not compiled / verified
   double compile_ms = 0;
+  CacheOutcome cache = CacheOutcome::off; ///< a kernel-cache hit makes compile_ms small
   KernelReport report;
   std::optional<profile::Stat> time; ///< only for verified candidates
 };

@@ -56,6 +56,11 @@ Handwritten gemmHandwritten(DType dtype, reference::Epilogue epilogue) {
     if (B.dims[0] != K || C.dims[0] != M || C.dims[1] != N)
       throw Error(ErrorKind::InvalidArgument, "hand-written gemm_epilogue.cu: shapes disagree: A " + A.describe() +
                                                   ", B " + B.describe() + ", C " + C.describe());
+    if (bias && (a[2].rank() != 1 || a[2].dims[0] != N || a[2].dtype != dtype ||
+                 (N > 1 && a[2].effective_strides()[0] != 1)))
+      throw Error(ErrorKind::InvalidArgument, "hand-written gemm_epilogue.cu: bias must be a contiguous " +
+                                                  std::string(to_string(dtype)) + "[" + std::to_string(N) + "], got " +
+                                                  a[2].describe());
     auto ld = [](const TensorView& v) { return v.dims[0] > 1 ? v.effective_strides()[0] : v.dims[1]; };
     const int64_t lda = ld(A), ldb = ld(B), ldc = ld(C);
     auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };

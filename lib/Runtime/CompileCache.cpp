@@ -1,8 +1,12 @@
 // Runtime::compile through the kernel cache (include/kiln/cache.hpp): memory, then disk,
 // else compile and write. The backend supplies what besides the tile IR decides the code
 // (cacheKeyInputs) and how to load an entry back (loadCached).
+#include <elf.h>
+#include <link.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include "kiln/cache.hpp"
@@ -51,7 +55,59 @@ CompileTimes timesFrom(const nlohmann::json& j) {
 
 } // namespace
 
-std::string kilnVersion() { return KILN_VERSION; }
+// libkiln.so's GNU build ID (the linker hashes the library's contents: -Wl,--build-id):
+// any change to kiln's code changes it, so cached code and tuning choices made by another
+// build of kiln are never taken for this one's. Read once from our own ELF notes.
+std::string buildId() {
+  struct Search {
+    const void* self;
+    std::string id;
+  } search{reinterpret_cast<const void*>(&buildId), {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* s = static_cast<Search*>(data);
+        const auto addr = reinterpret_cast<ElfW(Addr)>(s->self);
+        bool mine = false;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_LOAD && addr >= info->dlpi_addr + ph.p_vaddr &&
+              addr < info->dlpi_addr + ph.p_vaddr + ph.p_memsz)
+            mine = true;
+        }
+        if (!mine) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+            const char* name = p + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((n->n_namesz + 3) & ~3u);
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              static const char* hex = "0123456789abcdef";
+              for (unsigned j = 0; j < n->n_descsz; ++j) {
+                s->id += hex[uint8_t(desc[j]) >> 4];
+                s->id += hex[uint8_t(desc[j]) & 15];
+              }
+              return 1;
+            }
+            p = desc + ((n->n_descsz + 3) & ~3u);
+          }
+        }
+        return 1;
+      },
+      &search);
+  return search.id;
+}
+
+std::string kilnVersion() {
+  static const std::string v = [] {
+    std::string id = buildId();
+    return std::string(KILN_VERSION) + (id.empty() ? std::string("+unknown-build") : "+" + id.substr(0, 16));
+  }();
+  return v;
+}
 std::string llvmVersion() { return LLVM_VERSION_STRING; }
 
 void configureCache(RuntimeImpl& rt, const RuntimeOptions& options) {
@@ -86,7 +142,7 @@ CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
     return CompiledKernel(std::shared_ptr<CompiledImpl>(std::move(impl)), CacheInfo{});
   }
   const std::string ir = kernel.tile_ir();
-  inputs["kiln"] = KILN_VERSION;
+  inputs["kiln"] = kilnVersion(); // includes the build ID: another build of kiln, another key
   inputs["llvm"] = LLVM_VERSION_STRING;
   inputs["tile_ir_sha256"] = sha256Hex(ir);
   inputs["cache_format"] = 1;
@@ -103,7 +159,11 @@ CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
     std::shared_ptr<CompiledImpl> impl = entry.live.lock();
     if (!impl && entry.record) { // no longer alive: load the bytes kept in memory
       auto l0 = Clock::now();
-      impl = fromRecord(rt, kernel, *entry.record);
+      try {
+        impl = fromRecord(rt, kernel, *entry.record);
+      } catch (const std::exception&) { // cannot load them here after all: look further
+        impl.reset();
+      }
       info.load_ms = msSince(l0);
     }
     if (impl) {

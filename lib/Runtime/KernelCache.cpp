@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -103,12 +104,18 @@ std::optional<CacheRecord> parseEntry(const std::string& bytes, std::string* pro
   if (bytes.compare(0, magicLen, kMagic) != 0) return bad("not a kiln cache entry (bad magic)");
   size_t nl = bytes.find('\n', magicLen);
   if (nl == std::string::npos) return bad("truncated (no header line)");
-  char* end = nullptr;
-  unsigned long long headerLen = std::strtoull(bytes.c_str() + magicLen, &end, 10);
-  if (end == bytes.c_str() + magicLen || *end != ' ' || size_t(bytes.c_str() + nl - end - 1) != 64)
+  // "<digits> <64 hex>": nothing else is accepted (no sign, no spaces, no overflow).
+  const size_t sp = bytes.find(' ', magicLen);
+  if (sp == std::string::npos || sp > nl || sp == magicLen || sp - magicLen > 12 || nl - sp - 1 != 64)
     return bad("malformed first line");
-  const std::string headerSha(end + 1, 64);
-  if (nl + 1 + headerLen + 1 > bytes.size()) return bad("truncated (header)");
+  size_t headerLen = 0;
+  for (size_t i = magicLen; i < sp; ++i) {
+    if (bytes[i] < '0' || bytes[i] > '9') return bad("malformed first line");
+    headerLen = headerLen * 10 + size_t(bytes[i] - '0');
+  }
+  const std::string headerSha = bytes.substr(sp + 1, 64);
+  if (headerLen > bytes.size() - nl - 1 || bytes.size() - nl - 1 - headerLen < 1) return bad("truncated (header)");
+  if (bytes[nl + 1 + headerLen] != '\n') return bad("no separator after the header");
   const std::string headerText = bytes.substr(nl + 1, headerLen);
   if (sha256Hex(headerText) != headerSha) return bad("header checksum mismatch");
   CacheRecord r;
@@ -118,8 +125,10 @@ std::optional<CacheRecord> parseEntry(const std::string& bytes, std::string* pro
     return bad(std::string("header is not JSON: ") + e.what());
   }
   r.payload = bytes.substr(nl + 1 + headerLen + 1);
-  if (!r.header.is_object() || !r.header.contains("payload_bytes") || !r.header.contains("payload_sha256"))
-    return bad("header lacks payload_bytes/payload_sha256");
+  if (!r.header.is_object() || !r.header.value("payload_bytes", nlohmann::json()).is_number_integer() ||
+      !r.header.value("payload_sha256", nlohmann::json()).is_string() ||
+      !r.header.value("key", nlohmann::json()).is_string() || !r.header.value("meta", nlohmann::json()).is_object())
+    return bad("header lacks key, meta, payload_bytes or payload_sha256 (another format?)");
   if (int64_t(r.payload.size()) != r.header["payload_bytes"].get<int64_t>())
     return bad("truncated (payload is " + std::to_string(r.payload.size()) + " bytes, header says " +
                std::to_string(r.header["payload_bytes"].get<int64_t>()) + ")");
@@ -133,7 +142,7 @@ std::optional<CacheRecord> DiskCache::read(const std::string& key, std::string* 
   if (!readFile(path, bytes)) return std::nullopt; // absent: a plain miss
   std::string why;
   auto r = parseEntry(bytes, &why);
-  if (r && r->header.value("key", std::string()) != key) {
+  if (r && r->header["key"].get<std::string>() != key) {
     why = "entry is for another key";
     r.reset();
   }
@@ -180,6 +189,13 @@ bool DiskCache::write(const std::string& key, nlohmann::json header, const std::
 }
 
 int64_t DiskCache::evict(const std::string& keep) const {
+  // Temporary files older than ten minutes belong to processes that died mid-write.
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t nowNs = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  for (const auto& f : entryFiles(dir_, /*withTemporaries=*/true))
+    if (f.path.find(".kiln.tmp.") != std::string::npos && nowNs - f.mtimeNs > int64_t(600) * 1000000000)
+      ::unlink(f.path.c_str());
   std::vector<FileInfo> files = entryFiles(dir_);
   int64_t total = 0;
   for (const auto& f : files) total += f.bytes;

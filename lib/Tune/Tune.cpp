@@ -78,6 +78,11 @@ json loadDatabase(const std::string& path) {
   try {
     json db = json::parse(ss.str());
     if (!db.is_object() || !db.contains("entries") || !db["entries"].is_array()) throw std::runtime_error("no entries array");
+    for (const json& e : db["entries"]) // every field replay reads, with its type
+      if (!e.is_object() || !e.value("signature", json()).is_string() || !e.value("shape_class", json()).is_string() ||
+          !e.value("fingerprint", json()).is_object() || !e.value("chosen", json()).is_object() ||
+          !e["chosen"].value("config", json()).is_object())
+        throw std::runtime_error("an entry lacks signature, shape_class, fingerprint or chosen.config");
     return db;
   } catch (const std::exception& e) {
     // Never overwrite what we cannot read: it may be someone's only copy of a search.
@@ -92,6 +97,7 @@ void saveDatabase(const std::string& path, const json& db) {
   {
     std::ofstream out(tmp);
     out << db.dump(2) << "\n";
+    out.close(); // the last flush can fail too (a full disk): check after it
     if (!out) {
       ::unlink(tmp.c_str());
       throw Error(ErrorKind::Runtime, "cannot write the tuning database '" + path + "'");
@@ -193,12 +199,16 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
     try {
       result.signature = make(c).name() + " " + to_string(out.dtype());
       break;
-    } catch (const Error&) {
+    } catch (const std::exception&) {
     }
   }
   if (result.signature.empty()) result.signature = std::string("? ") + to_string(out.dtype());
-  if (options.shape_class.empty()) {
-    for (size_t i = 0; i < out.dims().size(); ++i) result.shape_class += (i ? "x" : "") + std::to_string(out.dims()[i]);
+  if (options.shape_class.empty()) { // every argument's dims: a GEMM's K is only in its inputs
+    for (size_t a = 0; a < problem.args.size(); ++a) {
+      if (a) result.shape_class += ",";
+      const auto& dims = problem.args[a].dims();
+      for (size_t i = 0; i < dims.size(); ++i) result.shape_class += (i ? "x" : "") + std::to_string(dims[i]);
+    }
   } else {
     result.shape_class = options.shape_class;
   }
@@ -223,37 +233,52 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
         return;
       }
       cand.time = profile::time_kernel(rt, k, views, {options.reps, options.warmup, true});
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       cand.verified = false;
       cand.error = firstLine(e.what());
     }
   };
 
   // Replay a saved choice when the device and toolchain are the same.
+  // Entries are per (signature, shape class, backend, device): one database can serve
+  // several machines; this machine's entry is replaced when it is stale.
   json db;
   json* saved = nullptr;
+  std::vector<std::string> otherDevices;
   if (!options.database.empty()) {
     db = loadDatabase(options.database);
-    for (json& e : db["entries"])
-      if (e.value("signature", "") == result.signature && e.value("shape_class", "") == result.shape_class &&
-          e.value("fingerprint", json::object()).value("backend", "") == result.fingerprint.backend)
-        saved = &e;
+    for (json& e : db["entries"]) {
+      const json& fp = e["fingerprint"];
+      if (e["signature"] != result.signature || e["shape_class"] != result.shape_class ||
+          fp.value("backend", "") != result.fingerprint.backend)
+        continue;
+      if (fp.value("device", "") == result.fingerprint.device) saved = &e;
+      else otherDevices.push_back(fp.value("device", "?"));
+    }
   }
+  if (!saved && !otherDevices.empty())
+    result.note = "no entry for " + result.fingerprint.device + " (the database has one for " + otherDevices[0] + ")";
   if (saved && options.replay) {
     const std::string diff = result.fingerprint.diff(fingerprintFrom((*saved)["fingerprint"]));
     if (diff.empty()) {
       Candidate cand;
       cand.config = configFrom((*saved)["chosen"]["config"]);
       auto t0 = Clock::now();
-      const Runtime& rt = runtimeFor(cand.config);
-      CompiledKernel k = rt.compile(make(cand.config));
-      cand.compiled = true;
-      cand.compile_ms = msSince(t0);
-      cand.report = k.report();
-      result.compile_ms = cand.compile_ms;
-      t0 = Clock::now();
-      check(rt, k, cand);
-      result.timing_ms = msSince(t0);
+      try {
+        const Runtime& rt = runtimeFor(cand.config);
+        CompiledKernel k = rt.compile(make(cand.config));
+        cand.compiled = true;
+        cand.compile_ms = msSince(t0);
+        cand.cache = k.cache().outcome;
+        cand.report = k.report();
+        result.compile_ms = cand.compile_ms;
+        t0 = Clock::now();
+        check(rt, k, cand);
+        result.timing_ms = msSince(t0);
+      } catch (const std::exception& e) { // the saved choice no longer compiles here
+        cand.verified = false;
+        cand.error = "does not compile: " + firstLine(e.what());
+      }
       if (cand.verified) {
         result.replayed = true;
         result.best = cand.config;
@@ -264,7 +289,7 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
                       (*saved)["fingerprint"].value("device", "?") + ")";
         return result;
       }
-      result.note = "the saved choice " + cand.config.str() + " no longer verifies (" + cand.error + "); tuned again";
+      result.note = "the saved choice " + cand.config.str() + " fails now (" + cand.error + "); tuned again";
     } else {
       result.note = "database entry is stale (" + diff + "); tuned again";
     }
@@ -286,21 +311,28 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
       cand.config = space.configs[i];
       const Runtime& rt = runtimes.at(cand.config.get("warps", base.num_warps));
       auto t0 = Clock::now();
-      try {
+      try { // anything a candidate throws is its own failure, never the process's
         compiled[i].kernel.emplace(rt.compile(make(cand.config)));
         compiled[i].rt = &rt;
         cand.compiled = true;
+        cand.cache = compiled[i].kernel->cache().outcome;
         cand.report = compiled[i].kernel->report();
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {
         cand.error = "does not compile: " + firstLine(e.what());
       }
       cand.compile_ms = msSince(t0);
       progress.show("compiling", ++done, int(n));
     }
   };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  struct Pool { // joined on every way out, a failed thread start included
+    std::vector<std::thread> threads;
+    ~Pool() {
+      for (auto& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } pool;
+  for (int t = 0; t < threads; ++t) pool.threads.emplace_back(worker);
+  for (auto& t : pool.threads) t.join();
   result.compile_ms = msSince(c0);
 
   // Verify, then time, one candidate at a time.

@@ -143,3 +143,13 @@ TEST_CASE("the eager framework's elementwise epilogue compiles for every dtype",
     CHECK_THROWS_WITH(e.launch(k, c, nullptr, nullptr, catalogue::Activation::gelu, nullptr), Contains("compile-only"));
   }
 }
+
+TEST_CASE("the hand-written GEMM's launcher checks the bias before the kernel can read past it", "[handwritten][errors]") {
+  Runtime rt = offline();
+  catalogue::Handwritten h = catalogue::find("gemm_bias_relu").handwritten(DType::bf16);
+  HandwrittenKernel k = compile_cuda(rt, h.source);
+  uint16_t buf[64] = {};
+  TensorView A{buf, DType::bf16, {4, 4}, {}}, B{buf, DType::bf16, {4, 8}, {}}, C{buf, DType::bf16, {4, 8}, {}};
+  TensorView shortBias{buf, DType::bf16, {4}, {}};
+  CHECK_THROWS_WITH(h.launch(k, {A, B, shortBias, C}, nullptr), Contains("bias must be a contiguous bf16[8]"));
+}

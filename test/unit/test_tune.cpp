@@ -71,7 +71,7 @@ TEST_CASE("tune compiles, verifies and times every candidate and picks the faste
   CHECK_FALSE(*r.runner_up == r.best);
   CHECK(r.runner_up_time->median >= r.best_time.median);
   CHECK(r.signature == "gemm f32");
-  CHECK(r.shape_class == "96x80");
+  CHECK(r.shape_class == "96x48,48x80,96x80"); // every argument: K counts
   CHECK(r.compile_ms > 0);
   CHECK(r.timing_ms > 0);
   CHECK_FALSE(r.replayed);
@@ -132,7 +132,7 @@ TEST_CASE("the database records the search and replays the choice", "[tune]") {
   REQUIRE(j["entries"].size() == 1);
   const auto& e = j["entries"][0];
   CHECK(e["signature"] == "gemm f32");
-  CHECK(e["shape_class"] == "64x64");
+  CHECK(e["shape_class"] == "64x32,32x64,64x64");
   CHECK(e["fingerprint"]["backend"] == "cpu");
   CHECK(!e["fingerprint"]["kiln"].get<std::string>().empty());
   CHECK(!e["fingerprint"]["llvm"].get<std::string>().empty());
@@ -159,21 +159,55 @@ TEST_CASE("a changed fingerprint is reported and tuned again, never reused silen
   tune::Options o{.reps = 3, .database = db, .progress = false};
   tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(48, 48, 48), o);
   nlohmann::json j = nlohmann::json::parse(tune::read_database(db));
-  j["entries"][0]["fingerprint"]["device"] = "NVIDIA H100";
   j["entries"][0]["fingerprint"]["driver"] = "12.4";
+  j["entries"][0]["fingerprint"]["kiln"] = "0.0.9+oldbuild";
   std::ofstream(db) << j.dump();
   tune::Result r = tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(48, 48, 48), o);
   CHECK_FALSE(r.replayed);
-  CHECK_THAT(r.note, Contains("stale") && Contains("device") && Contains("NVIDIA H100") && Contains("driver"));
+  CHECK_THAT(r.note, Contains("stale") && Contains("driver") && Contains("kiln") && Contains("0.0.9+oldbuild"));
   CHECK(r.candidates.size() == 4);
   nlohmann::json after = nlohmann::json::parse(tune::read_database(db));
-  REQUIRE(after["entries"].size() == 1); // replaced, not duplicated
-  CHECK(after["entries"][0]["fingerprint"]["device"] != "NVIDIA H100");
+  REQUIRE(after["entries"].size() == 1); // this machine's entry, replaced
+  CHECK(after["entries"][0]["fingerprint"]["kiln"] != "0.0.9+oldbuild");
+  std::remove(db.c_str());
+}
+
+TEST_CASE("one database keeps an entry per device", "[tune]") {
+  const std::string db = tempPath("kiln-tune-db");
+  tune::Options o{.reps = 3, .database = db, .progress = false};
+  tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(40, 40, 40), o);
+  nlohmann::json j = nlohmann::json::parse(tune::read_database(db));
+  j["entries"][0]["fingerprint"]["device"] = "another machine";
+  std::ofstream(db) << j.dump();
+  tune::Result r = tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(40, 40, 40), o);
+  CHECK_FALSE(r.replayed);
+  CHECK_THAT(r.note, Contains("no entry for") && Contains("another machine"));
+  CHECK(nlohmann::json::parse(tune::read_database(db))["entries"].size() == 2); // both kept
+  CHECK(tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(40, 40, 40), o).replayed);
+  std::remove(db.c_str());
+}
+
+TEST_CASE("a saved choice that no longer compiles is searched again, not thrown", "[tune]") {
+  const std::string db = tempPath("kiln-tune-db");
+  tune::Options o{.reps = 2, .database = db, .progress = false};
+  tune::Result first = tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(32, 32, 32), o);
+  auto refuseBest = [&](const tune::Config& c) -> Kernel {
+    if (c == first.best) throw Error(ErrorKind::CompileFailed, "this config broke");
+    return gemmFor(c);
+  };
+  tune::Result r = tune::tune(Backend::cpu, noDisk(), smallSpace(), refuseBest, gemmProblem(32, 32, 32), o);
+  CHECK_FALSE(r.replayed);
+  CHECK_THAT(r.note, Contains("fails now") && Contains("this config broke"));
+  CHECK_FALSE(r.best == first.best);
   std::remove(db.c_str());
 }
 
 TEST_CASE("a database that is not one is refused and left alone", "[tune][errors]") {
   const std::string db = tempPath("kiln-tune-db");
+  std::ofstream(db) << R"({"entries": [{"signature": 3}]})";
+  CHECK_THROWS_WITH(tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(8, 8, 8),
+                               {.database = db, .progress = false}),
+                    Contains("an entry lacks"));
   std::ofstream(db) << "{ this is somebody's notes";
   CHECK_THROWS_WITH(tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(8, 8, 8),
                                {.database = db, .progress = false}),

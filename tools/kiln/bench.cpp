@@ -155,7 +155,7 @@ void checkRoute(const std::string& r, kiln::Backend b, const kiln::catalogue::En
   auto no = [&](const std::string& why) {
     throw kiln::Error(kiln::ErrorKind::Unsupported, "route '" + r + "' " + why);
   };
-  if (r == "kiln-tuned") return; // either backend; needs --tuned (checked by the caller)
+  if (r == "kiln-tuned") return; // either backend; --tuned is checked by cmdBench
   if (r == "kiln" || r == "framework" || r == "framework-eager" || r == "cuda") {
     if (!gpu) no("runs on a GPU, and this run is on the CPU backend (routes here: kiln-cpu, eigen)");
     if (r.rfind("framework", 0) == 0 && !isGemm(e.name))
@@ -206,6 +206,8 @@ int cmdBench(const BenchOptions& o) {
 
   std::vector<Route> routes;
   std::vector<std::string> routeNames = o.routes.empty() ? defaultRoutes(backend, entry) : o.routes;
+  if (o.tuned_db.empty() && std::find(routeNames.begin(), routeNames.end(), "kiln-tuned") != routeNames.end())
+    throw kiln::Error(kiln::ErrorKind::InvalidArgument, "route 'kiln-tuned' needs --tuned DB (the tuning database)");
   if (!o.tuned_db.empty()) {
     if (!entry.make_tiled)
       throw kiln::Error(kiln::ErrorKind::Unsupported, "--tuned: '" + o.kernel + "' has no tile sizes to tune");

@@ -99,15 +99,16 @@ int cmdTune(const TuneOptions& o) {
     if (bool(a->time) != bool(b->time)) return bool(a->time);
     return a->time && b->time && a->time->median < b->time->median;
   });
-  std::printf("%-40s %10s %10s %10s %10s %9s %5s  %s\n", "config", "compile_ms", "median_ms", "p10_ms", "p90_ms",
-              "TFLOP/s", "regs", "state");
+  std::printf("%-40s %10s %-6s %10s %10s %10s %9s %5s  %s\n", "config", "compile_ms", "cache", "median_ms", "p10_ms",
+              "p90_ms", "TFLOP/s", "regs", "state");
   for (auto* c : order) {
     if (c->time)
-      std::printf("%-40s %10.1f %10.4f %10.4f %10.4f %9.2f %5d  ok\n", c->config.str().c_str(), c->compile_ms,
-                  c->time->median, c->time->p10, c->time->p90, p.flops / (c->time->median * 1e9), c->report.registers);
+      std::printf("%-40s %10.1f %-6s %10.4f %10.4f %10.4f %9.2f %5d  ok\n", c->config.str().c_str(), c->compile_ms,
+                  kiln::to_string(c->cache), c->time->median, c->time->p10, c->time->p90,
+                  p.flops / (c->time->median * 1e9), c->report.registers);
     else
-      std::printf("%-40s %10.1f %10s %10s %10s %9s %5s  %s\n", c->config.str().c_str(), c->compile_ms, "-", "-", "-",
-                  "-", "-", c->error.c_str());
+      std::printf("%-40s %10.1f %-6s %10s %10s %10s %9s %5s  %s\n", c->config.str().c_str(), c->compile_ms,
+                  kiln::to_string(c->cache), "-", "-", "-", "-", "-", c->error.c_str());
   }
   std::printf("chosen:    %s  median %.4f ms (p10 %.4f, p90 %.4f), %.2f TFLOP/s\n", r.best.str().c_str(),
               r.best_time.median, r.best_time.p10, r.best_time.p90, p.flops / (r.best_time.median * 1e9));
@@ -123,8 +124,11 @@ int cmdTune(const TuneOptions& o) {
       std::printf("default:   %s  median %.4f ms: the chosen config is %.2fx faster\n", d.str().c_str(),
                   c.time->median, c.time->median / r.best_time.median);
   }
-  std::printf("search cost: %.0f ms compiling (%zu candidates, in parallel), %.0f ms verifying and timing\n",
-              r.compile_ms, r.candidates.size(), r.timing_ms);
+  size_t hits = 0;
+  for (const auto& c : r.candidates) hits += c.cache == kiln::CacheOutcome::disk || c.cache == kiln::CacheOutcome::memory;
+  std::printf("search cost: %.0f ms compiling (%zu candidates, in parallel; %zu from the kernel cache), %.0f ms "
+              "verifying and timing\n",
+              r.compile_ms, r.candidates.size(), hits, r.timing_ms);
   if (!r.note.empty()) std::printf("note: %s\n", r.note.c_str());
   if (!o.database.empty()) std::printf("database: %s\n", o.database.c_str());
   return 0;
