@@ -147,8 +147,8 @@ tile.kernel @relu_bf16(in %X : !tile.tensor<[M, 8], bf16>, out %Y : !tile.tensor
 // CHECK-NEXT:            %[[BV:.+]] = memref.load %[[BT]][%[[DK]], %[[DJ]]] : memref<2x8xbf16>
 // CHECK-NEXT:            %[[BW:.+]] = arith.extf %[[BV]] : bf16 to f32
 // CHECK-NEXT:            %[[CV:.+]] = memref.load %[[DOT]][%[[DI]], %[[DJ]]] : memref<4x8xf32>
-// CHECK-NEXT:            %[[PROD:.+]] = arith.mulf %[[AW]], %[[BW]] : f32
-// CHECK-NEXT:            %[[SUM:.+]] = arith.addf %[[CV]], %[[PROD]] : f32
+// CHECK-NEXT:            %[[PROD:.+]] = arith.mulf %[[AW]], %[[BW]] fastmath<contract> : f32
+// CHECK-NEXT:            %[[SUM:.+]] = arith.addf %[[CV]], %[[PROD]] fastmath<contract> : f32
 // CHECK-NEXT:            memref.store %[[SUM]], %[[DOT]][%[[DI]], %[[DJ]]] : memref<4x8xf32>
 // The yield copies the dot's result into the carried buffer, inside the K loop.
 // CHECK:               %[[NEXT:.+]] = memref.load %[[DOT]][%[[YA:.+]], %[[YB:.+]]] : memref<4x8xf32>
