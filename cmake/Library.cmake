@@ -33,7 +33,7 @@ target_include_directories(kiln
 target_link_libraries(kiln PRIVATE
   KilnCpuLowering KilnCudaLowering KilnTransforms KilnTileDialect Eigen3::Eigen ${CMAKE_DL_LIBS}
   MLIRGPUDialect MLIRNVVMDialect MLIRGPUToNVVMTransforms MLIRGPUTransforms MLIRNVVMTarget
-  MLIRNVVMToLLVMIRTranslation MLIRGPUToLLVMIRTranslation MLIRMathTransforms MLIRNVGPUToNVVM MLIRVectorToLLVM
+  MLIRNVVMToLLVMIRTranslation MLIRGPUToLLVMIRTranslation MLIRMathTransforms MLIRNVGPUToNVVM MLIRVectorToLLVM MLIRVectorToLLVMPass
   MLIRExecutionEngineUtils MLIRExecutionEngine MLIRLLVMToLLVMIRTranslation
   MLIRBuiltinToLLVMIRTranslation MLIRSCFToControlFlow MLIRArithTransforms MLIRMathToLLVM
   MLIRMathToLibm MLIRMemRefToLLVM MLIRArithToLLVM MLIRFuncToLLVM MLIRControlFlowToLLVM

@@ -12,6 +12,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -107,6 +108,7 @@ void lowerToLoops(ModuleOp m, DiagnosticCollector& diags, const std::string& nam
 void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
   PassManager pm(m.getContext());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass()); // the dot's row vectors
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true; // bf16 <-> f32 as integer ops: no soft-float helpers needed
   pm.addPass(arith::createArithExpandOpsPass(expand));

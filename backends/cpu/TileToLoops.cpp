@@ -230,19 +230,29 @@ LogicalResult KernelLowering::lowerOp(Operation* op) {
         copy(loc, map_.lookup(d.getAcc()), out, ct);
         int64_t m = ct.getShape()[0], n = ct.getShape()[1];
         int64_t k = d.getLhs().getType().getShape()[1];
-        // i, k, j order: the innermost loop walks rows of B and C contiguously, which the
-        // LLVM loop vectoriser turns into SIMD code.
-        nestStatic(loc, {m, k, n}, [&](OpBuilder& b, Location l, ValueRange iv) {
-          Value i = iv[0], kk = iv[1], j = iv[2];
-          Value av = toF32(b, l, b.create<memref::LoadOp>(l, a, ValueRange{i, kk}));
-          Value bv = toF32(b, l, b.create<memref::LoadOp>(l, bm, ValueRange{kk, j}));
-          Value cv = b.create<memref::LoadOp>(l, out, ValueRange{i, j});
-          // contract: the multiply-add may become one FMA (as on the GPU's tensor cores and in
-          // Eigen): one rounding instead of two, and twice the arithmetic per instruction.
-          auto contract = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
-          Value r = b.create<arith::AddFOp>(l, cv, b.create<arith::MulFOp>(l, av, bv, contract), contract);
-          b.create<memref::StoreOp>(l, r, out, ValueRange{i, j});
-        });
+        // Per row i of C: the row lives in registers (a vector<n x f32> carried through the
+        // k loop) and takes one FMA per k with a[i][k] broadcast and row k of B: no load or
+        // store of C inside the k loop, where a scalar i-k-j nest has two per element.
+        auto f32 = b_.getF32Type();
+        auto rowF32 = VectorType::get({n}, f32);
+        auto rowB = VectorType::get({n}, d.getRhs().getType().getElementType());
+        Value c0 = cidx(loc, 0), c1 = cidx(loc, 1);
+        auto rows = b_.create<scf::ForOp>(loc, c0, cidx(loc, m), c1);
+        {
+          OpBuilder::InsertionGuard g(b_);
+          b_.setInsertionPointToStart(rows.getBody());
+          Value i = rows.getInductionVar();
+          Value acc0 = b_.create<vector::LoadOp>(loc, rowF32, out, ValueRange{i, c0});
+          auto ks = b_.create<scf::ForOp>(loc, c0, cidx(loc, k), c1, ValueRange{acc0},
+                                          [&](OpBuilder& b, Location l, Value kk, ValueRange carried) {
+            Value av = toF32(b, l, b.create<memref::LoadOp>(l, a, ValueRange{i, kk}));
+            Value bv = b.create<vector::LoadOp>(l, rowB, bm, ValueRange{kk, c0});
+            if (!rowB.getElementType().isF32()) bv = b.create<arith::ExtFOp>(l, rowF32, bv);
+            Value splat = b.create<vector::BroadcastOp>(l, rowF32, av);
+            b.create<scf::YieldOp>(l, ValueRange{b.create<vector::FMAOp>(l, splat, bv, carried[0])});
+          });
+          b_.create<vector::StoreOp>(loc, ks.getResult(0), out, ValueRange{i, c0});
+        }
         map_.map(d.getResult(), out);
         return success();
       })

@@ -26,7 +26,7 @@ def KilnLowerToLoops : Pass<"kiln-lower-to-loops", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect", "::mlir::vector::VectorDialect"];
 }
 
 def KilnLowerToGPU : Pass<"kiln-lower-to-gpu", "::mlir::ModuleOp"> {

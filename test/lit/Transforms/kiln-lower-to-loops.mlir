@@ -136,20 +136,22 @@ tile.kernel @relu_bf16(in %X : !tile.tensor<[M, 8], bf16>, out %Y : !tile.tensor
 // CHECK-NEXT:          memref.store %{{.+}}, %[[AT]]
 // CHECK:               memref.load %[[B]]
 // CHECK-NEXT:          memref.store %{{.+}}, %[[BT]]
-// tile.dot: copy the accumulator into the result buffer, then an i-k-j nest.
+// tile.dot: copy the accumulator into the result buffer, then per row of C a vector
+// carried through the k loop: one FMA per k with a[i][k] broadcast and row k of B.
 // CHECK:               %[[OLD:.+]] = memref.load %[[ACC]][%[[CA:.+]], %[[CB:.+]]] : memref<4x8xf32>
 // CHECK-NEXT:          memref.store %[[OLD]], %[[DOT]][%[[CA]], %[[CB]]] : memref<4x8xf32>
 // CHECK:           scf.for %[[DI:.+]] = %{{.+}} to %c4{{.*}} step
-// CHECK-NEXT:        scf.for %[[DK:.+]] = %{{.+}} to %c2{{.*}} step
-// CHECK-NEXT:          scf.for %[[DJ:.+]] = %{{.+}} to %c8{{.*}} step
-// CHECK-NEXT:            %[[AV:.+]] = memref.load %[[AT]][%[[DI]], %[[DK]]] : memref<4x2xbf16>
-// CHECK-NEXT:            %[[AW:.+]] = arith.extf %[[AV]] : bf16 to f32
-// CHECK-NEXT:            %[[BV:.+]] = memref.load %[[BT]][%[[DK]], %[[DJ]]] : memref<2x8xbf16>
-// CHECK-NEXT:            %[[BW:.+]] = arith.extf %[[BV]] : bf16 to f32
-// CHECK-NEXT:            %[[CV:.+]] = memref.load %[[DOT]][%[[DI]], %[[DJ]]] : memref<4x8xf32>
-// CHECK-NEXT:            %[[PROD:.+]] = arith.mulf %[[AW]], %[[BW]] fastmath<contract> : f32
-// CHECK-NEXT:            %[[SUM:.+]] = arith.addf %[[CV]], %[[PROD]] fastmath<contract> : f32
-// CHECK-NEXT:            memref.store %[[SUM]], %[[DOT]][%[[DI]], %[[DJ]]] : memref<4x8xf32>
+// CHECK-NEXT:        %[[ROW:.+]] = vector.load %[[DOT]][%[[DI]], %[[Z0:.+]]] : memref<4x8xf32>, vector<8xf32>
+// CHECK:             %[[RES:.+]] = scf.for %[[DK:.+]] = %{{.+}} to %c2{{.*}} step %{{.+}} iter_args(%[[CARRY:.+]] = %[[ROW]]) -> (vector<8xf32>)
+// CHECK-NEXT:          %[[AV:.+]] = memref.load %[[AT]][%[[DI]], %[[DK]]] : memref<4x2xbf16>
+// CHECK-NEXT:          %[[AW:.+]] = arith.extf %[[AV]] : bf16 to f32
+// CHECK-NEXT:          %[[BV:.+]] = vector.load %[[BT]][%[[DK]], %[[Z0]]] : memref<2x8xbf16>, vector<8xbf16>
+// CHECK-NEXT:          %[[BW:.+]] = arith.extf %[[BV]] : vector<8xbf16> to vector<8xf32>
+// CHECK-NEXT:          %[[SPLAT:.+]] = vector.broadcast %[[AW]] : f32 to vector<8xf32>
+// CHECK-NEXT:          %[[FMA:.+]] = vector.fma %[[SPLAT]], %[[BW]], %[[CARRY]] : vector<8xf32>
+// CHECK-NEXT:          scf.yield %[[FMA]] : vector<8xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:        vector.store %[[RES]], %[[DOT]][%[[DI]], %[[Z0]]] : memref<4x8xf32>, vector<8xf32>
 // The yield copies the dot's result into the carried buffer, inside the K loop.
 // CHECK:               %[[NEXT:.+]] = memref.load %[[DOT]][%[[YA:.+]], %[[YB:.+]]] : memref<4x8xf32>
 // CHECK-NEXT:          memref.store %[[NEXT]], %[[ACC]][%[[YA]], %[[YB]]] : memref<4x8xf32>
