@@ -10,6 +10,8 @@
 //
 //   kiln-mlp [--backend auto|cpu|cuda] [--tokens T] [--model D] [--hidden F] [--layers L]
 //            [--dtype bf16|f16|f32] [--reps N] [--csv FILE] [--json FILE] [--html FILE]
+//            [--tuned DB]   adds the kiln-tuned path: each GEMM's tiles from the autotuner
+//                           (searched and saved in DB, or replayed), its search cost as tune_ms
 // Defaults: on a GPU T=2048, D=2048, F=8192, L=4, bf16; on the CPU T=64, D=128, F=512, L=2, f32.
 #include <kiln/kiln.hpp>
 
@@ -35,6 +37,7 @@ struct Config {
   std::string dtype;
   int reps = 20;
   std::string csv, json, html;
+  std::string tuned; ///< tuning database: adds the kiln-tuned path
 };
 
 // The model's parameters and input, on the host (the engine's copy).
@@ -70,6 +73,7 @@ struct Path {
   double import_ms = 0; // before rt: rt's initialiser sets it
   kiln::Runtime rt;
   std::optional<double> compile_ms;
+  std::optional<double> tune_ms;
   std::vector<kiln::DeviceTensor> w1, b1, w2, b2, x, h;
   std::function<void(int64_t layer)> up, down; // enqueue one operator of one layer
 
@@ -107,6 +111,55 @@ void kilnOps(Path& p, kiln::DType dt) {
   auto up = std::make_shared<kiln::CompiledKernel>(p.rt.compile(kiln::catalogue::gemm_bias_gelu(dt, t)));
   auto down = std::make_shared<kiln::CompiledKernel>(p.rt.compile(kiln::catalogue::gemm_bias_residual(dt, t)));
   p.compile_ms = msSince(t0);
+  p.up = [&p, up](int64_t l) { up->launch({p.x[l].view(), p.w1[l].view(), p.b1[l].view(), p.h[l].view()}, nullptr); };
+  p.down = [&p, down](int64_t l) {
+    down->launch({p.h[l].view(), p.w2[l].view(), p.b2[l].view(), p.x[l].view(), p.x[l + 1].view()}, nullptr);
+  };
+}
+
+// The tuned path: each of the two GEMMs gets the autotuner's choice for its shape (the
+// tile space of docs/tuning.md), searched on this machine or replayed from the database.
+void tunedOps(Path& p, const Config& c, kiln::DType dt) {
+  namespace kt = kiln::tune;
+  const int64_t es = kiln::size_of(dt);
+  const bool gpu = p.rt.backend() == kiln::Backend::cuda;
+  kt::Space space = gpu ? kt::Space::product({{"m", {64, 128}}, {"n", {64, 128}}, {"k", {32, 64}}, {"stages", {2, 3, 4}},
+                                              {"warps", {4, 8}}},
+                                             [&](const kt::Config& x, std::string* why) {
+                                               const int64_t smem = x.get("stages", 1) *
+                                                   (x.get("m", 0) * x.get("k", 0) + x.get("k", 0) * x.get("n", 0)) * es;
+                                               *why = "over 227 KiB of shared memory or 128 accumulators per thread";
+                                               return smem <= 227 * 1024 &&
+                                                      x.get("m", 0) * x.get("n", 0) / (32 * x.get("warps", 4)) <= 128;
+                                             })
+                        : kt::Space::product({{"m", {16, 32, 64}}, {"n", {32, 64}}, {"k", {16, 32}}, {"stages", {3}}});
+  double tuneMs = 0, compileMs = 0;
+  auto pick = [&](const std::string& name, std::vector<int64_t> shape) {
+    const kiln::catalogue::Entry& e = kiln::catalogue::find(name);
+    kiln::catalogue::Problem prob = e.problem(shape, dt, 77);
+    kt::Options o;
+    o.reps = c.reps;
+    o.database = c.tuned;
+    o.progress = false;
+    o.shape_class = std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" + std::to_string(shape[2]);
+    auto make = [&](const kt::Config& x) {
+      return e.make_tiled(dt, {x.get("m", 64), x.get("n", 64), x.get("k", 32), x.get("stages", 3)});
+    };
+    kt::Result r = kt::tune(p.rt.backend(), {}, space, make, {prob.args, prob.output, prob.reference, prob.flops}, o);
+    tuneMs += r.compile_ms + r.timing_ms;
+    std::printf("  %s %s: %s (%s)\n", name.c_str(), o.shape_class.c_str(), r.best.str().c_str(),
+                r.replayed ? "replayed" : "searched");
+    kiln::RuntimeOptions ro;
+    ro.num_warps = int(r.best.get("warps", 4));
+    auto t0 = Clock::now();
+    auto k = std::make_shared<kiln::CompiledKernel>(kiln::Runtime::create(p.rt.backend(), ro).compile(make(r.best)));
+    compileMs += msSince(t0);
+    return k; // launches on p.rt's memory: one device, one context
+  };
+  auto up = pick("gemm_bias_gelu", {c.tokens, c.hidden, c.model});
+  auto down = pick("gemm_bias_residual", {c.tokens, c.model, c.hidden});
+  p.tune_ms = tuneMs;
+  p.compile_ms = compileMs;
   p.up = [&p, up](int64_t l) { up->launch({p.x[l].view(), p.w1[l].view(), p.b1[l].view(), p.h[l].view()}, nullptr); };
   p.down = [&p, down](int64_t l) {
     down->launch({p.h[l].view(), p.w2[l].view(), p.b2[l].view(), p.x[l].view(), p.x[l + 1].view()}, nullptr);
@@ -224,6 +277,7 @@ int parse(int argc, char** argv, Config& c) {
     else if (a == "--csv") c.csv = value();
     else if (a == "--json") c.json = value();
     else if (a == "--html") c.html = value();
+    else if (a == "--tuned") c.tuned = value();
     else throw kiln::Error(kiln::ErrorKind::NotFound, "unknown flag '" + a + "' (see the comment at the top of mlp_block.cpp)");
   }
   return 0;
@@ -256,8 +310,10 @@ int main(int argc, char** argv) try {
   if (!gpu && dt != kiln::DType::f32)
     throw kiln::Error(kiln::ErrorKind::Unsupported, "on the CPU the framework path is Eigen in f32: use --dtype f32");
 
-  Path framework(gpu ? "framework" : "eigen", kilnPath.rt.backend());
-  std::optional<Path> eager;
+  // The example's Eigen is built for generic x86-64 (SSE2), like the rest of this program;
+  // `kiln bench`'s eigen route loads Eigen built for the host's ISA (docs/lifecycle.md).
+  Path framework(gpu ? "framework" : "eigen-sse2", kilnPath.rt.backend());
+  std::optional<Path> eager, tuned;
   if (gpu) eager.emplace("framework-eager", kilnPath.rt.backend());
   std::printf("MLP block: %lld tokens, model %lld, hidden %lld, %lld layers, %s, on %s\n", (long long)c.tokens,
               (long long)c.model, (long long)c.hidden, (long long)c.layers, c.dtype.c_str(), kilnPath.rt.describe().c_str());
@@ -266,8 +322,14 @@ int main(int argc, char** argv) try {
   if (gpu) cublasOps(framework);
   else eigenOps(framework, c);
   if (eager) eagerOps(*eager, dt);
+  if (!c.tuned.empty()) {
+    tuned.emplace(gpu ? "kiln-tuned" : "kiln-cpu-tuned", kilnPath.rt.backend());
+    std::printf("tuning the two GEMMs (database %s):\n", c.tuned.c_str());
+    tunedOps(*tuned, c, dt);
+  }
   std::vector<Path*> paths = {&kilnPath, &framework};
   if (eager) paths.push_back(&*eager);
+  if (tuned) paths.push_back(&*tuned);
 
   const double upFlops = 2.0 * c.tokens * c.model * c.hidden, downFlops = upFlops;
   const double modelFlops = c.layers * (upFlops + downFlops);
@@ -305,6 +367,7 @@ int main(int argc, char** argv) try {
     kiln::profile::Row model = row("mlp_block", modelShape);
     model.import_ms = p->import_ms;
     model.compile_ms = p->compile_ms;
+    model.tune_ms = p->tune_ms;
     model.first_run_ms = firstMs;
     auto stat = kiln::profile::summarize(kiln::profile::time(p->rt, [&] { p->forward(c.layers); }, timing));
     model.model_ms = stat->median;

@@ -25,7 +25,7 @@ run() { # name, log, command...
 # Steps (arguments; default: all): bench (issue 4: kiln bench + kiln-mlp), suite (GPU
 # tests), gemm (kiln-bench-gemm + CLI runs), cache (issue 5: cold/warm compiles), tune
 # (issue 5: kiln tune 4096^3 and its replay), tunedbench (kiln bench --tuned: the price of
-# tuning per shape; not in the default set).
+# tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 export KILN_CACHE_DIR=/tmp/kiln-cache # never the machine's home; emptied where it matters
@@ -43,6 +43,11 @@ if want tunedbench; then
   run tuned-bench tuned-bench.log $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 $SHAPES --reps 20 \
     --warmup 3 --routes kiln,framework --tuned "$RES/bench-tune.json" \
     --csv "$RES/tuned-bench.csv" --json "$RES/tuned-bench.json" --html "$RES/tuned-bench.html"
+fi
+if want mlptuned; then
+  rm -f "$RES/mlp-tune.json"
+  run mlp-tuned mlp-tuned.log $K/kiln-mlp --tuned "$RES/mlp-tune.json" --csv "$RES/mlp-tuned.csv" \
+    --json "$RES/mlp-tuned.json" --html "$RES/mlp-tuned.html"
 fi
 if want suite; then
   run cuda-support cuda-support.log $K/kiln-cuda-support-tests
@@ -94,6 +99,7 @@ if want bench; then
 fi
 want cache && cat "$RES/compile.csv"
 want tunedbench && grep -E "^(route|kiln|framework)|compile" "$RES/tuned-bench.log"
+want mlptuned && tail -n 20 "$RES/mlp-tuned.log"
 if want tune; then
   grep -E "^(tuning|chosen|runner-up|default|search cost|note)" "$RES/tune.log"
   grep -E "^(chosen|search cost|note)" "$RES/tune-replay.log"
