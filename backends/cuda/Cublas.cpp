@@ -40,10 +40,7 @@ struct CublasLtApi {
   std::string versionString; // "cuBLASLt 13.1.0 (libcublasLt.so.13)"
 };
 
-struct LoadResult {
-  std::unique_ptr<CublasLtApi> api;
-  std::string error;
-};
+using LoadResult = LoadedLibrary<CublasLtApi>;
 
 LoadResult loadCublasLt() {
   auto api = std::make_unique<CublasLtApi>();
@@ -76,17 +73,8 @@ LoadResult loadCublasLt() {
   return r;
 }
 
-const LoadResult& loaded() {
-  // Thread-safe, computed once (failure included), never destroyed.
-  static const LoadResult* result = new LoadResult(loadCublasLt());
-  return *result;
-}
-
-const CublasLtApi& lt() {
-  const LoadResult& r = loaded();
-  if (!r.api) throw Error(ErrorKind::Unsupported, r.error);
-  return *r.api;
-}
+const LoadResult& loaded() { return loadOnce(&loadCublasLt); }
+const CublasLtApi& lt() { return loaded().get(); }
 
 const char* builtinStatusName(cublasStatus_t s) {
   switch (s) {

@@ -7,9 +7,30 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <memory>
 #include <vector>
 
+#include "kiln/error.hpp"
+
 namespace kiln::cuda {
+
+/// A toolkit library's entry-point table, or why it did not load.
+template <class Api> struct LoadedLibrary {
+  std::unique_ptr<Api> api;
+  std::string error;
+  /// The table; kiln::Error(Unsupported) with the reason when the library did not load.
+  const Api& get() const {
+    if (!api) throw Error(ErrorKind::Unsupported, error);
+    return *api;
+  }
+};
+
+/// Runs `load` once per process (thread-safe; a failure is remembered too) and keeps the
+/// result forever, so the library stays usable during static destruction.
+template <class Api> const LoadedLibrary<Api>& loadOnce(LoadedLibrary<Api> (*load)()) {
+  static const LoadedLibrary<Api>* result = new LoadedLibrary<Api>(load());
+  return *result;
+}
 
 /// Where a toolkit library may be: each name through the loader's own search, then
 /// `lib64File` under $CUDA_HOME, $CUDA_PATH and /usr/local/cuda.

@@ -45,10 +45,7 @@ struct NvJitLinkApi {
   std::string versionString; // "nvJitLink 13.0"
 };
 
-struct LoadResult {
-  std::unique_ptr<NvJitLinkApi> api;
-  std::string error;
-};
+using LoadResult = LoadedLibrary<NvJitLinkApi>;
 
 LoadResult loadNvJitLink() {
   auto api = std::make_unique<NvJitLinkApi>();
@@ -82,17 +79,8 @@ LoadResult loadNvJitLink() {
   return r;
 }
 
-const LoadResult& loaded() {
-  // Thread-safe, computed once, never destroyed (usable during static destruction).
-  static const LoadResult* result = new LoadResult(loadNvJitLink());
-  return *result;
-}
-
-const NvJitLinkApi& api() {
-  const LoadResult& r = loaded();
-  if (!r.api) throw Error(ErrorKind::Unsupported, r.error);
-  return *r.api;
-}
+const LoadResult& loaded() { return loadOnce(&loadNvJitLink); }
+const NvJitLinkApi& api() { return loaded().get(); }
 
 const char* resultName(nvJitLinkResult r) {
   switch (r) {

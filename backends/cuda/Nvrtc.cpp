@@ -32,10 +32,7 @@ struct NvrtcApi {
   std::string version; // "NVRTC 13.0"
 };
 
-struct LoadResult {
-  std::unique_ptr<NvrtcApi> api;
-  std::string error;
-};
+using LoadResult = LoadedLibrary<NvrtcApi>;
 
 LoadResult load() {
   auto api = std::make_unique<NvrtcApi>();
@@ -63,16 +60,8 @@ LoadResult load() {
   return r;
 }
 
-const LoadResult& loaded() {
-  static const LoadResult* result = new LoadResult(load()); // once, never destroyed
-  return *result;
-}
-
-const NvrtcApi& api() {
-  const LoadResult& r = loaded();
-  if (!r.api) throw Error(ErrorKind::Unsupported, r.error);
-  return *r.api;
-}
+const LoadResult& loaded() { return loadOnce(&load); }
+const NvrtcApi& api() { return loaded().get(); }
 
 bool isFile(const std::string& p) {
   struct stat st {};
