@@ -9,26 +9,19 @@
 #include "kiln/error.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
+#include "gpu_test.hpp"
 
 using namespace kiln;
+using kiln::gputest::gpu;
+using kiln::gputest::str;
 using Catch::Matchers::Contains;
 
 namespace {
-
-const Runtime& gpu() {
-  static Runtime rt = Runtime::create(Backend::cuda);
-  return rt;
-}
 
 // M x N x K; none a multiple of kiln's 64x64x32 tiles, nor of cuBLASLt's.
 const std::vector<std::vector<int64_t>> kShapes = {
     {1, 1, 1}, {129, 127, 65}, {4097, 65, 129}, {257, 4097, 33}, {65, 33, 4097}};
 
-std::string str(const std::vector<int64_t>& s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
-  return r;
-}
 
 void checkAgainstCublas(const std::string& name, reference::Epilogue epi) {
   const catalogue::Entry& e = catalogue::find(name);

@@ -7,16 +7,14 @@
 #include "kiln/handwritten.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
+#include "gpu_test.hpp"
 
 using namespace kiln;
+using kiln::gputest::gpu;
+using kiln::gputest::str;
 using Catch::Matchers::Contains;
 
 namespace {
-
-const Runtime& gpu() {
-  static Runtime rt = Runtime::create(Backend::cuda);
-  return rt;
-}
 
 CudaSource scale() {
   CudaSource s;

@@ -12,20 +12,18 @@
 #include "kiln/profile.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
+#include "gpu_test.hpp"
 
 #include "Driver.h" // an engine's own stream, for the caller-stream test
 
 #include <limits>
 
 using namespace kiln;
+using kiln::gputest::gpu;
+using kiln::gputest::str;
 using Catch::Matchers::Contains;
 
 namespace {
-
-const Runtime& gpu() {
-  static Runtime rt = Runtime::create(Backend::cuda);
-  return rt;
-}
 
 // 1, 7, 127, 129, 1000 and 4097 as M, N and K; none a multiple of the 64x64x32 tiles.
 // The last four have K and N multiples of 8, so bf16/f16 runs take the pipelined
@@ -37,11 +35,6 @@ const std::vector<std::vector<int64_t>> kGemmShapes = {
 const std::vector<std::vector<int64_t>> kRowShapes = {
     {1, 1}, {7, 1000}, {129, 127}, {1000, 129}, {4097, 7}, {3, 4097}, {5, 257}};
 
-std::string str(const std::vector<int64_t>& s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
-  return r;
-}
 
 verify::Report runOnGpu(const CompiledKernel& ck, catalogue::Problem& p) {
   catalogue::DeviceProblem d = catalogue::upload(gpu(), p); // the output arrives poisoned
