@@ -3,11 +3,11 @@
 # test/embed/check-symbols.sh).
 set(KILN_MLIR_SOURCES
   lib/Compiler/Context.cpp lib/Compiler/Kernel.cpp lib/Compiler/Pipeline.cpp
-  dsl/Builder.cpp backends/cpu/CpuCompiler.cpp backends/cuda/CudaCompiler.cpp)
+  dsl/Builder.cpp backends/cpu/CpuCompiler.cpp backends/cpu/CpuTarget.cpp backends/cuda/CudaCompiler.cpp)
 set(KILN_PLAIN_SOURCES
   lib/Runtime/Runtime.cpp lib/Runtime/GridPlan.cpp
   lib/Runtime/Error.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
-  lib/Runtime/Handwritten.cpp backends/cuda/Nvrtc.cpp lib/Runtime/KernelCache.cpp lib/Runtime/CompileCache.cpp
+  lib/Runtime/Handwritten.cpp backends/cpu/FloatBuiltins.cpp backends/cuda/Nvrtc.cpp lib/Runtime/KernelCache.cpp lib/Runtime/CompileCache.cpp
   backends/cuda/CudaRuntime.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
   backends/cuda/Cublas.cpp
   lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Verify/GpuReference.cpp

@@ -1,4 +1,6 @@
 #include "CpuCompiler.h"
+#include "CpuTarget.h"
+#include "FloatBuiltins.h"
 #include "Compiler/Pipeline.h"
 
 #include "Dialect/Tile/TileDialect.h"
@@ -48,52 +50,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-void initLLVMOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
-}
-
-/// The host's target machine. f16 elements are converted with F16C instructions; LLVM
-/// would otherwise call compiler-rt helpers that the JIT cannot count on finding.
-std::unique_ptr<llvm::TargetMachine> hostMachine(std::string* why) {
-  initLLVMOnce();
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb) {
-    *why = "cannot detect the host: " + llvm::toString(jtmb.takeError());
-    return nullptr;
-  }
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto tm = jtmb->createTargetMachine();
-  if (!tm) {
-    *why = "no LLVM target for the host: " + llvm::toString(tm.takeError());
-    return nullptr;
-  }
-  return std::move(*tm);
-}
-
-bool hasF16C(llvm::TargetMachine& tm) {
-  return tm.getTargetTriple().isX86() &&
-         tm.getMCSubtargetInfo()->checkFeatures("+f16c");
-}
-
-/// f16 anywhere in the kernel (an argument, or a tile made by a cast) needs F16C.
-bool usesF16(ModuleOp m) {
-  bool found = false;
-  auto isF16 = [](Type t) {
-    if (auto tt = dyn_cast<tile::TileType>(t)) return tt.getElementType().isF16();
-    if (auto at = dyn_cast<tile::TensorArgType>(t)) return at.getElementType().isF16();
-    return t.isF16();
-  };
-  m.walk([&](Operation* op) {
-    for (Type t : op->getResultTypes()) found |= isF16(t);
-    for (Region& r : op->getRegions())
-      for (Block& b : r)
-        for (BlockArgument a : b.getArguments()) found |= isF16(a.getType());
-  });
-  return found;
+/// The conversion helpers LLVM may call (FloatBuiltins.h), as JIT symbols.
+llvm::orc::SymbolMap builtinSymbols(llvm::orc::MangleAndInterner mangle) {
+  llvm::orc::SymbolMap map;
+  for (auto& [name, addr] : floatBuiltins())
+    map[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr), llvm::JITSymbolFlags::Exported};
+  return map;
 }
 
 void lowerToLoops(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
@@ -108,10 +70,12 @@ void lowerToLoops(ModuleOp m, DiagnosticCollector& diags, const std::string& nam
 void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
   PassManager pm(m.getContext());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertVectorToLLVMPass()); // the dot's row vectors
+  // bf16 <-> f32 as integer ops, before anything turns arith into LLVM (vector-to-llvm
+  // converts arith too): inline code on every CPU instead of a helper call per element.
   arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true; // bf16 <-> f32 as integer ops: no soft-float helpers needed
+  expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createConvertVectorToLLVMPass()); // the dot's row vectors
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
@@ -167,37 +131,35 @@ struct HostDeviceTensor : detail::DeviceTensorImpl {
 
 class CpuRuntime : public detail::RuntimeImpl {
 public:
-  std::unique_ptr<detail::CompiledImpl> compile(const Kernel& k) override { return cpu::compile(k); }
+  explicit CpuRuntime(CpuTarget t) : target(std::move(t)) {}
+  const CpuTarget target;
+
+  std::unique_ptr<detail::CompiledImpl> compile(const Kernel& k) override { return cpu::compile(k, target); }
   std::string emit(const Kernel& k, Stage stage) override { return cpu::emit(k, stage); }
 
   Fingerprint fingerprint() override {
     Fingerprint f;
     f.backend = "cpu";
-    std::string why;
-    auto tm = hostMachine(&why);
-    f.device = describeHost();
-    f.target = tm ? tm->getTargetCPU().str() : "unknown";
+    f.device = describe(target);
+    f.target = target.cpu;
     f.sm_count = int(std::thread::hardware_concurrency());
     f.compiler = "LLVM ORC JIT";
     return f;
   }
 
   nlohmann::json cacheKeyInputs() override {
-    std::string why;
-    auto tm = hostMachine(&why);
-    if (!tm) return nullptr;
     // The object is compiled for this CPU: its name and features decide the code.
-    return {{"backend", "cpu"}, {"triple", tm->getTargetTriple().str()}, {"cpu", tm->getTargetCPU().str()},
-            {"features", tm->getTargetFeatureString().str()}};
+    return {{"backend", "cpu"}, {"triple", target.triple}, {"cpu", target.cpu}, {"features", target.features}};
   }
 
   std::unique_ptr<detail::CompiledImpl> loadCached(const KernelSignature& sig, const std::string& payload,
                                                    const nlohmann::json& meta) override {
     const std::string entry = meta.at("entry").get<std::string>();
-    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!jtmb) throw Error(ErrorKind::Unsupported, "cannot detect the host: " + llvm::toString(jtmb.takeError()));
-    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target.builder()).create();
     if (!jit) throw Error(ErrorKind::Runtime, "cannot create a JIT: " + llvm::toString(jit.takeError()));
+    llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(), (*jit)->getDataLayout());
+    if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(builtinSymbols(mangle))))
+      throw Error(ErrorKind::Runtime, "cannot define kiln's conversion helpers: " + llvm::toString(std::move(err)));
     // libm and friends, as the ExecutionEngine resolves them for a fresh compile.
     auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
     if (!gen) throw Error(ErrorKind::Runtime, "cannot search the process's symbols: " + llvm::toString(gen.takeError()));
@@ -244,13 +206,7 @@ public:
 
 } // namespace
 
-std::string describeHost() {
-  std::string why;
-  auto tm = hostMachine(&why);
-  if (!tm) return "cpu unavailable: " + why;
-  return "cpu (" + tm->getTargetTriple().str() + " " + tm->getTargetCPU().str() + " JIT" +
-         (hasF16C(*tm) ? ", f16c" : ", no f16c: f16 kernels unsupported") + ")";
-}
+std::string describe(const CpuTarget& target) { return "cpu (" + target.describe() + " JIT)"; }
 
 std::string emit(const Kernel& kernel, Stage stage) {
   if (stage == Stage::tile) return kernel.tile_ir();
@@ -274,11 +230,9 @@ std::string emit(const Kernel& kernel, Stage stage) {
   return s;
 }
 
-std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
+std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel, const CpuTarget& target) {
   const std::string& name = kernel.name();
-  std::string why;
-  auto tm = hostMachine(&why);
-  if (!tm) throw Error(ErrorKind::Unsupported, "kernel '" + name + "': " + why);
+  auto tm = target.machine();
   auto out = std::make_unique<CpuKernel>();
   out->sig = kernel.signature();
   out->backend = Backend::cpu;
@@ -287,9 +241,6 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
   auto priv = detail::privateCopy(kernel);
   out->ctx = priv.ctx;
   auto& m = priv.module;
-  if (usesF16(*m) && !hasF16C(*tm))
-    throw Error(ErrorKind::Unsupported, "kernel '" + name + "' uses f16, and this CPU has no "
-                                        "F16C instructions to convert it");
   DiagnosticCollector diags(m->getContext());
   detail::runTilePasses(*m, diags, name);
   out->times.tile_passes_ms = detail::msSince(t0);
@@ -313,6 +264,7 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
     diags.fail(ErrorKind::CompileFailed,
                "kernel '" + name + "': JIT failed: " + llvm::toString(engine.takeError()));
   out->engine = std::move(*engine);
+  out->engine->registerSymbols(builtinSymbols);
   auto fn = out->engine->lookupPacked(name);
   if (!fn)
     diags.fail(ErrorKind::CompileFailed,
@@ -321,7 +273,7 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
   out->binary = objectFile(*out->engine, name);
   out->cacheMeta = {{"entry", "_mlir_" + name}};
   out->times.codegen_ms = detail::msSince(t0);
-  out->report.target = describeHost();
+  out->report.target = describe(target);
   out->report.compiler = "LLVM ORC JIT";
   return out;
 }
@@ -329,10 +281,10 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel) {
 } // namespace kiln::cpu
 
 namespace kiln::detail {
-std::shared_ptr<RuntimeImpl> makeCpuRuntime(const std::string& why_not_cuda) {
-  auto rt = std::make_shared<cpu::CpuRuntime>();
+std::shared_ptr<RuntimeImpl> makeCpuRuntime(const RuntimeOptions& options, const std::string& why_not_cuda) {
+  auto rt = std::make_shared<cpu::CpuRuntime>(cpu::chooseTarget(options.cpu));
   rt->backend = Backend::cpu;
-  rt->description = cpu::describeHost() + (why_not_cuda.empty() ? "" : "; " + why_not_cuda);
+  rt->description = cpu::describe(rt->target) + (why_not_cuda.empty() ? "" : "; " + why_not_cuda);
   return rt;
 }
 } // namespace kiln::detail

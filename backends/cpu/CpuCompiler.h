@@ -7,15 +7,16 @@
 
 namespace kiln::cpu {
 
-/// "cpu (x86_64-pc-linux-gnu sapphirerapids JIT, f16c)", or why the CPU backend cannot
-/// run here.
-std::string describeHost();
+struct CpuTarget;
+
+/// "cpu (x86_64-pc-linux-gnu sapphirerapids JIT)"; a forced target says so.
+std::string describe(const CpuTarget& target);
 
 /// Text of the kernel's IR at `stage` (tile, mlir after lowering to loops, llvm).
 std::string emit(const Kernel& kernel, Stage stage);
 
-/// Compiles for the host CPU. Throws kiln::Error(CompileFailed) with the pass's
-/// diagnostics when a stage fails.
-std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel);
+/// Compiles for `target`. Throws kiln::Error(CompileFailed) with the pass's diagnostics
+/// when a stage fails.
+std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel, const CpuTarget& target);
 
 } // namespace kiln::cpu

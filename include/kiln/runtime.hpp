@@ -34,6 +34,12 @@ struct KILN_API RuntimeOptions {
   /// arch-specific 'a' variant), or sm_90a when compiling without a GPU.
   std::string arch;
   int num_warps = 4;         ///< CUDA: warps per CTA
+  /// CPU backend: the x86-64 CPU the JIT generates code for. Empty means $KILN_CPU, and
+  /// when that is unset too, "host" (this machine's CPU and every feature it has). Else a
+  /// baseline ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4") or an LLVM CPU name
+  /// ("znver3", "sapphirerapids"), to get on this machine the code another one would run.
+  /// Runtime::create refuses a CPU that needs instructions this host lacks.
+  std::string cpu;
   /// CUDA: if an earlier kernel fault left the device's primary context unusable, reset
   /// it (freeing every allocation in it — the embedding engine's too) rather than refuse.
   /// The driver may still refuse; then the process must restart.

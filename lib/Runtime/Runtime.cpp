@@ -52,9 +52,9 @@ std::shared_ptr<detail::RuntimeImpl> makeImpl(Backend backend, const RuntimeOpti
         why = e.what();
       }
     }
-    return detail::makeCpuRuntime("cuda: " + why);
+    return detail::makeCpuRuntime(options, "cuda: " + why);
   }
-  return detail::makeCpuRuntime("");
+  return detail::makeCpuRuntime(options, "");
 }
 } // namespace
 

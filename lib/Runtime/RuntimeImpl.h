@@ -147,8 +147,9 @@ struct RuntimeAccess {
   static RuntimeImpl& impl(const Runtime& rt) { return *rt.impl_; }
 };
 
-/// The CPU backend (backends/cpu); `why_not_cuda` is appended to its description.
-std::shared_ptr<RuntimeImpl> makeCpuRuntime(const std::string& why_not_cuda);
+/// The CPU backend (backends/cpu) for options.cpu's target; `why_not_cuda` is appended to
+/// its description.
+std::shared_ptr<RuntimeImpl> makeCpuRuntime(const RuntimeOptions& options, const std::string& why_not_cuda);
 /// The CUDA backend (backends/cuda). Throws kiln::Error(Unsupported) with the reason when
 /// it cannot run (no driver, no GPU) unless options.compile_only.
 std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options);

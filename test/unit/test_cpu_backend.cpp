@@ -11,6 +11,8 @@
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 
+#include "dtype_suite.hpp"
+
 using namespace kiln;
 using Catch::Matchers::Contains;
 
@@ -21,51 +23,28 @@ const Runtime& cpu() {
   return rt;
 }
 
-// 1, 7, 127, 129 and 1000 each appear as M, N and K; none is a multiple of the default
-// tiles (64x64x32 for GEMMs, 4x256 for row kernels).
-const std::vector<std::vector<int64_t>> kGemmShapes = {
-    {1, 1, 1}, {7, 127, 129}, {129, 7, 1000}, {127, 1000, 7}, {1000, 129, 127}, {65, 63, 33}};
-const std::vector<std::vector<int64_t>> kRowShapes = {
-    {1, 1}, {7, 1000}, {129, 127}, {1000, 129}, {127, 7}, {5, 257}, {3, 4097}};
-
-void checkEntryOnShapes(const catalogue::Entry& e, DType dt) {
-  const auto& shapes = e.shape_rank == 3 ? kGemmShapes : kRowShapes;
-  // One compile serves every shape: dims and strides are launch values.
-  CompiledKernel ck = cpu().compile(e.make(dt));
-  uint64_t seed = 1;
-  for (const auto& s : shapes) {
-    catalogue::Problem p = e.problem(s, dt, seed++);
-    auto views = p.views();
-    ck.launch(views);
-    auto rep = verify::compare(views[p.output], p.reference, verify::Tolerance::for_dtype(dt));
-    INFO(e.name << " " << to_string(dt) << " shape " << s[0] << "x" << s[1]
-                << (s.size() > 2 ? "x" + std::to_string(s[2]) : "") << ": " << rep.summary());
-    CHECK(rep.ok);
-  }
-}
-
 } // namespace
 
 TEST_CASE("gemm is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
-  for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("gemm"), d);
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("gemm"), d);
 }
 TEST_CASE("gemm_bias_relu is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
-  for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("gemm_bias_relu"), d);
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("gemm_bias_relu"), d);
 }
 TEST_CASE("gemm_bias_gelu is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
-  for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("gemm_bias_gelu"), d);
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("gemm_bias_gelu"), d);
 }
 TEST_CASE("gemm_bias_residual is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
-  for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("gemm_bias_residual"), d);
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("gemm_bias_residual"), d);
 }
 TEST_CASE("softmax is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
-  for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("softmax"), d);
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("softmax"), d);
 }
 TEST_CASE("add is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
-  for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("add"), d);
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("add"), d);
 }
 TEST_CASE("rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
-  for (DType d : {DType::f32, DType::bf16, DType::f16}) checkEntryOnShapes(catalogue::find("rmsnorm"), d);
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("rmsnorm"), d);
 }
 
 TEST_CASE("small and odd tile configurations give the same answers", "[cpu]") {
@@ -190,22 +169,11 @@ TEST_CASE("the automatic backend picks CUDA with a GPU, else the CPU and says wh
   }
 }
 
-TEST_CASE("reductions of bf16 tiles accumulate in f32", "[cpu]") {
-  // 300 ones: a bf16 running sum would stall at 256 (257 is not representable).
-  using namespace kiln::dsl;
-  Kernel k = kernel("bf16_sum", [](Builder& b) {
-    auto [N] = b.dims("N");
-    auto X = b.input("X", {1, N}, bf16);
-    auto Y = b.output("Y", {1}, bf16);
-    b.grid({b.constant(1)}, [&](Index i) {
-      b.store(Y.tile({i}, {1}), row_sum(b.load(X.tile({i, i}, {1, 512}))));
-    });
-  });
-  HostTensor x(DType::bf16, {1, 300}), y(DType::bf16, {1});
-  for (int64_t e = 0; e < 300; ++e) x.set(e, 1.0f);
-  y.poison();
-  cpu().compile(k).launch({x.view(), y.view()});
-  CHECK(y.get(0) == 300.0f);
+TEST_CASE("reductions of bf16 tiles accumulate in f32", "[cpu]") { test::checkBf16SumAccumulatesInF32(cpu()); }
+
+TEST_CASE("f32 converts to bf16 and f16 and back with round-to-nearest-even, NaN kept", "[cpu]") {
+  test::checkConversions(cpu(), DType::bf16);
+  test::checkConversions(cpu(), DType::f16);
 }
 
 TEST_CASE("one Kernel compiles from several threads at once", "[cpu]") {
