@@ -6,6 +6,7 @@
 // the one way a value can outlive an iteration is a loop's carried value, which gets a
 // dedicated buffer that the yield copies into. That keeps value semantics exact.
 #include "Transforms/Passes.h"
+#include "Transforms/ScalarMath.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -299,7 +300,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op) {
         return success();
       })
       .Case<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp,
-            MaxOp, MinOp, ScaleOp, CastOp>([&](Operation* e) { return lowerElementwise(e); })
+            MaxOp, MinOp, ScaleOp, CastOp>([&](Operation* e) { return lowerElementwise(e); }) // ScalarMath.h
       .Case<ReluOp, GeluOp, SiluOp, SigmoidOp>([&](Operation* c) {
         return c->emitOpError("is a composite: run kiln-expand-composites before "
                               "kiln-lower-to-loops");
@@ -324,29 +325,7 @@ LogicalResult KernelLowering::lowerElementwise(Operation* op) {
   nestStatic(loc, outT.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
     SmallVector<Value> x;
     for (Value in : ins) x.push_back(toF32(b, l, b.create<memref::LoadOp>(l, in, iv)));
-    Value r = llvm::TypeSwitch<Operation*, Value>(op)
-                  .Case<NegOp>([&](auto) { return b.create<arith::NegFOp>(l, x[0]); })
-                  .Case<ExpOp>([&](auto) { return b.create<math::ExpOp>(l, x[0]); })
-                  .Case<Exp2Op>([&](auto) { return b.create<math::Exp2Op>(l, x[0]); })
-                  .Case<LogOp>([&](auto) { return b.create<math::LogOp>(l, x[0]); })
-                  .Case<SqrtOp>([&](auto) { return b.create<math::SqrtOp>(l, x[0]); })
-                  .Case<RsqrtOp>([&](auto) {
-                    return b.create<arith::DivFOp>(l, constF32(b, l, 1.0),
-                                                   b.create<math::SqrtOp>(l, x[0]));
-                  })
-                  .Case<TanhOp>([&](auto) { return b.create<math::TanhOp>(l, x[0]); })
-                  .Case<AddOp>([&](auto) { return b.create<arith::AddFOp>(l, x[0], x[1]); })
-                  .Case<SubOp>([&](auto) { return b.create<arith::SubFOp>(l, x[0], x[1]); })
-                  .Case<MulOp>([&](auto) { return b.create<arith::MulFOp>(l, x[0], x[1]); })
-                  .Case<DivOp>([&](auto) { return b.create<arith::DivFOp>(l, x[0], x[1]); })
-                  .Case<MaxOp>([&](auto) { return b.create<arith::MaximumFOp>(l, x[0], x[1]); })
-                  .Case<MinOp>([&](auto) { return b.create<arith::MinimumFOp>(l, x[0], x[1]); })
-                  .Case<ScaleOp>([&](ScaleOp s) {
-                    return b.create<arith::MulFOp>(
-                        l, x[0], constF32(b, l, s.getFactor().convertToDouble()));
-                  })
-                  .Case<CastOp>([&](auto) { return x[0]; })
-                  .Default([](Operation*) { return Value(); });
+    Value r = kiln::emitScalar(b, l, op, x);
     b.create<memref::StoreOp>(l, fromF32(b, l, r, outT.getElementType()), out, iv);
   });
   map_.map(op->getResult(0), out);

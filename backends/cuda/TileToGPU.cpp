@@ -14,6 +14,7 @@
 // a change of layout) stage them in one dynamic shared-memory scratch buffer between two
 // barriers.
 #include "Transforms/Passes.h"
+#include "Transforms/ScalarMath.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -821,32 +822,7 @@ Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType c
   return Elems(loop.getResults());
 }
 
-Value GpuKernelLowering::elementwise(Operation* op, ArrayRef<Value> x) {
-  auto f32 = [&](double v) { return constOf(b_.getF32Type(), v); };
-  return llvm::TypeSwitch<Operation*, Value>(op)
-      .Case<NegOp>([&](auto) { return b_.create<arith::NegFOp>(loc_, x[0]); })
-      .Case<ExpOp>([&](auto) { return b_.create<math::ExpOp>(loc_, x[0]); })
-      .Case<Exp2Op>([&](auto) {
-        return b_.create<math::ExpOp>(loc_, b_.create<arith::MulFOp>(loc_, x[0], f32(std::numbers::ln2)));
-      })
-      .Case<LogOp>([&](auto) { return b_.create<math::LogOp>(loc_, x[0]); })
-      .Case<SqrtOp>([&](auto) { return b_.create<LLVM::SqrtOp>(loc_, x[0]); })
-      .Case<RsqrtOp>([&](auto) {
-        return b_.create<arith::DivFOp>(loc_, f32(1.0), b_.create<LLVM::SqrtOp>(loc_, x[0]));
-      })
-      .Case<TanhOp>([&](auto) { return b_.create<math::TanhOp>(loc_, x[0]); })
-      .Case<AddOp>([&](auto) { return b_.create<arith::AddFOp>(loc_, x[0], x[1]); })
-      .Case<SubOp>([&](auto) { return b_.create<arith::SubFOp>(loc_, x[0], x[1]); })
-      .Case<MulOp>([&](auto) { return b_.create<arith::MulFOp>(loc_, x[0], x[1]); })
-      .Case<DivOp>([&](auto) { return b_.create<arith::DivFOp>(loc_, x[0], x[1]); })
-      .Case<MaxOp>([&](auto) { return b_.create<arith::MaximumFOp>(loc_, x[0], x[1]); })
-      .Case<MinOp>([&](auto) { return b_.create<arith::MinimumFOp>(loc_, x[0], x[1]); })
-      .Case<ScaleOp>([&](ScaleOp s) {
-        return b_.create<arith::MulFOp>(loc_, x[0], f32(s.getFactor().convertToDouble()));
-      })
-      .Case<CastOp>([&](auto) { return x[0]; })
-      .Default([](Operation*) { return Value(); });
-}
+Value GpuKernelLowering::elementwise(Operation* op, ArrayRef<Value> x) { return kiln::emitScalar(b_, loc_, op, x); }
 
 LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
   // A carried tile takes the layout its body yields (an mma accumulator stays in

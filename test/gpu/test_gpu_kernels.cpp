@@ -13,6 +13,7 @@
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 #include "gpu_test.hpp"
+#include "../unit/unary_ops.hpp"
 
 #include "Driver.h" // an engine's own stream, for the caller-stream test
 
@@ -278,4 +279,30 @@ TEST_CASE("gpu: a kernel using exactly 48 KiB of dynamic shared memory launches"
   catalogue::DeviceProblem d = catalogue::upload(rt, p);
   ck.launch(d.views);
   CHECK(catalogue::verify_output(rt, d, p).ok);
+}
+
+TEST_CASE("gpu: every elementwise math op agrees with the CPU backend", "[gpu]") {
+  // One scalar emitter (lib/Transforms/ScalarMath) serves both backends; the GPU's exp,
+  // log and tanh are polynomials and exp2 is ex2.approx, so agreement is to 1e-5 relative.
+  Runtime cpu = Runtime::create(Backend::cpu);
+  const int64_t n = 1000;
+  HostTensor x(DType::f32, {n});
+  for (int64_t i = 0; i < n; ++i) x.set(i, 0.01f + 8.0f * float(i) / float(n) * (i % 3 == 0 ? -1.0f : 1.0f));
+  for (const auto& [name, op] : test::unaryOps()) {
+    INFO(name);
+    Kernel k = test::unaryKernel(name, op);
+    HostTensor want(DType::f32, {n}), got(DType::f32, {n});
+    want.poison();
+    cpu.compile(k).launch({x.view(), want.view()});
+    DeviceTensor dx = gpu().upload(x), dy = gpu().allocate(DType::f32, {n});
+    gpu().compile(k).launch({dx.view(), dy.view()});
+    gpu().download(dy, got);
+    int bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float w = want.get(i), g = got.get(i);
+      bool ok = std::isnan(w) ? std::isnan(g) : std::fabs(g - w) <= 1e-5f * std::fabs(w) + 1e-30f;
+      if (!ok && ++bad <= 3) UNSCOPED_INFO(name << "(" << x.get(i) << "): gpu " << g << ", cpu " << w);
+    }
+    CHECK(bad == 0);
+  }
 }

@@ -7,6 +7,8 @@
 #include "kiln/error.hpp"
 #include "kiln/runtime.hpp"
 
+#include "unary_ops.hpp"
+
 using namespace kiln;
 using Catch::Matchers::Contains;
 
@@ -102,4 +104,17 @@ TEST_CASE("a kernel with two grids is refused by the CUDA backend", "[cuda][erro
       b.grid({cdiv(M, 4)}, [&](Index i) { b.store(Y.tile({i}, {4}), b.zeros({4})); });
   });
   CHECK_THROWS_WITH(offline("sm_90a").compile(k), Contains("launches one grid per kernel"));
+}
+
+TEST_CASE("every elementwise math op compiles to self-contained PTX for sm_80 and sm_90a", "[cuda]") {
+  // ScalarMath.h emits each op once for every backend; on CUDA it must need no libdevice.
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    Runtime rt = offline(arch);
+    for (const auto& [name, op] : test::unaryOps()) {
+      INFO(arch << " " << name);
+      std::string ptx = rt.emit(test::unaryKernel(name, op), Stage::ptx);
+      CHECK_THAT(ptx, Contains(".entry unary_" + name));
+      CHECK_THAT(ptx, !Contains("__nv_"));
+    }
+  }
 }
