@@ -13,6 +13,8 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -136,10 +138,41 @@ LogicalResult convertToNVVM(gpu::GPUModuleOp gm) {
   return applyPartialConversion(gm, target, std::move(patterns));
 }
 
-void lowerToNVVM(ModuleOp m, int numWarps, DiagnosticCollector& diags, const std::string& name,
-                 Stage stop, std::string* dump) {
+/// Records the sm_90a twin's launch plan (or why there is none) before lowering erases
+/// the tile kernel.
+void readSm90Plan(ModuleOp m, DeviceCode& out) {
+  if (auto why = m->getAttrOfType<StringAttr>("kiln.sm90")) out.sm90_why_not = why.str();
+  auto gm = m.lookupSymbol<gpu::GPUModuleOp>("kiln");
+  if (!gm) return;
+  for (auto f : gm.getOps<gpu::GPUFuncOp>())
+    if (auto plan = f->getAttrOfType<StringAttr>(hopper::kLaunchPlanAttr))
+      out.sm90 = hopper::LaunchPlan::fromJson(nlohmann::json::parse(plan.str()));
+}
+
+/// A tensor map is a 128-byte kernel parameter read in place (`__grid_constant__`): TMA
+/// needs its address, and a by-value parameter whose address is taken would otherwise be
+/// copied to local memory. convert-gpu-to-nvvm cannot carry these attributes, so they are
+/// set on the lowered function.
+void markTensorMapParams(ModuleOp m, const DeviceCode& code) {
+  if (!code.sm90) return;
+  for (auto gm : m.getOps<gpu::GPUModuleOp>())
+    if (auto f = gm.lookupSymbol<LLVM::LLVMFuncOp>(code.sm90->entry)) {
+      Builder b(m.getContext());
+      for (auto [i, p] : llvm::enumerate(code.sm90->params)) {
+        if (p.kind != hopper::LaunchParam::TensorMap) continue;
+        f.setArgAttr(unsigned(i), LLVM::LLVMDialect::getByValAttrName(),
+                     TypeAttr::get(LLVM::LLVMArrayType::get(b.getI64Type(), 16)));
+        f.setArgAttr(unsigned(i), LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
+        f.setArgAttr(unsigned(i), "nvvm.grid_constant", b.getUnitAttr());
+      }
+    }
+}
+
+void lowerToNVVM(ModuleOp m, const std::string& arch, int numWarps, DiagnosticCollector& diags,
+                 const std::string& name, Stage stop, std::string* dump, DeviceCode& code) {
   {
     PassManager pm(m.getContext());
+    if (arch == "sm_90a") pm.addPass(kiln::createKilnLowerGemmSm90()); // wgmma needs the 'a' target
     KilnLowerToGPUOptions opts;
     opts.numWarps = numWarps;
     pm.addPass(kiln::createKilnLowerToGPU(opts));
@@ -148,6 +181,7 @@ void lowerToNVVM(ModuleOp m, int numWarps, DiagnosticCollector& diags, const std
     if (failed(pm.run(m)))
       diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to GPU kernels failed");
   }
+  readSm90Plan(m, code);
   if (stop == Stage::mlir && dump) {
     *dump = detail::printOp(m);
     return;
@@ -168,9 +202,13 @@ void lowerToNVVM(ModuleOp m, int numWarps, DiagnosticCollector& diags, const std
     if (failed(convertToNVVM(gm)))
       diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to NVVM failed");
   PassManager reconcile(m.getContext());
+  // NVVM ops with no LLVM intrinsic (wgmma.mma_async, mbarrier.try_wait.parity) become the
+  // inline PTX upstream writes for them.
+  reconcile.addPass(createConvertNVVMToLLVMPass());
   reconcile.addPass(createReconcileUnrealizedCastsPass());
   if (failed(reconcile.run(m)))
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to NVVM failed");
+  markTensorMapParams(m, code);
 }
 
 } // namespace
@@ -196,7 +234,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const std::string& arch, int numWa
   out.times.tile_passes_ms = detail::msSince(t0);
 
   t0 = Clock::now();
-  lowerToNVVM(m, numWarps, diags, name, stop, dump);
+  lowerToNVVM(m, arch, numWarps, diags, name, stop, dump, out);
   out.times.lowering_ms = detail::msSince(t0);
   if (stop == Stage::mlir) return out;
 

@@ -1,8 +1,10 @@
 #pragma once
 // Internal: the CUDA backend's compiler, tile IR -> gpu/nvvm -> LLVM -> PTX, in-process.
 // Needs no GPU and no driver. (PTX -> cubin is NvJitLink.h; loading is Driver.h.)
+#include <optional>
 #include <string>
 
+#include "hopper/LaunchPlan.h"
 #include "kiln/kernel.hpp"
 #include "kiln/runtime.hpp"
 #include "Runtime/GridPlan.h"
@@ -17,6 +19,10 @@ struct DeviceCode {
   int64_t threads = 0;      ///< threads per CTA
   detail::GridPlan grid;
   CompileTimes times;       ///< tile passes, lowering, codegen (PTX)
+  /// sm_90a: the TMA + wgmma twin of a GEMM-shaped kernel, in the same PTX module; the
+  /// runtime launches it when its preconditions hold (else the portable kernel above).
+  std::optional<hopper::LaunchPlan> sm90;
+  std::string sm90_why_not; ///< sm_90a, no twin: why the kernel did not qualify
 };
 
 /// Compiles `kernel` to PTX for `arch` with `numWarps` warps per CTA. When `stop` is

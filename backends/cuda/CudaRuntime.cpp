@@ -4,6 +4,7 @@
 #include "Driver.h"
 #include "NvJitLink.h"
 #include "Nvrtc.h"
+#include "hopper/Sm90Launch.h"
 
 #include <mutex>
 #include <thread>
@@ -57,6 +58,7 @@ public:
   DeviceCode code;
   Module module;
   CUfunction function = nullptr;
+  CUfunction sm90 = nullptr; ///< code.sm90's entry, when the kernel has a twin
 
   void launch(const std::vector<TensorView>& args, void* stream, bool wait) override {
     if (state->compile_only)
@@ -77,10 +79,15 @@ public:
         throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': grid " + code.grid.str() + " = " +
                                                     std::to_string(grid[d]) + " CTAs in dim " + std::to_string(d) +
                                                     ", over CUDA's limit of " + std::to_string(limits[d]));
-    kd::PackedArgs packed = kd::packMemrefArgs(args);
     auto s = static_cast<CUstream>(stream);
-    launchKernel(function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
-                 {unsigned(code.threads), 1, 1}, unsigned(code.shared_bytes), s, packed.ptrs.data());
+    std::string why;
+    if (sm90 && hopper::applies(*code.sm90, args, &why)) {
+      hopper::launch(sm90, *code.sm90, args, s, sig.name);
+    } else {
+      kd::PackedArgs packed = kd::packMemrefArgs(args);
+      launchKernel(function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
+                   {unsigned(code.threads), 1, 1}, unsigned(code.shared_bytes), s, packed.ptrs.data());
+    }
     if (wait) KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(s), "running kernel '" + sig.name + "'");
   }
 };
@@ -153,7 +160,17 @@ class CudaRuntime : public kd::RuntimeImpl {
 public:
   std::shared_ptr<CudaState> state;
 
+  /// KernelReport::sm90 for `code`.
+  static std::string describeSm90(const DeviceCode& code, int registers, int spills) {
+    if (!code.sm90) return code.sm90_why_not.empty() ? std::string() : "none: " + code.sm90_why_not;
+    std::string s = code.sm90->str();
+    if (registers >= 0) s += ", " + std::to_string(registers) + " registers";
+    if (spills >= 0) s += ", " + std::to_string(spills) + " spill bytes";
+    return s + "; runs when A and B have contiguous rows at 16-byte aligned addresses and pitches";
+  }
+
   std::unique_ptr<kd::CompiledImpl> compile(const Kernel& kernel) override {
+    int sm90Registers = -1, sm90Spills = -1;
     auto out = std::make_unique<CudaKernel>();
     out->state = state;
     out->sig = kernel.signature();
@@ -175,6 +192,12 @@ public:
       r.compiler = cubin.compiler;
       r.registers = cubin.registers;
       if (cubin.spill_stores >= 0) r.spill_bytes = cubin.spill_stores + std::max(cubin.spill_loads, 0);
+      if (out->code.sm90) {
+        CubinResult twin;
+        parsePtxasInfo(cubin.info_log, out->code.sm90->entry, twin);
+        sm90Registers = twin.registers;
+        sm90Spills = twin.spill_stores < 0 ? -1 : twin.spill_stores + std::max(twin.spill_loads, 0);
+      }
     } else if (state->compile_only) {
       throw Error(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': no cubin without nvJitLink (" + why + ")");
     } else {
@@ -182,9 +205,11 @@ public:
     }
     out->times.assemble_ms = kd::msSince(t0);
     out->binary.assign(image.begin(), image.end());
+    r.sm90 = describeSm90(out->code, sm90Registers, sm90Spills);
     out->cacheMeta = {{"entry", kernel.name()}, {"threads", out->code.threads},
                       {"shared_bytes", out->code.shared_bytes}, {"grid", out->code.grid.toJson()},
-                      {"payload", image.empty() ? "ptx" : "cubin"}};
+                      {"payload", image.empty() ? "ptx" : "cubin"}, {"sm90_report", r.sm90}};
+    if (out->code.sm90) out->cacheMeta["sm90"] = out->code.sm90->toJson();
     if (image.empty()) out->binary = out->code.ptx; // what the cache keeps: the driver JITs it
     if (state->compile_only) return out;
 
@@ -237,6 +262,8 @@ public:
     out->code.shared_bytes = meta.at("shared_bytes").get<int64_t>();
     out->code.grid = kd::GridPlan::fromJson(meta.at("grid"));
     out->code.arch = state->arch;
+    if (meta.contains("sm90")) out->code.sm90 = hopper::LaunchPlan::fromJson(meta.at("sm90"));
+    out->report.sm90 = meta.value("sm90_report", "");
     if (out->code.name != sig.name)
       throw Error(ErrorKind::InvalidArgument, "cache entry holds kernel '" + out->code.name + "', not '" + sig.name + "'");
     if (state->compile_only) return out;
@@ -285,6 +312,12 @@ public:
     k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
     k.function = k.module.getFunction(name);
     if (k.code.shared_bytes > 0) setMaxDynamicSharedMemory(k.function, int(k.code.shared_bytes), name);
+    if (k.code.sm90) {
+      // A twin the device cannot host (too much shared memory) is simply not used.
+      if (k.code.sm90->sharedBytes > state->device.max_smem_per_block_optin) return;
+      k.sm90 = k.module.getFunction(k.code.sm90->entry);
+      setMaxDynamicSharedMemory(k.sm90, int(k.code.sm90->sharedBytes), k.code.sm90->entry);
+    }
   }
 
   std::string emit(const Kernel& kernel, Stage stage) override {

@@ -1000,7 +1000,9 @@ struct LowerToGPUPass : kiln::impl::KilnLowerToGPUBase<LowerToGPUPass> {
     OpBuilder b(&getContext());
     m->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
     b.setInsertionPointToEnd(m.getBody());
-    auto gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
+    // kiln-lower-gemm-sm90 may have made the module already (for a kernel's sm_90a twin).
+    auto gm = m.lookupSymbol<gpu::GPUModuleOp>("kiln");
+    if (!gm) gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
     for (KernelOp k : kernels)
       if (failed(GpuKernelLowering(k, gm, numWarps * 32).run())) return signalPassFailure();
   }

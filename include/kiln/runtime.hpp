@@ -71,6 +71,10 @@ struct KILN_API KernelReport {
   int64_t shared_bytes = 0;  ///< shared memory per CTA (CUDA)
   int threads = 1;           ///< threads per CTA (CUDA)
   std::string grid;          ///< the launch grid as a function of the dims
+  /// sm_90a: the kernel's TMA + wgmma twin, which runs whenever the arguments allow
+  /// ("128x128x64 tiles, 384 threads, ..., 168 registers, 0 spill bytes; runs when ..."),
+  /// or why the kernel has none ("none: ..."). Empty on other targets.
+  std::string sm90;
   std::string str() const;   ///< "sm_90a: 40 registers, 0 spill bytes, 16384 B smem, 128 threads"
 };
 

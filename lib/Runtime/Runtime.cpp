@@ -37,6 +37,7 @@ std::string KernelReport::str() const {
   if (spill_bytes >= 0) s += ", " + std::to_string(spill_bytes) + " spill bytes";
   if (threads > 1) s += ", " + std::to_string(shared_bytes) + " B smem, " + std::to_string(threads) + " threads";
   if (!grid.empty()) s += ", grid " + grid;
+  if (!sm90.empty()) s += "; sm_90a twin: " + sm90;
   return s;
 }
 

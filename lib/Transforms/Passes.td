@@ -55,4 +55,28 @@ def KilnLowerToGPU : Pass<"kiln-lower-to-gpu", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
+  let summary = "CUDA sm_90a: a GEMM-shaped tile kernel also gets a TMA + wgmma, warp-specialised kernel";
+  let description = [{
+    A `tile.kernel` that is one GEMM (a k-loop of `tile.dot` on loads of A at (i, k) and
+    B at (k, j), bf16 or f16) followed by an elementwise epilogue stored to C at (i, j)
+    gets a second kernel `<name>__sm90` in `gpu.module @kiln`: 384 threads, a producer
+    warpgroup issuing TMA loads into a ring of `stages` 128B-swizzled shared-memory stages
+    guarded by mbarriers, two consumer warpgroups running `wgmma.mma_async` m64n`tile-n`k16
+    with f32 accumulators in registers, and the kernel's own epilogue evaluated on the
+    accumulator fragments. The tile kernel itself is left for kiln-lower-to-gpu (the
+    portable kernel the runtime falls back to). The kernel's launch plan (parameters:
+    tensor maps, pointers, strides, dims; grid; threads; shared memory) is the JSON string
+    attribute `kiln.launch_plan`. For a kernel that is not matched, the module gets a
+    `kiln.sm90` string attribute saying why.
+  }];
+  let options = [
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"128", "columns of C per CTA: 128 or 256">,
+    Option<"stages", "stages", "int64_t", /*default=*/"4", "shared-memory ring depth">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // KILN_PASSES

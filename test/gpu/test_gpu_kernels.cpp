@@ -283,7 +283,7 @@ TEST_CASE("gpu: a kernel using exactly 48 KiB of dynamic shared memory launches"
 
 TEST_CASE("gpu: every elementwise math op agrees with the CPU backend", "[gpu]") {
   // One scalar emitter (lib/Transforms/ScalarMath) serves both backends; the GPU's exp,
-  // log and tanh are polynomials and exp2 is ex2.approx, so agreement is to 1e-5 relative.
+  // log and tanh are polynomials and exp2 is ex2.approx, so agreement is to 1e-5 relative plus 1e-6 absolute (gelu cancels near -3).
   Runtime cpu = Runtime::create(Backend::cpu);
   const int64_t n = 1000;
   HostTensor x(DType::f32, {n});
@@ -300,7 +300,7 @@ TEST_CASE("gpu: every elementwise math op agrees with the CPU backend", "[gpu]")
     int bad = 0;
     for (int64_t i = 0; i < n; ++i) {
       float w = want.get(i), g = got.get(i);
-      bool ok = std::isnan(w) ? std::isnan(g) : std::fabs(g - w) <= 1e-5f * std::fabs(w) + 1e-30f;
+      bool ok = std::isnan(w) ? std::isnan(g) : std::fabs(g - w) <= 1e-5f * std::fabs(w) + 1e-6f;
       if (!ok && ++bad <= 3) UNSCOPED_INFO(name << "(" << x.get(i) << "): gpu " << g << ", cpu " << w);
     }
     CHECK(bad == 0);

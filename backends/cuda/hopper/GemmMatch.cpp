@@ -1,0 +1,201 @@
+#include "hopper/GemmMatch.h"
+
+#include "Transforms/ScalarMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace kiln::hopper {
+
+using namespace mlir;
+using namespace kiln::tile;
+
+namespace {
+
+/// The kernel argument a view reads, or -1.
+int argOf(ViewOp v, KernelOp k) {
+  auto ba = dyn_cast<BlockArgument>(v.getTensor());
+  if (!ba || ba.getOwner() != &k.getBody().front()) return -1;
+  return int(ba.getArgNumber());
+}
+
+/// Symbol or constant of dim `d` of argument `arg`, as one comparable string.
+std::string dimKey(KernelOp k, unsigned arg, unsigned d) {
+  TensorArgType t = k.getArgType(arg);
+  StringRef s = t.getDimSymbol(d);
+  return s.empty() ? "#" + std::to_string(t.getDimConstant(d)) : s.str();
+}
+
+bool isHalf(Type t) { return t.isBF16() || t.isF16(); }
+
+/// `count` is ceildiv(<dim of A's K>, bk), or that number as a constant.
+bool isKTileCount(Value count, KernelOp k, unsigned a, int64_t bk) {
+  TensorArgType at = k.getArgType(a);
+  if (auto c = count.getDefiningOp<arith::ConstantIndexOp>()) {
+    int64_t kc = at.getDimConstant(1);
+    return kc >= 0 && c.value() == (kc + bk - 1) / bk;
+  }
+  auto div = count.getDefiningOp<arith::CeilDivSIOp>();
+  if (!div) return false;
+  auto step = div.getRhs().getDefiningOp<arith::ConstantIndexOp>();
+  if (!step || step.value() != bk) return false;
+  if (auto d = div.getLhs().getDefiningOp<DimOp>()) return d.getSymbol() == at.getDimSymbol(1);
+  if (auto c = div.getLhs().getDefiningOp<arith::ConstantIndexOp>()) return c.value() == at.getDimConstant(1);
+  return false;
+}
+
+class Matcher {
+public:
+  Matcher(GemmMatch& m, std::string& why) : m_(m), why_(why) {}
+
+  bool fail(const std::string& s) {
+    why_ = s;
+    return false;
+  }
+
+  bool run(KernelOp k) {
+    m_.kernel = k;
+    SmallVector<GridOp> grids(k.getBody().front().getOps<GridOp>());
+    if (grids.size() != 1) return fail("the kernel has no single tile.grid");
+    m_.grid = grids[0];
+    Block& body = m_.grid.getBody().front();
+    if (body.getNumArguments() != 2) return fail("the tile.grid is not two-dimensional");
+    SmallVector<LoopOp> loops(body.getOps<LoopOp>());
+    SmallVector<StoreOp> stores(body.getOps<StoreOp>());
+    if (loops.size() != 1 || stores.size() != 1) return fail("the grid body has not exactly one loop and one store");
+    m_.loop = loops[0];
+    m_.store = stores[0];
+    if (!matchLoop()) return false;
+    if (!matchStore()) return false;
+    // Every op of the grid body is the loop, the store, index arithmetic for the loop
+    // count, the accumulator's zero tile, or part of the epilogue checked above.
+    for (Operation& op : body.without_terminator()) {
+      if (&op == m_.loop || &op == m_.store || op.getDialect()->getNamespace() == "arith") continue;
+      if (auto f = dyn_cast<FullOp>(op); f && f.getResult() == m_.loop.getInits()[0]) continue;
+      if (auto v = dyn_cast<ViewOp>(op)) {
+        bool epilogueView = v.getResult() == m_.store.getView() || llvm::all_of(v->getUsers(), [&](Operation* u) {
+                              return isa<LoadOp>(u) && m_.axes.count(u->getResult(0));
+                            });
+        if (epilogueView) continue;
+      }
+      for (Value r : op.getResults())
+        if (!m_.axes.count(r)) return fail("'" + op.getName().getStringRef().str() + "' is not part of the epilogue");
+    }
+    return true;
+  }
+
+private:
+  bool matchLoop() {
+    LoopOp l = m_.loop;
+    if (l.getInits().size() != 1) return fail("the k-loop carries more than the accumulator");
+    auto init = l.getInits()[0].getDefiningOp<FullOp>();
+    if (!init || init.getValue().convertToDouble() != 0.0) return fail("the accumulator does not start at zero");
+    auto accT = cast<TileType>(init.getType());
+    if (!accT.getElementType().isF32() || accT.getRank() != 2) return fail("the accumulator is not a 2-D f32 tile");
+    Block& lb = l.getBody().front();
+    auto yield = cast<YieldOp>(lb.getTerminator());
+    auto dot = yield.getValues()[0].getDefiningOp<DotOp>();
+    if (!dot || dot.getAcc() != l.getCarried()[0]) return fail("the k-loop does not yield dot(a, b, acc)");
+    auto la = dot.getLhs().getDefiningOp<LoadOp>(), lbOp = dot.getRhs().getDefiningOp<LoadOp>();
+    if (!la || !lbOp || la.getPadding().convertToDouble() != 0.0 || lbOp.getPadding().convertToDouble() != 0.0)
+      return fail("the dot's operands are not zero-padded loads");
+    auto va = la.getView().getDefiningOp<ViewOp>(), vb = lbOp.getView().getDefiningOp<ViewOp>();
+    if (!va || !vb) return fail("the dot's operands are not loads of views");
+    int a = argOf(va, m_.kernel), b = argOf(vb, m_.kernel);
+    if (a < 0 || b < 0) return fail("the dot's operands are not views of kernel arguments");
+    if (va.getIndices().size() != 2 || vb.getIndices().size() != 2) return fail("A or B is not 2-D");
+    Value kk = l.getInductionVar();
+    auto& gridArgs = m_.grid.getBody().front();
+    m_.rowIv = va.getIndices()[0];
+    m_.colIv = vb.getIndices()[1];
+    if (va.getIndices()[1] != kk || vb.getIndices()[0] != kk || m_.rowIv == m_.colIv ||
+        !llvm::is_contained(gridArgs.getArguments(), m_.rowIv) || !llvm::is_contained(gridArgs.getArguments(), m_.colIv))
+      return fail("A is not read at (i, k) and B at (k, j)");
+    auto at = cast<ViewType>(va.getType()), bt = cast<ViewType>(vb.getType());
+    if (at.getElementType() != bt.getElementType() || !isHalf(at.getElementType()))
+      return fail("A and B are not both bf16 or both f16");
+    if (cast<TileType>(la.getType()).getElementType() != at.getElementType() ||
+        cast<TileType>(lbOp.getType()).getElementType() != bt.getElementType())
+      return fail("A or B is converted on load");
+    m_.a = unsigned(a);
+    m_.b = unsigned(b);
+    m_.inElt = at.getElementType();
+    if (dimKey(m_.kernel, m_.a, 1) != dimKey(m_.kernel, m_.b, 0)) return fail("A's K and B's K are different dims");
+    if (!isKTileCount(l.getCount(), m_.kernel, m_.a, at.getShape()[1]))
+      return fail("the k-loop does not run ceildiv(K, tile k) times");
+    // Nothing else in the loop body.
+    for (Operation& op : lb.without_terminator())
+      if (&op != dot && &op != la && &op != lbOp && &op != va && &op != vb && op.getDialect()->getNamespace() != "arith")
+        return fail("the k-loop does more than one dot");
+    return true;
+  }
+
+  bool matchStore() {
+    auto view = m_.store.getView().getDefiningOp<ViewOp>();
+    if (!view) return fail("the store is not through a view");
+    int c = argOf(view, m_.kernel);
+    if (c < 0 || view.getIndices().size() != 2 || view.getIndices()[0] != m_.rowIv || view.getIndices()[1] != m_.colIv)
+      return fail("C is not written at (i, j)");
+    m_.c = unsigned(c);
+    if (dimKey(m_.kernel, m_.c, 0) != dimKey(m_.kernel, m_.a, 0) || dimKey(m_.kernel, m_.c, 1) != dimKey(m_.kernel, m_.b, 1))
+      return fail("C's dims are not A's M and B's N");
+    shapeOf_.assign(cast<ViewType>(view.getType()).getShape().begin(), cast<ViewType>(view.getType()).getShape().end());
+    auto accShape = cast<TileType>(m_.loop.getInits()[0].getType()).getShape();
+    if (ArrayRef<int64_t>(shapeOf_) != accShape) return fail("C's tile is not the accumulator's");
+    if (m_.kernel.getArgType(m_.c).getElementType() != cast<ViewType>(view.getType()).getElementType())
+      return fail("C's view has another type");
+    if (!m_.kernel.isOutput(m_.c) || m_.c == m_.a || m_.c == m_.b) return fail("C is not an output of its own");
+    if (!epilogue(m_.store.getValue(), {Axis::Row, Axis::Col})) return false;
+    if (llvm::is_contained(m_.epilogueInputs, m_.c)) return fail("the epilogue reads C");
+    return true;
+  }
+
+  /// Checks the epilogue value `v` whose dims run along `axes`, recording them.
+  bool epilogue(Value v, SmallVector<Axis, 2> axes) {
+    auto t = dyn_cast<TileType>(v.getType());
+    if (!t || size_t(t.getRank()) != axes.size()) return fail("an epilogue value is not a tile of C's axes");
+    for (size_t d = 0; d < axes.size(); ++d)
+      if (t.getShape()[d] != shapeOf_[axes[d] == Axis::Row ? 0 : 1]) return fail("an epilogue tile is not C's tile");
+    auto [it, fresh] = m_.axes.try_emplace(v, axes);
+    if (!fresh) return it->second == axes ? true : fail("an epilogue value is used along two axes");
+    if (v == m_.loop.getResult(0)) return axes == SmallVector<Axis, 2>{Axis::Row, Axis::Col};
+    Operation* def = v.getDefiningOp();
+    if (!def || def->getParentOp() != m_.grid) return fail("an epilogue value comes from outside the grid");
+    if (isa<FullOp>(def)) return true;
+    if (auto bc = dyn_cast<BroadcastOp>(def)) {
+      SmallVector<Axis, 2> in;
+      for (int64_t d : bc.getDims()) in.push_back(axes[size_t(d)]);
+      return epilogue(bc.getInput(), in);
+    }
+    if (auto ld = dyn_cast<LoadOp>(def)) {
+      auto view = ld.getView().getDefiningOp<ViewOp>();
+      int arg = view ? argOf(view, m_.kernel) : -1;
+      if (arg < 0) return fail("an epilogue load is not of a kernel argument's view");
+      if (cast<TileType>(ld.getType()).getElementType() != cast<ViewType>(view.getType()).getElementType())
+        return fail("an epilogue load converts");
+      for (size_t d = 0; d < axes.size(); ++d) {
+        Value want = axes[d] == Axis::Row ? m_.rowIv : m_.colIv;
+        if (view.getIndices()[d] != want) return fail("an epilogue view is not at C's tile");
+        std::string dk = dimKey(m_.kernel, unsigned(arg), unsigned(d));
+        if (dk != dimKey(m_.kernel, m_.c, axes[d] == Axis::Row ? 0 : 1)) return fail("an epilogue input's dim is not C's");
+      }
+      if (!llvm::is_contained(m_.epilogueInputs, unsigned(arg))) m_.epilogueInputs.push_back(unsigned(arg));
+      return true;
+    }
+    if (isScalarMathOp(def)) {
+      for (Value in : def->getOperands())
+        if (!epilogue(in, axes)) return false;
+      return true;
+    }
+    return fail("'" + def->getName().getStringRef().str() + "' is not supported in a GEMM epilogue on sm_90a");
+  }
+
+  GemmMatch& m_;
+  std::string& why_;
+  SmallVector<int64_t, 2> shapeOf_;
+};
+
+} // namespace
+
+bool matchGemm(KernelOp kernel, GemmMatch& out, std::string& why) { return Matcher(out, why).run(kernel); }
+
+} // namespace kiln::hopper

@@ -1,0 +1,56 @@
+#include "hopper/LaunchPlan.h"
+
+#include "kiln/error.hpp"
+
+namespace kiln::hopper {
+
+LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
+  LaunchPlan plan;
+  try {
+    plan.entry = j.at("entry").get<std::string>();
+    plan.threads = j.at("threads").get<int64_t>();
+    plan.sharedBytes = j.at("shared_bytes").get<int64_t>();
+    auto tile = j.at("tile").get<std::vector<int64_t>>();
+    if (tile.size() != 3) throw std::out_of_range("tile needs 3 sizes");
+    plan.tileM = tile[0], plan.tileN = tile[1], plan.tileK = tile[2];
+    for (const auto& g : j.at("grid")) {
+      GridDim d{g.at("arg").get<int>(), g.at("dim").get<int>(), g.at("tile").get<int64_t>()};
+      if (d.tile < 1 || d.arg < 0 || d.dim < 0) throw std::out_of_range("bad grid dim");
+      plan.gridDims.push_back(d);
+    }
+    for (const auto& x : j.at("params")) {
+      LaunchParam p;
+      std::string kind = x.at("kind").get<std::string>();
+      int k = 0;
+      while (k < 4 && kind != kParamKinds[k]) ++k;
+      if (k == 4) throw std::out_of_range("unknown parameter kind '" + kind + "'");
+      p.kind = LaunchParam::Kind(k);
+      p.arg = x.at("arg").get<int>();
+      p.dim = x.at("dim").get<int>();
+      if (p.arg < 0 || p.dim < 0) throw std::out_of_range("negative argument or dim");
+      if (p.kind == LaunchParam::TensorMap) {
+        p.box = x.at("box").get<std::vector<int64_t>>();
+        if (p.box.size() != 2 || p.box[0] < 1 || p.box[0] > 256 || p.box[1] < 1 || p.box[1] > 256)
+          throw std::out_of_range("a tensor map box is 2 extents of 1..256");
+      }
+      plan.params.push_back(p);
+    }
+    if (plan.entry.empty() || plan.threads < 1 || plan.threads > 1024 || plan.sharedBytes < 0 ||
+        plan.gridDims.empty() || plan.gridDims.size() > 3)
+      throw std::out_of_range("bad entry, threads, shared memory or grid");
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::InvalidArgument, std::string("malformed launch plan: ") + e.what());
+  }
+  return plan;
+}
+
+std::string LaunchPlan::str() const {
+  std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +
+                  std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, grid (";
+  for (size_t i = 0; i < gridDims.size(); ++i)
+    s += (i ? ", " : "") + std::string("ceildiv(arg") + std::to_string(gridDims[i].arg) + "." +
+         std::to_string(gridDims[i].dim) + ", " + std::to_string(gridDims[i].tile) + ")";
+  return s + ")";
+}
+
+} // namespace kiln::hopper

@@ -1,0 +1,65 @@
+#pragma once
+// Internal: how to launch a kernel whose parameters are not one memref per tensor — the
+// compiler writes it, the kernel cache stores it, the runtime interprets it. Plain C++
+// (no MLIR, no CUDA): the IR carries it as a JSON string attribute, `kiln.launch_plan`,
+// so `kiln compile --emit=mlir` shows it and lit checks it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::hopper {
+
+/// The attribute on a gpu.func that holds its plan.
+inline constexpr const char* kLaunchPlanAttr = "kiln.launch_plan";
+
+/// One kernel parameter, made at launch from the kernel's TensorView arguments.
+struct LaunchParam {
+  enum Kind {
+    TensorMap, ///< a 2-D CUtensorMap of argument `arg` (row-major), box {box[0] inner, box[1] outer},
+               ///< 128B swizzle, zero fill; passed by value (__grid_constant__, 128 bytes)
+    Pointer,   ///< argument `arg`'s device address
+    Stride,    ///< argument `arg`'s stride along `dim`, in elements (i64)
+    Dim,       ///< argument `arg`'s extent along `dim` (i32)
+  } kind = Pointer;
+  int arg = 0;
+  int dim = 0;
+  std::vector<int64_t> box; ///< TensorMap only
+};
+
+inline constexpr const char* kParamKinds[] = {"tensormap", "pointer", "stride", "dim"};
+
+/// grid dim = ceildiv(extent of argument `arg` along `dim`, tile).
+struct GridDim {
+  int arg = 0, dim = 0;
+  int64_t tile = 1;
+};
+
+struct LaunchPlan {
+  std::string entry; ///< the kernel's name in the module
+  int64_t threads = 0;
+  int64_t sharedBytes = 0; ///< dynamic shared memory per CTA
+  int64_t tileM = 0, tileN = 0, tileK = 0;
+  std::vector<GridDim> gridDims; ///< x, y, z
+  std::vector<LaunchParam> params;
+
+  nlohmann::json toJson() const;  // inline below: the compiler (built without RTTI) writes plans too
+  /// Throws kiln::Error(InvalidArgument) on a malformed plan (a corrupt cache entry).
+  static LaunchPlan fromJson(const nlohmann::json& j);
+  std::string str() const; ///< "128x256x64 tiles, 384 threads, 197632 B smem, grid (ceildiv(A.0, 128), ...)"
+};
+
+inline nlohmann::json LaunchPlan::toJson() const {
+  nlohmann::json p = nlohmann::json::array(), g = nlohmann::json::array();
+  for (const LaunchParam& x : params) {
+    nlohmann::json j = {{"kind", kParamKinds[x.kind]}, {"arg", x.arg}, {"dim", x.dim}};
+    if (x.kind == LaunchParam::TensorMap) j["box"] = x.box;
+    p.push_back(j);
+  }
+  for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}});
+  return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes},
+          {"tile", {tileM, tileN, tileK}}, {"grid", g}, {"params", p}};
+}
+
+} // namespace kiln::hopper

@@ -1,0 +1,24 @@
+#pragma once
+// Internal: launching a kernel's sm_90a twin from its LaunchPlan (plain C++ over the
+// driver table; no MLIR).
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+#include "hopper/LaunchPlan.h"
+#include "kiln/tensor.hpp"
+
+namespace kiln::hopper {
+
+/// Whether the twin can run on `args` (already checked against the kernel's signature):
+/// A and B rows contiguous, 16-byte aligned base and row pitch (TMA's rules), C's rows
+/// contiguous and pairs of elements 4-byte aligned, K >= 1, grid within CUDA's limits.
+/// When not, `why` names the rule; the portable kernel then runs, with the same result.
+bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::string* why);
+
+/// Encodes the tensor maps, packs the parameters and launches `f` on `stream`.
+void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
+            const std::string& kernelName);
+
+} // namespace kiln::hopper

@@ -1,0 +1,474 @@
+// kiln-lower-gemm-sm90: the Hopper GEMM. A tile kernel that GemmMatch recognises gets a
+// second kernel, `<name>__sm90`, beside the portable one kiln-lower-to-gpu makes; the
+// runtime launches it whenever its TMA preconditions hold (hopper/LaunchPlan.h).
+//
+// One CTA computes a BM x BN tile of C (BM = 128; BN = 128 or 256) with 384 threads:
+//   warpgroup 0 (producer): one thread issues TMA loads of A (BM x 64) and B (64 x BN) into
+//     a ring of `stages` 128B-swizzled shared-memory stages; full[s] counts the bytes in,
+//     empty[s] counts the consumers' releases. setmaxnreg gives its registers away.
+//   warpgroups 1, 2 (consumers): each owns 64 rows; per k-tile it waits for full[s], runs
+//     4 x wgmma.mma_async m64nBNk16 (both operands from shared memory through descriptors,
+//     f32 accumulators in registers), keeps one wgmma group in flight, and releases the
+//     stage before. Then the epilogue: the tile kernel's own elementwise ops, evaluated on
+//     each accumulator element where it lives, and masked stores to C.
+// Shared memory layout per stage (1024-B aligned): A as 128 rows of 128 B (K-major), B as
+// BN/64 boxes of 64 K-rows x 128 B (MN-major), then the 2 x stages mbarriers.
+#include "hopper/GemmMatch.h"
+#include "hopper/LaunchPlan.h"
+#include "Transforms/Passes.h"
+#include "Transforms/ScalarMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/APFloat.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLOWERGEMMSM90
+#include "Transforms/Passes.h.inc"
+} // namespace kiln
+
+namespace kiln::hopper {
+
+using namespace mlir;
+using namespace kiln::tile;
+
+namespace {
+
+constexpr int64_t kBM = 128, kBK = 64, kThreads = 384;
+constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements, 128 B rows
+
+struct Config {
+  int64_t bn = 128;
+  int64_t stages = 4;
+  int64_t aBytes() const { return kBM * kBK * 2; }
+  int64_t bBytes() const { return kBK * bn * 2; }
+  int64_t stageBytes() const { return aBytes() + bBytes(); }
+  int64_t barrierOffset() const { return stages * stageBytes(); }
+  /// + 1 KiB: the kernel rounds the dynamic shared-memory base up to 1024 B itself.
+  int64_t smemBytes() const { return barrierOffset() + 16 * stages + 1024; }
+};
+
+/// wgmma shared-memory descriptor, all but the start address (bits 0-13):
+/// bits 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128B).
+int64_t descriptorBits(int64_t lbo, int64_t sbo) {
+  return int64_t((uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) | (uint64_t(1) << 62));
+}
+
+class Emitter {
+public:
+  Emitter(GemmMatch& m, Config cfg, gpu::GPUModuleOp gm)
+      : loc_(m.kernel.getLoc()), m_(m), cfg_(cfg), gm_(gm), b_(m.kernel.getContext()) {}
+
+  void run();
+
+private:
+  Location loc_;
+
+  Value i32(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
+  Value i64(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 64); }
+  Value add(Value a, Value b) { return b_.create<arith::AddIOp>(loc_, a, b); }
+  Value sub(Value a, Value b) { return b_.create<arith::SubIOp>(loc_, a, b); }
+  Value mul(Value a, Value b) { return b_.create<arith::MulIOp>(loc_, a, b); }
+  Value divu(Value a, Value b) { return b_.create<arith::DivUIOp>(loc_, a, b); }
+  Value remu(Value a, Value b) { return b_.create<arith::RemUIOp>(loc_, a, b); }
+  Value ult(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, a, b); }
+  Value eq(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b); }
+  Value ext64(Value v) { return b_.create<arith::ExtUIOp>(loc_, b_.getI64Type(), v); }
+  Value byteAt(Value base, Value off) {
+    return b_.create<LLVM::GEPOp>(loc_, base.getType(), b_.getI8Type(), base, ValueRange{off});
+  }
+  Value sharedPtr(Value off) { return byteAt(smem_, off); }
+  /// scf.if with `then` (and `otherwise`) emitted through b_ inside the regions.
+  template <class F> void ifThen(Value cond, F&& then) {
+    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(op.thenBlock()->getTerminator());
+    then();
+  }
+  template <class F, class G> void ifThenElse(Value cond, F&& then, G&& otherwise) {
+    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(op.thenBlock()->getTerminator());
+    then();
+    b_.setInsertionPoint(op.elseBlock()->getTerminator());
+    otherwise();
+  }
+  template <class F, class G> Value ifValue(Type t, Value cond, F&& then, G&& otherwise) {
+    auto op = b_.create<scf::IfOp>(loc_, TypeRange{t}, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(op.thenBlock());
+    b_.create<scf::YieldOp>(loc_, then());
+    b_.setInsertionPointToStart(op.elseBlock());
+    b_.create<scf::YieldOp>(loc_, otherwise());
+    return op.getResult(0);
+  }
+  LLVM::LLVMStructType accType() {
+    return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(cfg_.bn / 2, b_.getF32Type()));
+  }
+
+  void declareParams();
+  void producer();
+  Value consumerMainloop();
+  Value kTile(Value kt, Value acc, bool first);
+  void epilogue(Value acc);
+  Value evalElement(Value v, Value acc, Value row, Value col, Value rowC, Value colC, int64_t accIndex,
+                    DenseMap<Value, Value>& memo);
+
+  GemmMatch& m_;
+  Config cfg_;
+  gpu::GPUModuleOp gm_;
+  OpBuilder b_;
+  gpu::GPUFuncOp func_;
+  LaunchPlan plan_;
+  // Function arguments.
+  Value tmA_, tmB_, cPtr_, cStride_, M_, N_, K_;
+  DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)
+  // Per-CTA values.
+  Value tid_, wg_, m0_, n0_, kTiles_, smem_, sbase_;
+};
+
+void Emitter::declareParams() {
+  MLIRContext* ctx = b_.getContext();
+  auto generic = LLVM::LLVMPointerType::get(ctx);
+  auto global = LLVM::LLVMPointerType::get(ctx, 1);
+  SmallVector<Type> types;
+  auto param = [&](LaunchParam p, Type t) {
+    plan_.params.push_back(p);
+    types.push_back(t);
+  };
+  param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, kBM}}, generic);
+  param({LaunchParam::TensorMap, int(m_.b), 0, {64, kBK}}, generic);
+  param({LaunchParam::Pointer, int(m_.c), 0, {}}, global);
+  param({LaunchParam::Stride, int(m_.c), 0, {}}, b_.getI64Type());
+  for (unsigned in : m_.epilogueInputs) {
+    param({LaunchParam::Pointer, int(in), 0, {}}, global);
+    for (int d = 0; d < m_.kernel.getArgType(in).getRank(); ++d) param({LaunchParam::Stride, int(in), d, {}}, b_.getI64Type());
+  }
+  param({LaunchParam::Dim, int(m_.a), 0, {}}, b_.getI32Type()); // M
+  param({LaunchParam::Dim, int(m_.b), 1, {}}, b_.getI32Type()); // N
+  param({LaunchParam::Dim, int(m_.a), 1, {}}, b_.getI32Type()); // K
+
+  b_.setInsertionPointToEnd(gm_.getBody());
+  std::string name = m_.kernel.getSymName().str() + "__sm90";
+  func_ = b_.create<gpu::GPUFuncOp>(loc_, name, b_.getFunctionType(types, {}));
+  func_->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
+  // .maxntid + .minnctapersm: without both, ptxas ignores setmaxnreg.
+  func_.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({int32_t(kThreads), 1, 1}));
+  func_->setAttr("nvvm.minctasm", b_.getI32IntegerAttr(1));
+  Block& entry = func_.getBody().front();
+  unsigned i = 0;
+  tmA_ = entry.getArgument(i++);
+  tmB_ = entry.getArgument(i++);
+  cPtr_ = entry.getArgument(i++);
+  cStride_ = entry.getArgument(i++);
+  for (unsigned in : m_.epilogueInputs) {
+    auto& [ptr, strides] = inputs_[in];
+    ptr = entry.getArgument(i++);
+    for (int d = 0; d < m_.kernel.getArgType(in).getRank(); ++d) strides.push_back(entry.getArgument(i++));
+  }
+  M_ = entry.getArgument(i++);
+  N_ = entry.getArgument(i++);
+  K_ = entry.getArgument(i++);
+
+  plan_.entry = name;
+  plan_.threads = kThreads;
+  plan_.sharedBytes = cfg_.smemBytes();
+  plan_.tileM = kBM;
+  plan_.tileN = cfg_.bn;
+  plan_.tileK = kBK;
+  plan_.gridDims = {{int(m_.a), 0, kBM}, {int(m_.b), 1, cfg_.bn}};
+}
+
+void Emitter::run() {
+  declareParams();
+  MLIRContext* ctx = b_.getContext();
+  b_.setInsertionPointToStart(gm_.getBody());
+  if (!gm_.lookupSymbol("kiln_sm90_smem"))
+    b_.create<LLVM::GlobalOp>(loc_, LLVM::LLVMArrayType::get(b_.getI8Type(), 0), /*isConstant=*/false,
+                              LLVM::Linkage::External, "kiln_sm90_smem", Attribute(), /*alignment=*/1024,
+                              /*addrSpace=*/3);
+  b_.setInsertionPointToStart(&func_.getBody().front());
+  tid_ = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::ThreadIdOp>(loc_, gpu::Dimension::x));
+  Value bx = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
+  Value by = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::y));
+  m0_ = mul(bx, i32(kBM)); // grid.x walks M: 2^31 CTAs, grid.y (N) is capped at 65535
+  n0_ = mul(by, i32(cfg_.bn));
+  wg_ = divu(tid_, i32(128));
+  kTiles_ = divu(add(K_, i32(kBK - 1)), i32(kBK));
+
+  // The dynamic shared memory, rounded up to 1024 B: 128B-swizzle atoms and the wgmma
+  // descriptors assume it, whatever alignment the loader gives.
+  auto shared = LLVM::LLVMPointerType::get(ctx, 3);
+  Value raw = b_.create<LLVM::AddressOfOp>(loc_, shared, "kiln_sm90_smem");
+  Value rawAddr = b_.create<LLVM::PtrToIntOp>(loc_, b_.getI32Type(), raw);
+  sbase_ = b_.create<arith::AndIOp>(loc_, add(rawAddr, i32(1023)), i32(-1024));
+  smem_ = byteAt(raw, sub(sbase_, rawAddr));
+
+  // full[s]: one arrival (the producer's expect_tx) + the bytes; empty[s]: 256 consumer threads.
+  Value isThread0 = eq(tid_, i32(0));
+  ifThen(isThread0, [&] {
+    for (int64_t s = 0; s < cfg_.stages; ++s) {
+      b_.create<NVVM::MBarrierInitOp>(loc_, sharedPtr(i32(cfg_.barrierOffset() + 8 * s)), i32(1), Value());
+      b_.create<NVVM::MBarrierInitOp>(loc_, sharedPtr(i32(cfg_.barrierOffset() + 8 * (cfg_.stages + s))), i32(256),
+                                      Value());
+    }
+    b_.create<NVVM::FenceMbarrierInitOp>(loc_);
+  });
+  b_.create<gpu::BarrierOp>(loc_);
+
+  ifThenElse(
+      eq(wg_, i32(0)), [&] { producer(); },
+      [&] {
+        b_.create<NVVM::SetMaxRegisterOp>(loc_, 232, NVVM::SetMaxRegisterAction::increase);
+        epilogue(consumerMainloop());
+      });
+  b_.create<gpu::ReturnOp>(loc_);
+  func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
+}
+
+void Emitter::producer() {
+  b_.create<NVVM::SetMaxRegisterOp>(loc_, 40, NVVM::SetMaxRegisterAction::decrease);
+  ifThen(eq(tid_, i32(0)), [&] {
+    auto loop = b_.create<scf::ForOp>(loc_, i32(0), kTiles_, i32(1));
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(loop.getBody()->getTerminator());
+    Value kt = loop.getInductionVar();
+    Value s = remu(kt, i32(cfg_.stages));
+    Value phase = b_.create<arith::AndIOp>(loc_, divu(kt, i32(cfg_.stages)), i32(1));
+    Value full = sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset())));
+    Value empty = sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset() + 8 * cfg_.stages)));
+    // The first pass over the ring waits on the phase before the barrier's first one,
+    // which counts as complete: it does not block.
+    b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, empty, b_.create<arith::XOrIOp>(loc_, phase, i32(1)),
+                                             i32(10000000));
+    b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), full, i32(cfg_.stageBytes()), NVVM::MemScopeKind::CTA,
+                                              false, Value());
+    auto cluster = LLVM::LLVMPointerType::get(b_.getContext(), 7);
+    Value stage = mul(s, i32(cfg_.stageBytes()));
+    Value k0 = mul(kt, i32(kBK));
+    auto tma = [&](Value dstOff, Value map, SmallVector<Value> coords) {
+      Value dst = b_.create<LLVM::AddrSpaceCastOp>(loc_, cluster, sharedPtr(dstOff));
+      b_.create<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(loc_, dst, map, coords, full, ValueRange{}, Value(),
+                                                                Value(), NVVM::TMALoadMode::TILE, false,
+                                                                NVVM::CTAGroupKindAttr(), Value());
+    };
+    // Coordinates are innermost first: A's box at (k0, m0), B's boxes at (n0 + 64h, k0).
+    tma(stage, tmA_, {k0, m0_});
+    for (int64_t h = 0; h < cfg_.bn / 64; ++h)
+      tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0});
+  });
+}
+
+Value Emitter::kTile(Value kt, Value acc, bool first) {
+  Value s = remu(kt, i32(cfg_.stages));
+  Value phase = b_.create<arith::AndIOp>(loc_, divu(kt, i32(cfg_.stages)), i32(1));
+  b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset()))), phase,
+                                           i32(10000000));
+  // Descriptor start addresses: (shared address >> 4) & 0x3FFF. This consumer's 64 rows of
+  // A start 64 x 128 B into the stage.
+  Value stageAddr = add(sbase_, mul(s, i32(cfg_.stageBytes())));
+  Value cw = sub(wg_, i32(1));
+  Value aAddr = add(stageAddr, mul(cw, i32(64 * 128)));
+  Value bAddr = add(stageAddr, i32(cfg_.aBytes()));
+  auto field = [&](Value addr) {
+    return ext64(b_.create<arith::AndIOp>(loc_, b_.create<arith::ShRUIOp>(loc_, addr, i32(4)), i32(0x3FFF)));
+  };
+  Value descA = b_.create<arith::OrIOp>(loc_, i64(descriptorBits(16, 1024)), field(aAddr));
+  Value descB = b_.create<arith::OrIOp>(loc_, i64(descriptorBits(kBoxBytes, 1024)), field(bAddr));
+  b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
+  auto type = m_.inElt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  auto shape = NVVM::MMAShapeAttr::get(b_.getContext(), 64, int(cfg_.bn), 16);
+  for (int64_t kk = 0; kk < kBK / 16; ++kk) {
+    // k16 steps: A (K-major) advances 32 B inside its swizzled rows; B (MN-major) 16 rows of 128 B.
+    Value da = kk ? add(descA, i64(kk * 32 >> 4)) : descA;
+    Value db = kk ? add(descB, i64(kk * 16 * 128 >> 4)) : descB;
+    acc = b_.create<NVVM::WgmmaMmaAsyncOp>(
+        loc_, accType(), acc, da, db, shape, type, type, NVVM::WGMMATypes::f32,
+        first && kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
+  }
+  b_.create<NVVM::WgmmaGroupSyncAlignedOp>(loc_);
+  return acc;
+}
+
+Value Emitter::consumerMainloop() {
+  // k-tile 0 is peeled: its first wgmma overwrites an undefined accumulator (scale-d = 0), so
+  // no zeroing moves land between wgmma.fence and the wgmma. K = 0 never gets here (the
+  // runtime launches the portable kernel then), but stays defined: the accumulator is zero.
+  return ifValue(
+      accType(), ult(i32(0), kTiles_),
+      [&] {
+        Value first = kTile(i32(0), b_.create<LLVM::UndefOp>(loc_, accType()), true);
+        auto loop = b_.create<scf::ForOp>(loc_, i32(1), kTiles_, i32(1), ValueRange{first});
+        {
+          OpBuilder::InsertionGuard g(b_);
+          b_.setInsertionPointToStart(loop.getBody());
+          Value kt = loop.getInductionVar();
+          Value acc = kTile(kt, loop.getRegionIterArgs()[0], false);
+          // One wgmma group stays in flight; the one before it is done: release its stage.
+          b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 1);
+          Value prev = remu(sub(kt, i32(1)), i32(cfg_.stages));
+          b_.create<NVVM::MBarrierArriveOp>(
+              loc_, Type(), sharedPtr(add(mul(prev, i32(8)), i32(cfg_.barrierOffset() + 8 * cfg_.stages))), Value());
+          b_.create<scf::YieldOp>(loc_, acc);
+        }
+        b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
+        return loop.getResult(0);
+      },
+      [&] { return Value(b_.create<LLVM::ZeroOp>(loc_, accType())); });
+}
+
+/// Rounds an f32 value to `t`'s precision and back (a no-op for f32): what storing an
+/// intermediate tile of that type does in every other backend.
+Value roundTo(OpBuilder& b, Location loc, Value v, Type t) {
+  if (t.isF32()) return v;
+  Value narrow = b.create<arith::TruncFOp>(loc, t, v);
+  return b.create<arith::ExtFOp>(loc, b.getF32Type(), narrow);
+}
+
+Value Emitter::evalElement(Value v, Value acc, Value row, Value col, Value rowC, Value colC, int64_t accIndex,
+                           DenseMap<Value, Value>& memo) {
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
+  Value out;
+  Type elt = cast<TileType>(v.getType()).getElementType();
+  if (v == m_.loop.getResult(0)) {
+    out = b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{accIndex});
+  } else if (auto f = v.getDefiningOp<FullOp>()) {
+    llvm::APFloat x(f.getValue().convertToDouble());
+    bool lost;
+    x.convert(elt.isF32() ? llvm::APFloat::IEEEsingle() : cast<FloatType>(elt).getFloatSemantics(),
+              llvm::APFloat::rmNearestTiesToEven, &lost);
+    x.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    out = b_.create<arith::ConstantOp>(loc_, b_.getF32FloatAttr(x.convertToFloat()));
+  } else if (auto bc = v.getDefiningOp<BroadcastOp>()) {
+    out = evalElement(bc.getInput(), acc, row, col, rowC, colC, accIndex, memo);
+  } else if (auto ld = v.getDefiningOp<LoadOp>()) {
+    // Rows and columns past C's edge are clamped: the load stays in bounds, the store
+    // that would use it is masked off.
+    auto view = ld.getView().getDefiningOp<ViewOp>();
+    unsigned arg = cast<BlockArgument>(view.getTensor()).getArgNumber();
+    auto& [ptr, strides] = inputs_[arg];
+    const auto& axes = m_.axes.lookup(v);
+    Value off = i64(0);
+    for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? rowC : colC, strides[d]));
+    Value p = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
+    Value x = b_.create<LLVM::LoadOp>(loc_, elt, p);
+    out = elt.isF32() ? x : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), x);
+  } else {
+    Operation* op = v.getDefiningOp();
+    SmallVector<Value> x;
+    for (Value in : op->getOperands()) x.push_back(evalElement(in, acc, row, col, rowC, colC, accIndex, memo));
+    out = roundTo(b_, loc_, emitScalar(b_, loc_, op, x), elt);
+  }
+  memo[v] = out;
+  return out;
+}
+
+void Emitter::epilogue(Value acc) {
+  // Accumulator fragment of m64nNk16 (per warpgroup): thread t = tid % 128, warp w = t / 32,
+  // lane l = t % 32; struct element 4j + 2h + e holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e.
+  Value t = remu(tid_, i32(128));
+  Value w = divu(t, i32(32));
+  Value l = remu(t, i32(32));
+  Value cw = sub(wg_, i32(1));
+  Value row0 = add(add(add(m0_, mul(cw, i32(64))), mul(w, i32(16))), divu(l, i32(4)));
+  Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
+  Value M = ext64(M_), N = ext64(N_);
+  Value lastRow = sub(M, i64(1)), lastCol = sub(N, i64(1));
+  Type cElt = m_.kernel.getArgType(m_.c).getElementType();
+  Value out = m_.store.getValue();
+
+  // Every value first, then every store: C may alias an input the epilogue reads.
+  struct Pair {
+    Value row, col, v0, v1;
+  };
+  SmallVector<Pair> pairs;
+  for (int64_t j = 0; j < cfg_.bn / 8; ++j)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = ext64(add(row0, i32(8 * h)));
+      Value col = ext64(add(col0, i32(8 * j)));
+      Value rowC = b_.create<arith::MinUIOp>(loc_, row, lastRow);
+      Value vals[2];
+      for (int64_t e = 0; e < 2; ++e) {
+        Value c = add(col, i64(e));
+        Value colC = b_.create<arith::MinUIOp>(loc_, c, lastCol);
+        DenseMap<Value, Value> memo;
+        vals[e] = evalElement(out, acc, row, c, rowC, colC, 4 * j + 2 * h + e, memo);
+      }
+      pairs.push_back({row, col, vals[0], vals[1]});
+    }
+  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
+  for (const Pair& p : pairs) {
+    Value rowOk = ult(p.row, M);
+    Value index = add(mul(p.row, cStride_), p.col);
+    Value both = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(p.col, i64(1)), N));
+    if (cElt.isF32()) {
+      for (int e = 0; e < 2; ++e) {
+        Value ok = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(p.col, i64(e)), N));
+        ifThen(ok, [&] {
+          Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(index, i64(e))});
+          b_.create<LLVM::StoreOp>(loc_, e ? p.v1 : p.v0, ptr);
+        });
+      }
+      continue;
+    }
+    // 16-bit C: both columns in one 4-byte store (the runtime checked C's alignment and an
+    // even row stride); the last odd column alone.
+    ifThenElse(
+        both,
+        [&] {
+          auto v2 = VectorType::get({2}, b_.getF32Type());
+          Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{p.v0, p.v1});
+          Value narrow = b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair);
+          Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(), narrow);
+          Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
+          b_.create<LLVM::StoreOp>(loc_, bits, ptr, /*alignment=*/4);
+        },
+        [&] {
+          ifThen(b_.create<arith::AndIOp>(loc_, rowOk, ult(p.col, N)), [&] {
+            Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
+            b_.create<LLVM::StoreOp>(loc_, b_.create<arith::TruncFOp>(loc_, cElt, p.v0), ptr);
+          });
+        });
+  }
+}
+
+struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> {
+  using KilnLowerGemmSm90Base::KilnLowerGemmSm90Base;
+  void runOnOperation() override {
+    ModuleOp m = getOperation();
+    if (tileN != 128 && tileN != 256) {
+      m.emitError("tile-n must be 128 or 256, got ") << tileN;
+      return signalPassFailure();
+    }
+    Config cfg{tileN, stages};
+    if (stages < 2 || cfg.smemBytes() > 227 * 1024) {
+      m.emitError("stages must be 2 or more, within 227 KiB of shared memory; got ") << stages;
+      return signalPassFailure();
+    }
+    for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {
+      GemmMatch match;
+      std::string why;
+      if (!matchGemm(k, match, why)) {
+        m->setAttr("kiln.sm90", StringAttr::get(&getContext(), "kernel '" + k.getSymName().str() + "': " + why));
+        continue;
+      }
+      OpBuilder b(&getContext());
+      m->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+      auto gm = m.lookupSymbol<gpu::GPUModuleOp>("kiln");
+      if (!gm) {
+        b.setInsertionPointToEnd(m.getBody());
+        gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
+      }
+      Emitter(match, cfg, gm).run();
+    }
+  }
+};
+
+} // namespace
+
+} // namespace kiln::hopper
