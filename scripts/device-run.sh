@@ -22,7 +22,8 @@ run() { # name, log, command...
   result[$name]="rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   tail -n 4 "$RES/$log"
 }
-# Steps (arguments; default: all): bench (issue 4: kiln bench + kiln-mlp), suite (GPU
+# Steps (arguments; default: all): hopper (the sm_90a GEMM twin per width vs cuBLASLt; not
+# in the default set), bench (issue 4: kiln bench + kiln-mlp), suite (GPU
 # tests), gemm (kiln-bench-gemm + CLI runs), cache (issue 5: cold/warm compiles), tune
 # (issue 5: kiln tune 4096^3 and its replay), tunedbench (kiln bench --tuned: the price of
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set).
@@ -35,6 +36,21 @@ if want bench; then
   run kiln-bench kiln-bench.log $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 $SHAPES --reps 30 --warmup 5 \
     --csv "$RES/kiln-bench.csv" --json "$RES/kiln-bench.json" --html "$RES/kiln-bench.html"
   run mlp mlp.log $K/kiln-mlp --csv "$RES/mlp.csv" --json "$RES/mlp.json" --html "$RES/mlp.html"
+fi
+if want hopper; then
+  # The sm_90a GEMM twin: plain and + bias + ReLU, beside cuBLASLt (plain / fused epilogue) in
+  # the same process, for each twin width (KILN_HOPPER_TILE_N), and with the twin off.
+  # No 8192^3: every row is first verified against the Eigen f64 reference on the host,
+  # which takes minutes there.
+  SHAPES="--shape 4096x4096x4096 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 128x12288x4096 --shape 16x4096x4096"
+  for n in 128 256 off; do
+    for k in gemm gemm_bias_relu; do
+      if [ $n = off ]; then env="KILN_HOPPER_GEMM=off"; else env="KILN_HOPPER_TILE_N=$n"; fi
+      run hopper-$k-$n hopper-$k-$n.log env $env $K/kiln bench $k --backend=cuda --dtype bf16 $SHAPES \
+        --routes kiln,framework --reps 30 --warmup 5 --no-progress \
+        --csv "$RES/hopper-$k-$n.csv" --json "$RES/hopper-$k-$n.json" --html "$RES/hopper-$k-$n.html"
+    done
+  done
 fi
 if want tunedbench; then
   # The price of tuning beside the fixed config, on the same five shapes (a search per shape).
@@ -96,6 +112,9 @@ fi
 if want bench; then
   grep -E "^(route|kiln|framework|framework-eager|cuda) " "$RES/kiln-bench.log"
   tail -n 12 "$RES/mlp.log"
+fi
+if want hopper; then
+  for f in "$RES"/hopper-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(kiln|framework) " "$f" | awk '{print $1, $2, $8, $9}'; done
 fi
 want cache && cat "$RES/compile.csv"
 want tunedbench && grep -E "^(route|kiln|framework)|compile" "$RES/tuned-bench.log"

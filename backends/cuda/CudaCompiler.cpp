@@ -168,13 +168,17 @@ void markTensorMapParams(ModuleOp m, const DeviceCode& code) {
     }
 }
 
-void lowerToNVVM(ModuleOp m, const std::string& arch, int numWarps, DiagnosticCollector& diags,
-                 const std::string& name, Stage stop, std::string* dump, DeviceCode& code) {
+void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags, const std::string& name,
+                 Stage stop, std::string* dump, DeviceCode& code) {
   {
     PassManager pm(m.getContext());
-    if (arch == "sm_90a") pm.addPass(kiln::createKilnLowerGemmSm90()); // wgmma needs the 'a' target
+    if (o.arch == "sm_90a" && o.hopperGemm) { // wgmma and setmaxnreg need the 'a' target
+      KilnLowerGemmSm90Options sm90;
+      sm90.tileN = o.hopperTileN ? o.hopperTileN : 128;
+      pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
+    }
     KilnLowerToGPUOptions opts;
-    opts.numWarps = numWarps;
+    opts.numWarps = o.numWarps;
     pm.addPass(kiln::createKilnLowerToGPU(opts));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -213,9 +217,13 @@ void lowerToNVVM(ModuleOp m, const std::string& arch, int numWarps, DiagnosticCo
 
 } // namespace
 
-DeviceCode compileToPtx(const Kernel& kernel, const std::string& arch, int numWarps, Stage stop,
-                        std::string* dump) {
+DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Stage stop, std::string* dump) {
+  const std::string& arch = options.arch;
+  const int numWarps = options.numWarps;
   checkArch(arch);
+  if (options.hopperTileN != 0 && options.hopperTileN != 128 && options.hopperTileN != 256)
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_n must be 0, 128 or 256, got " +
+                                                std::to_string(options.hopperTileN));
   const std::string& name = kernel.name();
   if (numWarps < 1 || numWarps > 32)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + name + "': num_warps must be 1..32, got " +
@@ -234,7 +242,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const std::string& arch, int numWa
   out.times.tile_passes_ms = detail::msSince(t0);
 
   t0 = Clock::now();
-  lowerToNVVM(m, arch, numWarps, diags, name, stop, dump, out);
+  lowerToNVVM(m, options, diags, name, stop, dump, out);
   out.times.lowering_ms = detail::msSince(t0);
   if (stop == Stage::mlir) return out;
 

@@ -25,11 +25,19 @@ struct DeviceCode {
   std::string sm90_why_not; ///< sm_90a, no twin: why the kernel did not qualify
 };
 
-/// Compiles `kernel` to PTX for `arch` with `numWarps` warps per CTA. When `stop` is
-/// Stage::mlir or Stage::llvm, returns that stage's text in `*dump` and leaves the PTX
-/// empty. Throws kiln::Error(CompileFailed) with the failing pass's diagnostics.
-DeviceCode compileToPtx(const Kernel& kernel, const std::string& arch, int numWarps,
-                        Stage stop = Stage::ptx, std::string* dump = nullptr);
+/// What decides the code besides the kernel (all of it goes into the cache key).
+struct CompileOptions {
+  std::string arch;       ///< "sm_90a"
+  int numWarps = 4;       ///< the portable kernel's warps per CTA
+  bool hopperGemm = true; ///< sm_90a: a TMA + wgmma twin for GEMM-shaped kernels
+  int hopperTileN = 0;    ///< its columns per CTA (128, 256; 0: kiln's choice)
+};
+
+/// Compiles `kernel` to PTX. When `stop` is Stage::mlir or Stage::llvm, returns that
+/// stage's text in `*dump` and leaves the PTX empty. Throws kiln::Error(CompileFailed)
+/// with the failing pass's diagnostics.
+DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Stage stop = Stage::ptx,
+                        std::string* dump = nullptr);
 
 /// "sm_80".."sm_120a": the archs kiln's CUDA backend targets; kiln::Error(Unsupported)
 /// naming the supported set otherwise.

@@ -6,6 +6,7 @@
 #include "Nvrtc.h"
 #include "hopper/Sm90Launch.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -31,6 +32,8 @@ struct CudaState {
   DeviceInfo device;
   Context context;
   std::string arch;
+  /// KILN_HOPPER_PERSISTENT=off: launch the sm_90a twin with one CTA per tile (A/B runs).
+  bool hopperPersistent = true;
   // reference::gpu_gemm's cuBLASLt handle and workspace: made on first use, reused, and
   // destroyed before the context is released (members are destroyed in reverse order).
   std::mutex cublas_mutex;
@@ -82,7 +85,7 @@ public:
     auto s = static_cast<CUstream>(stream);
     std::string why;
     if (sm90 && hopper::applies(*code.sm90, args, &why)) {
-      hopper::launch(sm90, *code.sm90, args, s, sig.name);
+      hopper::launch(sm90, *code.sm90, args, s, sig.name, state->hopperPersistent ? state->device.sm_count : 0);
     } else {
       kd::PackedArgs packed = kd::packMemrefArgs(args);
       launchKernel(function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
@@ -160,6 +163,10 @@ class CudaRuntime : public kd::RuntimeImpl {
 public:
   std::shared_ptr<CudaState> state;
 
+  CompileOptions compileOptions() const {
+    return {state->arch, state->options.num_warps, state->options.hopper_gemm, state->options.hopper_tile_n};
+  }
+
   /// KernelReport::sm90 for `code`.
   static std::string describeSm90(const DeviceCode& code, int registers, int spills) {
     if (!code.sm90) return code.sm90_why_not.empty() ? std::string() : "none: " + code.sm90_why_not;
@@ -175,7 +182,7 @@ public:
     out->state = state;
     out->sig = kernel.signature();
     out->backend = Backend::cuda;
-    out->code = compileToPtx(kernel, state->arch, state->options.num_warps);
+    out->code = compileToPtx(kernel, compileOptions());
     out->times = out->code.times;
     KernelReport& r = out->report;
     r.target = state->arch;
@@ -208,7 +215,7 @@ public:
     r.sm90 = describeSm90(out->code, sm90Registers, sm90Spills);
     out->cacheMeta = {{"entry", kernel.name()}, {"threads", out->code.threads},
                       {"shared_bytes", out->code.shared_bytes}, {"grid", out->code.grid.toJson()},
-                      {"payload", image.empty() ? "ptx" : "cubin"}, {"sm90_report", r.sm90}};
+                      {"payload", image.empty() ? "ptx" : "cubin"}};
     if (out->code.sm90) out->cacheMeta["sm90"] = out->code.sm90->toJson();
     if (image.empty()) out->binary = out->code.ptx; // what the cache keeps: the driver JITs it
     if (state->compile_only) return out;
@@ -250,6 +257,7 @@ public:
                               : state->compile_only ? std::string("none")
                                                     : "driver JIT " + formatDriverVersion(state->device.driver_version);
     return {{"backend", "cuda"}, {"arch", state->arch}, {"num_warps", state->options.num_warps},
+            {"hopper_gemm", state->options.hopper_gemm}, {"hopper_tile_n", state->options.hopper_tile_n},
             {"ptx_compiler", ptxCompiler}};
   }
 
@@ -263,7 +271,6 @@ public:
     out->code.grid = kd::GridPlan::fromJson(meta.at("grid"));
     out->code.arch = state->arch;
     if (meta.contains("sm90")) out->code.sm90 = hopper::LaunchPlan::fromJson(meta.at("sm90"));
-    out->report.sm90 = meta.value("sm90_report", "");
     if (out->code.name != sig.name)
       throw Error(ErrorKind::InvalidArgument, "cache entry holds kernel '" + out->code.name + "', not '" + sig.name + "'");
     if (state->compile_only) return out;
@@ -323,7 +330,7 @@ public:
   std::string emit(const Kernel& kernel, Stage stage) override {
     if (stage == Stage::tile) return kernel.tile_ir();
     std::string dump;
-    DeviceCode code = compileToPtx(kernel, state->arch, state->options.num_warps, stage, &dump);
+    DeviceCode code = compileToPtx(kernel, compileOptions(), stage, &dump);
     if (stage == Stage::mlir || stage == Stage::llvm) return dump;
     if (stage == Stage::ptx) return code.ptx;
     CubinResult cubin = ptxToCubin(code.ptx, state->arch, kernel.name());
@@ -458,6 +465,21 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   })};
   auto state = std::make_shared<cuda::CudaState>();
   state->options = options;
+  // The environment can turn the sm_90a twin off or widen it where the options leave the
+  // defaults: A/B comparisons without rebuilding the engine.
+  if (const char* e = std::getenv("KILN_HOPPER_GEMM"); e && options.hopper_gemm) {
+    std::string v = e;
+    if (v != "on" && v != "off")
+      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_GEMM is '" + v + "'; expected on or off");
+    state->options.hopper_gemm = v == "on";
+  }
+  if (const char* e = std::getenv("KILN_HOPPER_PERSISTENT")) state->hopperPersistent = std::string(e) != "off";
+  if (const char* e = std::getenv("KILN_HOPPER_TILE_N"); e && options.hopper_tile_n == 0) {
+    std::string v = e;
+    if (v != "0" && v != "128" && v != "256")
+      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_TILE_N is '" + v + "'; expected 0, 128 or 256");
+    state->options.hopper_tile_n = std::stoi(v);
+  }
   state->compile_only = options.compile_only;
   auto rt = std::make_shared<cuda::CudaRuntime>();
   rt->backend = Backend::cuda;

@@ -34,6 +34,14 @@ struct KILN_API RuntimeOptions {
   /// arch-specific 'a' variant), or sm_90a when compiling without a GPU.
   std::string arch;
   int num_warps = 4;         ///< CUDA: warps per CTA
+  /// CUDA sm_90a: give a GEMM-shaped kernel (a k-loop of dot on A and B tiles, then an
+  /// elementwise epilogue) a TMA + wgmma twin that runs whenever the arguments allow
+  /// (KernelReport::sm90 says which kernel it is and when). Off: the portable kernel only.
+  /// When true, KILN_HOPPER_GEMM=off in the environment turns it off.
+  bool hopper_gemm = true;
+  /// The twin's columns of C per CTA: 128 or 256; 0 lets kiln choose (docs/cuda.md), or
+  /// KILN_HOPPER_TILE_N when set.
+  int hopper_tile_n = 0;
   /// CPU backend: the x86-64 CPU the JIT generates code for. Empty means $KILN_CPU, and
   /// when that is unset too, "host" (this machine's CPU and every feature it has). Else a
   /// baseline ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4") or an LLVM CPU name

@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 nlohmann::json toJson(const KernelReport& r) {
   return {{"target", r.target}, {"compiler", r.compiler}, {"registers", r.registers}, {"spill_bytes", r.spill_bytes},
-          {"shared_bytes", r.shared_bytes}, {"threads", r.threads}, {"grid", r.grid}};
+          {"shared_bytes", r.shared_bytes}, {"threads", r.threads}, {"grid", r.grid}, {"sm90", r.sm90}};
 }
 KernelReport reportFrom(const nlohmann::json& j) {
   KernelReport r;
@@ -37,6 +37,7 @@ KernelReport reportFrom(const nlohmann::json& j) {
   r.shared_bytes = j.value("shared_bytes", int64_t(0));
   r.threads = j.value("threads", 1);
   r.grid = j.value("grid", std::string());
+  r.sm90 = j.value("sm90", std::string());
   return r;
 }
 nlohmann::json toJson(const CompileTimes& t) {

@@ -73,6 +73,8 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
   let options = [
     Option<"tileN", "tile-n", "int64_t", /*default=*/"128", "columns of C per CTA: 128 or 256">,
     Option<"stages", "stages", "int64_t", /*default=*/"4", "shared-memory ring depth">,
+    Option<"persistent", "persistent", "bool", /*default=*/"true",
+           "launch one CTA per SM looping over tiles (else one CTA per tile)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",

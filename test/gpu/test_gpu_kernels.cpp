@@ -306,3 +306,30 @@ TEST_CASE("gpu: every elementwise math op agrees with the CPU backend", "[gpu]")
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside the portable kernel", "[gpu][sm90]") {
+  // Shapes the twin takes (K and N multiples of 8: 16-byte rows), ragged against its
+  // 128 x 128|256 x 64 tiles, and small ones (one k-tile, one CTA).
+  const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},       {77, 136, 72},   {1000, 1000, 1000},
+                                                   {4097, 264, 128}, {129, 4096, 264}, {300, 200, 8},
+                                                   {128, 256, 4096}};
+  Runtime portable = Runtime::create(Backend::cuda, {.hopper_gemm = false});
+  Runtime wide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
+  const bool hopper = gpu().fingerprint().target == "sm_90a";
+  for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
+    for (DType d : {DType::bf16, DType::f16}) {
+      const catalogue::Entry& e = catalogue::find(name);
+      for (const Runtime* rt : std::initializer_list<const Runtime*>{&gpu(), &wide, &portable}) {
+        CompiledKernel ck = rt->compile(e.make(d));
+        INFO(name << " " << to_string(d) << ": " << ck.report().str());
+        if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper
+        uint64_t seed = 7;
+        for (const auto& s : shapes) {
+          catalogue::Problem p = e.problem(s, d, seed++);
+          verify::Report r = runOnGpu(ck, p);
+          INFO("shape " << str(s) << ": " << r.summary());
+          CHECK(r.ok);
+        }
+      }
+    }
+}

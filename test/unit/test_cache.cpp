@@ -147,6 +147,8 @@ TEST_CASE("the disk cache round-trips a cubin with its report and launch plan", 
   CHECK(ck.report().registers == report.registers);
   CHECK(ck.report().shared_bytes == report.shared_bytes);
   CHECK(ck.report().grid == report.grid);
+  CHECK_THAT(report.sm90, Contains("128x128x64 tiles")); // the sm_90a twin and its launch plan
+  CHECK(ck.report().sm90 == report.sm90);
   CHECK(cache::list(dir.path).at(0).target == "sm_90a");
 }
 
@@ -161,6 +163,13 @@ TEST_CASE("the key changes with anything that changes the code, and only then", 
   CHECK(key(catalogue::gemm(DType::bf16, {128, 64, 32, 3}), 4, "sm_90a") != base); // other tiles
   CHECK(key(catalogue::gemm(DType::bf16), 8, "sm_90a") != base);      // other warps
   CHECK(key(catalogue::gemm(DType::bf16), 4, "sm_80") != base);       // other target
+  auto hopper = [&](bool on, int tileN) {
+    RuntimeOptions o{.compile_only = true, .arch = "sm_90a", .hopper_gemm = on, .hopper_tile_n = tileN, .cache_dir = dir.path};
+    return Runtime::create(Backend::cuda, o).compile(catalogue::gemm(DType::bf16)).cache().key;
+  };
+  CHECK(hopper(true, 0) == base);
+  CHECK(hopper(false, 0) != base); // no sm_90a twin
+  CHECK(hopper(true, 256) != base); // a wider twin
   CHECK(cpuWith(dir.path).compile(catalogue::gemm(DType::bf16)).cache().key != base); // other backend
   CHECK(base.size() == 64);
 }

@@ -2,6 +2,8 @@
 // what CI checks on every change (register use, no spills), before the H200 runs them.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
@@ -117,4 +119,84 @@ TEST_CASE("every elementwise math op compiles to self-contained PTX for sm_80 an
       CHECK_THAT(ptx, !Contains("__nv_"));
     }
   }
+}
+
+// The sm_90a twin of GEMM-shaped kernels: what CI can check without a GPU.
+
+TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twin with no spills", "[cuda][sm90]") {
+  Runtime rt = offline("sm_90a");
+  for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
+    for (DType d : {DType::bf16, DType::f16}) {
+      INFO(name << " " << to_string(d));
+      Kernel k = catalogue::find(name).make(d);
+      std::string ptx = rt.emit(k, Stage::ptx);
+      CHECK_THAT(ptx, Contains(".entry " + std::string(name) + "__sm90("));
+      CHECK_THAT(ptx, Contains("wgmma.mma_async.sync.aligned.m64n128k16.f32." + std::string(to_string(d))));
+      CHECK_THAT(ptx, Contains("cp.async.bulk.tensor.2d.shared::cluster.global"));
+      CHECK_THAT(ptx, Contains("mbarrier.try_wait.parity"));
+      CHECK_THAT(ptx, Contains("setmaxnreg.dec.sync.aligned.u32") && Contains("setmaxnreg.inc.sync.aligned.u32"));
+      // The tensor maps are read in place from the parameter space (__grid_constant__).
+      CHECK_THAT(ptx, Contains(".param .align 64 .b8 " + std::string(name) + "__sm90_param_0[128]"));
+      CompiledKernel ck = rt.compile(k);
+      CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles, 384 threads") && Contains(" 0 spill bytes"));
+    }
+}
+
+TEST_CASE("f32 GEMMs, row kernels and sm_80 get no twin, and the report says why", "[cuda][sm90]") {
+  CHECK_THAT(offline("sm_90a").compile(catalogue::gemm(DType::f32)).report().sm90,
+             Contains("none: kernel 'gemm': A and B are not both bf16 or both f16"));
+  CHECK_THAT(offline("sm_90a").compile(catalogue::softmax(DType::bf16)).report().sm90, Contains("none:"));
+  Runtime sm80 = offline("sm_80");
+  CHECK(sm80.compile(catalogue::gemm(DType::bf16)).report().sm90.empty());
+  CHECK_THAT(sm80.emit(catalogue::gemm(DType::bf16), Stage::ptx), !Contains("wgmma"));
+}
+
+TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]") {
+  Runtime off = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_gemm = false});
+  CHECK(off.compile(catalogue::gemm(DType::bf16)).report().sm90.empty());
+  CHECK_THAT(off.emit(catalogue::gemm(DType::bf16), Stage::ptx), !Contains("wgmma"));
+  Runtime wide = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 256});
+  CHECK_THAT(wide.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90,
+             Contains("128x256x64 tiles") && Contains(" 0 spill bytes"));
+  CHECK_THAT(wide.emit(catalogue::gemm(DType::bf16), Stage::ptx), Contains("wgmma.mma_async.sync.aligned.m64n256k16"));
+  Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 192});
+  CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128 or 256, got 192"));
+}
+
+TEST_CASE("a GEMM written in the DSL with its own epilogue gets the twin", "[cuda][sm90]") {
+  // Nothing marks the kernel: the same program as on every backend. silu(acc * 0.5 + R) in f16.
+  using namespace kiln::dsl;
+  Kernel k = kernel("mine", [](Builder& b) {
+    auto [M, N, K] = b.dims("M", "N", "K");
+    auto A = b.input("A", {M, K}, f16), B = b.input("B", {K, N}, f16), R = b.input("R", {M, N}, f16);
+    auto C = b.output("C", {M, N}, f16);
+    b.grid({cdiv(M, 32), cdiv(N, 32)}, [&](Index i, Index j) {
+      Tile acc = b.loop(cdiv(K, 16), 2, b.zeros({32, 32}), [&](Index kk, const Tile& c) {
+        return dot(b.load(A.tile({i, kk}, {32, 16})), b.load(B.tile({kk, j}, {16, 32})), c);
+      });
+      b.store(C.tile({i, j}, {32, 32}), cast(silu(acc * 0.5f + cast(b.load(R.tile({i, j}, {32, 32})), f32)), f16));
+    });
+  });
+  CompiledKernel ck = offline("sm_90a").compile(k);
+  CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles") && Contains(" 0 spill bytes"));
+}
+
+TEST_CASE("KILN_HOPPER_GEMM and KILN_HOPPER_TILE_N set the twin where the options leave the defaults", "[cuda][sm90]") {
+  auto twinOf = [](RuntimeOptions o) {
+    o.compile_only = true;
+    o.arch = "sm_90a";
+    return Runtime::create(Backend::cuda, o).compile(catalogue::gemm(DType::bf16)).report().sm90;
+  };
+  ::setenv("KILN_HOPPER_TILE_N", "256", 1);
+  CHECK_THAT(twinOf({}), Contains("128x256x64 tiles"));
+  CHECK_THAT(twinOf({.hopper_tile_n = 128}), Contains("128x128x64 tiles")); // the option wins
+  ::setenv("KILN_HOPPER_TILE_N", "300", 1);
+  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_TILE_N is '300'; expected 0, 128 or 256"));
+  ::unsetenv("KILN_HOPPER_TILE_N");
+  ::setenv("KILN_HOPPER_GEMM", "off", 1);
+  CHECK(twinOf({}).empty());
+  ::setenv("KILN_HOPPER_GEMM", "maybe", 1);
+  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_GEMM is 'maybe'; expected on or off"));
+  ::unsetenv("KILN_HOPPER_GEMM");
+  CHECK_THAT(twinOf({}), Contains("128x128x64 tiles"));
 }

@@ -13,6 +13,9 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     auto tile = j.at("tile").get<std::vector<int64_t>>();
     if (tile.size() != 3) throw std::out_of_range("tile needs 3 sizes");
     plan.tileM = tile[0], plan.tileN = tile[1], plan.tileK = tile[2];
+    plan.persistent = j.at("persistent").get<bool>();
+    plan.ctasPerSm = j.at("ctas_per_sm").get<int64_t>();
+    if (plan.ctasPerSm < 1 || plan.ctasPerSm > 32) throw std::out_of_range("bad ctas_per_sm");
     for (const auto& g : j.at("grid")) {
       GridDim d{g.at("arg").get<int>(), g.at("dim").get<int>(), g.at("tile").get<int64_t>()};
       if (d.tile < 1 || d.arg < 0 || d.dim < 0) throw std::out_of_range("bad grid dim");
@@ -46,11 +49,11 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
 
 std::string LaunchPlan::str() const {
   std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +
-                  std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, grid (";
+                  std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, " + (persistent ? "persistent over " : "one CTA per ");
   for (size_t i = 0; i < gridDims.size(); ++i)
-    s += (i ? ", " : "") + std::string("ceildiv(arg") + std::to_string(gridDims[i].arg) + "." +
+    s += (i ? " x " : "") + std::string("ceildiv(arg") + std::to_string(gridDims[i].arg) + "." +
          std::to_string(gridDims[i].dim) + ", " + std::to_string(gridDims[i].tile) + ")";
-  return s + ")";
+  return s + " tiles";
 }
 
 } // namespace kiln::hopper

@@ -30,7 +30,8 @@ struct LaunchParam {
 
 inline constexpr const char* kParamKinds[] = {"tensormap", "pointer", "stride", "dim"};
 
-/// grid dim = ceildiv(extent of argument `arg` along `dim`, tile).
+/// The kernel's work items (tiles of C) are the product over gridDims of
+/// ceildiv(extent of argument `arg` along `dim`, tile).
 struct GridDim {
   int arg = 0, dim = 0;
   int64_t tile = 1;
@@ -41,7 +42,11 @@ struct LaunchPlan {
   int64_t threads = 0;
   int64_t sharedBytes = 0; ///< dynamic shared memory per CTA
   int64_t tileM = 0, tileN = 0, tileK = 0;
-  std::vector<GridDim> gridDims; ///< x, y, z
+  std::vector<GridDim> gridDims; ///< what the tiles are counted over (see GridDim)
+  /// The kernel loops over tiles (CTA b takes b, b + grid, ...): the runtime launches
+  /// min(tiles, SMs x ctasPerSm) CTAs on grid.x. Else one CTA per tile on grid.x.
+  bool persistent = false;
+  int64_t ctasPerSm = 1;
   std::vector<LaunchParam> params;
 
   nlohmann::json toJson() const;  // inline below: the compiler (built without RTTI) writes plans too
@@ -58,8 +63,8 @@ inline nlohmann::json LaunchPlan::toJson() const {
     p.push_back(j);
   }
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}});
-  return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes},
-          {"tile", {tileM, tileN, tileK}}, {"grid", g}, {"params", p}};
+  return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
+          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}};
 }
 
 } // namespace kiln::hopper

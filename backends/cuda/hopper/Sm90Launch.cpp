@@ -2,14 +2,18 @@
 
 #include "Driver.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace kiln::hopper {
 
 namespace {
 
-int64_t gridSize(const GridDim& g, const std::vector<TensorView>& args) {
-  return (args[size_t(g.arg)].dims[size_t(g.dim)] + g.tile - 1) / g.tile;
+/// C's tiles: the product of the plan's grid dims (each under 2^31, checked by applies()).
+int64_t tileCount(const LaunchPlan& plan, const std::vector<TensorView>& args) {
+  int64_t n = 1;
+  for (const GridDim& g : plan.gridDims) n *= (args[size_t(g.arg)].dims[size_t(g.dim)] + g.tile - 1) / g.tile;
+  return n;
 }
 
 /// A 2-D row-major tensor TMA can read: contiguous rows, 16-byte aligned base and pitch.
@@ -47,14 +51,13 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
         return *why = "C's element pairs are not 4-byte aligned", false;
       break;
     }
-  const int64_t limits[3] = {INT32_MAX, 65535, 65535};
-  for (size_t d = 0; d < plan.gridDims.size(); ++d)
-    if (gridSize(plan.gridDims[d], args) > limits[d]) return *why = "the grid is over CUDA's limits", false;
+  // The kernel numbers tiles in 32 bits.
+  if (tileCount(plan, args) > INT32_MAX) return *why = "C has more than 2^31 tiles", false;
   return true;
 }
 
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
-            const std::string& kernelName) {
+            const std::string& kernelName, int smCount) {
   // Parameter storage: reserved up front, so the addresses handed to the driver stay put.
   const size_t n = plan.params.size();
   std::vector<CUtensorMap> maps;
@@ -98,8 +101,9 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
       break;
     }
   }
-  std::array<unsigned, 3> grid = {1, 1, 1};
-  for (size_t d = 0; d < plan.gridDims.size(); ++d) grid[d] = unsigned(gridSize(plan.gridDims[d], args));
+  int64_t ctas = tileCount(plan, args);
+  if (plan.persistent && smCount > 0) ctas = std::min<int64_t>(ctas, int64_t(smCount) * plan.ctasPerSm);
+  std::array<unsigned, 3> grid = {unsigned(ctas), 1, 1};
   cuda::launchKernel(f, kernelName, grid, {unsigned(plan.threads), 1, 1}, unsigned(plan.sharedBytes), stream, params.data());
 }
 

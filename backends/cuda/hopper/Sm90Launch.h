@@ -17,8 +17,9 @@ namespace kiln::hopper {
 /// When not, `why` names the rule; the portable kernel then runs, with the same result.
 bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::string* why);
 
-/// Encodes the tensor maps, packs the parameters and launches `f` on `stream`.
+/// Encodes the tensor maps, packs the parameters and launches `f` on `stream`; a
+/// persistent kernel gets min(tiles, smCount x plan.ctasPerSm) CTAs (smCount 0: one per tile).
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
-            const std::string& kernelName);
+            const std::string& kernelName, int smCount);
 
 } // namespace kiln::hopper

@@ -44,6 +44,7 @@ constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements
 struct Config {
   int64_t bn = 128;
   int64_t stages = 4;
+  bool persistent = true;
   int64_t aBytes() const { return kBM * kBK * 2; }
   int64_t bBytes() const { return kBK * bn * 2; }
   int64_t stageBytes() const { return aBytes() + bBytes(); }
@@ -111,9 +112,17 @@ private:
   }
 
   void declareParams();
+  template <class F> void forEachTile(F&& body);
+  /// Ring slot and phase bit of k-iteration `it` (counted across this CTA's tiles).
+  std::pair<Value, Value> slotOf(Value it) {
+    return {remu(it, i32(cfg_.stages)), b_.create<arith::AndIOp>(loc_, divu(it, i32(cfg_.stages)), i32(1))};
+  }
+  Value fullBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset()))); }
+  Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset() + 8 * cfg_.stages))); }
   void producer();
   Value consumerMainloop();
   Value kTile(Value kt, Value acc, bool first);
+  void release(Value it) { b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), emptyBarrier(slotOf(it).first), Value()); }
   void epilogue(Value acc);
   Value evalElement(Value v, Value acc, Value row, Value col, Value rowC, Value colC, int64_t accIndex,
                     DenseMap<Value, Value>& memo);
@@ -128,7 +137,10 @@ private:
   Value tmA_, tmB_, cPtr_, cStride_, M_, N_, K_;
   DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)
   // Per-CTA values.
-  Value tid_, wg_, m0_, n0_, kTiles_, smem_, sbase_;
+  Value tid_, wg_, kTiles_, smem_, sbase_;
+  Value tilesM_, tilesN_, numTiles_; // C's tiles, walked by the persistent loop
+  // Per tile (set inside forEachTile): its corner and the ring position of its first k-tile.
+  Value m0_, n0_, base_;
 };
 
 void Emitter::declareParams() {
@@ -181,6 +193,7 @@ void Emitter::declareParams() {
   plan_.tileN = cfg_.bn;
   plan_.tileK = kBK;
   plan_.gridDims = {{int(m_.a), 0, kBM}, {int(m_.b), 1, cfg_.bn}};
+  plan_.persistent = cfg_.persistent;
 }
 
 void Emitter::run() {
@@ -193,11 +206,10 @@ void Emitter::run() {
                               /*addrSpace=*/3);
   b_.setInsertionPointToStart(&func_.getBody().front());
   tid_ = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::ThreadIdOp>(loc_, gpu::Dimension::x));
-  Value bx = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
-  Value by = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::y));
-  m0_ = mul(bx, i32(kBM)); // grid.x walks M: 2^31 CTAs, grid.y (N) is capped at 65535
-  n0_ = mul(by, i32(cfg_.bn));
   wg_ = divu(tid_, i32(128));
+  tilesM_ = divu(add(M_, i32(kBM - 1)), i32(kBM));
+  tilesN_ = divu(add(N_, i32(cfg_.bn - 1)), i32(cfg_.bn));
+  numTiles_ = mul(tilesM_, tilesN_);
   kTiles_ = divu(add(K_, i32(kBK - 1)), i32(kBK));
 
   // The dynamic shared memory, rounded up to 1024 B: 128B-swizzle atoms and the wgmma
@@ -224,23 +236,44 @@ void Emitter::run() {
       eq(wg_, i32(0)), [&] { producer(); },
       [&] {
         b_.create<NVVM::SetMaxRegisterOp>(loc_, 232, NVVM::SetMaxRegisterAction::increase);
-        epilogue(consumerMainloop());
+        forEachTile([&] { epilogue(consumerMainloop()); });
       });
   b_.create<gpu::ReturnOp>(loc_);
   func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
 }
 
+/// The persistent loop: CTA b takes tiles b, b + grid, b + 2 grid, ... of C (a grid of one
+/// CTA per tile takes exactly one). Tiles are numbered in groups of 8 M-tiles, column by
+/// column inside a group, so the CTAs running at once share A and B tiles in L2.
+template <class F> void Emitter::forEachTile(F&& body) {
+  Value bid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
+  Value grid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::GridDimOp>(loc_, gpu::Dimension::x));
+  auto loop = b_.create<scf::ForOp>(loc_, bid, numTiles_, grid);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPoint(loop.getBody()->getTerminator());
+  Value t = loop.getInductionVar();
+  constexpr int64_t kGroup = 8;
+  Value perGroup = mul(tilesN_, i32(kGroup));
+  Value group = divu(t, perGroup);
+  Value firstM = mul(group, i32(kGroup));
+  Value groupRows = b_.create<arith::MinUIOp>(loc_, sub(tilesM_, firstM), i32(kGroup));
+  Value local = remu(t, perGroup);
+  m0_ = mul(add(firstM, remu(local, groupRows)), i32(kBM));
+  n0_ = mul(divu(local, groupRows), i32(cfg_.bn));
+  base_ = mul(divu(sub(t, bid), grid), kTiles_);
+  body();
+}
+
 void Emitter::producer() {
   b_.create<NVVM::SetMaxRegisterOp>(loc_, 40, NVVM::SetMaxRegisterAction::decrease);
-  ifThen(eq(tid_, i32(0)), [&] {
+  ifThen(eq(tid_, i32(0)), [&] { forEachTile([&] {
     auto loop = b_.create<scf::ForOp>(loc_, i32(0), kTiles_, i32(1));
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(loop.getBody()->getTerminator());
     Value kt = loop.getInductionVar();
-    Value s = remu(kt, i32(cfg_.stages));
-    Value phase = b_.create<arith::AndIOp>(loc_, divu(kt, i32(cfg_.stages)), i32(1));
-    Value full = sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset())));
-    Value empty = sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset() + 8 * cfg_.stages)));
+    auto [s, phase] = slotOf(add(base_, kt));
+    Value full = fullBarrier(s);
+    Value empty = emptyBarrier(s);
     // The first pass over the ring waits on the phase before the barrier's first one,
     // which counts as complete: it does not block.
     b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, empty, b_.create<arith::XOrIOp>(loc_, phase, i32(1)),
@@ -260,14 +293,12 @@ void Emitter::producer() {
     tma(stage, tmA_, {k0, m0_});
     for (int64_t h = 0; h < cfg_.bn / 64; ++h)
       tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0});
-  });
+  }); });
 }
 
 Value Emitter::kTile(Value kt, Value acc, bool first) {
-  Value s = remu(kt, i32(cfg_.stages));
-  Value phase = b_.create<arith::AndIOp>(loc_, divu(kt, i32(cfg_.stages)), i32(1));
-  b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset()))), phase,
-                                           i32(10000000));
+  auto [s, phase] = slotOf(add(base_, kt));
+  b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, fullBarrier(s), phase, i32(10000000));
   // Descriptor start addresses: (shared address >> 4) & 0x3FFF. This consumer's 64 rows of
   // A start 64 x 128 B into the stage.
   Value stageAddr = add(sbase_, mul(s, i32(cfg_.stageBytes())));
@@ -311,12 +342,12 @@ Value Emitter::consumerMainloop() {
           Value acc = kTile(kt, loop.getRegionIterArgs()[0], false);
           // One wgmma group stays in flight; the one before it is done: release its stage.
           b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 1);
-          Value prev = remu(sub(kt, i32(1)), i32(cfg_.stages));
-          b_.create<NVVM::MBarrierArriveOp>(
-              loc_, Type(), sharedPtr(add(mul(prev, i32(8)), i32(cfg_.barrierOffset() + 8 * cfg_.stages))), Value());
+          release(sub(add(base_, kt), i32(1)));
           b_.create<scf::YieldOp>(loc_, acc);
         }
+        // The last k-tile's stage goes back to the producer too: it fills the next tile.
         b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
+        release(sub(add(base_, kTiles_), i32(1)));
         return loop.getResult(0);
       },
       [&] { return Value(b_.create<LLVM::ZeroOp>(loc_, accType())); });
@@ -382,59 +413,60 @@ void Emitter::epilogue(Value acc) {
   Type cElt = m_.kernel.getArgType(m_.c).getElementType();
   Value out = m_.store.getValue();
 
-  // Every value first, then every store: C may alias an input the epilogue reads.
+  // Pair by pair: two adjacent columns of one row, evaluated then stored. Each element
+  // is read (from an epilogue input) and written by the same thread, in that order, so C
+  // may be the residual input itself; and only a pair's values are live at a time.
   struct Pair {
     Value row, col, v0, v1;
   };
-  SmallVector<Pair> pairs;
+  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
   for (int64_t j = 0; j < cfg_.bn / 8; ++j)
     for (int64_t h = 0; h < 2; ++h) {
-      Value row = ext64(add(row0, i32(8 * h)));
-      Value col = ext64(add(col0, i32(8 * j)));
-      Value rowC = b_.create<arith::MinUIOp>(loc_, row, lastRow);
+      Pair p;
+      p.row = ext64(add(row0, i32(8 * h)));
+      p.col = ext64(add(col0, i32(8 * j)));
+      Value rowC = b_.create<arith::MinUIOp>(loc_, p.row, lastRow);
       Value vals[2];
       for (int64_t e = 0; e < 2; ++e) {
-        Value c = add(col, i64(e));
+        Value c = add(p.col, i64(e));
         Value colC = b_.create<arith::MinUIOp>(loc_, c, lastCol);
         DenseMap<Value, Value> memo;
-        vals[e] = evalElement(out, acc, row, c, rowC, colC, 4 * j + 2 * h + e, memo);
+        vals[e] = evalElement(out, acc, p.row, c, rowC, colC, 4 * j + 2 * h + e, memo);
       }
-      pairs.push_back({row, col, vals[0], vals[1]});
-    }
-  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
-  for (const Pair& p : pairs) {
-    Value rowOk = ult(p.row, M);
-    Value index = add(mul(p.row, cStride_), p.col);
-    Value both = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(p.col, i64(1)), N));
-    if (cElt.isF32()) {
-      for (int e = 0; e < 2; ++e) {
-        Value ok = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(p.col, i64(e)), N));
-        ifThen(ok, [&] {
-          Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(index, i64(e))});
-          b_.create<LLVM::StoreOp>(loc_, e ? p.v1 : p.v0, ptr);
-        });
-      }
-      continue;
-    }
-    // 16-bit C: both columns in one 4-byte store (the runtime checked C's alignment and an
-    // even row stride); the last odd column alone.
-    ifThenElse(
-        both,
-        [&] {
-          auto v2 = VectorType::get({2}, b_.getF32Type());
-          Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{p.v0, p.v1});
-          Value narrow = b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair);
-          Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(), narrow);
-          Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
-          b_.create<LLVM::StoreOp>(loc_, bits, ptr, /*alignment=*/4);
-        },
-        [&] {
-          ifThen(b_.create<arith::AndIOp>(loc_, rowOk, ult(p.col, N)), [&] {
-            Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
-            b_.create<LLVM::StoreOp>(loc_, b_.create<arith::TruncFOp>(loc_, cElt, p.v0), ptr);
+      p.v0 = vals[0];
+      p.v1 = vals[1];
+      Value rowOk = ult(p.row, M);
+      Value index = add(mul(p.row, cStride_), p.col);
+      Value both = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(p.col, i64(1)), N));
+      if (cElt.isF32()) {
+        for (int e = 0; e < 2; ++e) {
+          Value ok = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(p.col, i64(e)), N));
+          ifThen(ok, [&] {
+            Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(index, i64(e))});
+            b_.create<LLVM::StoreOp>(loc_, e ? p.v1 : p.v0, ptr);
           });
-        });
-  }
+        }
+        continue;
+      }
+      // 16-bit C: both columns in one 4-byte store (the runtime checked C's alignment and an
+      // even row stride); the last odd column alone.
+      ifThenElse(
+          both,
+          [&] {
+            auto v2 = VectorType::get({2}, b_.getF32Type());
+            Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{p.v0, p.v1});
+            Value narrow = b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair);
+            Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(), narrow);
+            Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
+            b_.create<LLVM::StoreOp>(loc_, bits, ptr, /*alignment=*/4);
+          },
+          [&] {
+            ifThen(b_.create<arith::AndIOp>(loc_, rowOk, ult(p.col, N)), [&] {
+              Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
+              b_.create<LLVM::StoreOp>(loc_, b_.create<arith::TruncFOp>(loc_, cElt, p.v0), ptr);
+            });
+          });
+    }
 }
 
 struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> {
@@ -445,7 +477,7 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
       m.emitError("tile-n must be 128 or 256, got ") << tileN;
       return signalPassFailure();
     }
-    Config cfg{tileN, stages};
+    Config cfg{tileN, stages, persistent};
     if (stages < 2 || cfg.smemBytes() > 227 * 1024) {
       m.emitError("stages must be 2 or more, within 227 KiB of shared memory; got ") << stages;
       return signalPassFailure();

@@ -1,0 +1,111 @@
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90 | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=256 stages=3" | FileCheck %s --check-prefix=N256
+
+// A GEMM with a bias + ReLU epilogue, as the DSL traces it (composites already expanded):
+// it gets a TMA + wgmma twin beside the tile kernel, which stays for the portable lowering.
+
+// CHECK: module attributes {gpu.container_module}
+// CHECK: tile.kernel @mm
+// CHECK: gpu.module @kiln
+// CHECK: llvm.mlir.global external @kiln_sm90_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
+// The parameters: two tensor maps, C and its row stride, the bias and its stride, M, N, K.
+// CHECK: gpu.func @mm__sm90(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel
+// CHECK-SAME: kiln.launch_plan = "{{.*}}\22entry\22:\22mm__sm90\22
+// CHECK-SAME: \22kind\22:\22tensormap\22
+// CHECK-SAME: \22shared_bytes\22:132160
+// CHECK-SAME: \22threads\22:384
+// CHECK-SAME: \22tile\22:[128,128,64]
+// CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
+// CHECK-SAME: nvvm.minctasm = 1 : i32
+// Barriers: 4 full (1 arrival + bytes) and 4 empty (256 consumer threads), by thread 0.
+// CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: gpu.barrier
+// The producer warpgroup gives registers away; one thread issues A's box and B's two.
+// CHECK: nvvm.setmaxregister decrease 40
+// CHECK: scf.for
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK-COUNT-3: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// The consumers: k-tile 0 peeled (the first wgmma zeroes the accumulator), then the loop.
+// CHECK: nvvm.setmaxregister increase 232
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: scf.for
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// The epilogue on the fragments: the bias loaded where each column lives, max(x, 0), bf16 pairs.
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> bf16
+// CHECK: arith.maximumf
+// CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+
+// N256: gpu.func @mm__sm90
+// N256-SAME: \22tile\22:[128,256,64]
+// N256: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>
+module {
+  tile.kernel @mm(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N], bf16>, in %bias: !tile.tensor<[N], bf16>, out %C: !tile.tensor<[M, N], bf16>) {
+    %M = tile.dim "M"
+    %N = tile.dim "N"
+    %K = tile.dim "K"
+    %c64 = arith.constant 64 : index
+    %c32 = arith.constant 32 : index
+    %gm = arith.ceildivsi %M, %c64 : index
+    %gn = arith.ceildivsi %N, %c64 : index
+    tile.grid (%i, %j) in (%gm, %gn) {
+      %kt = arith.ceildivsi %K, %c32 : index
+      %z = tile.full 0.000000e+00 : <64x64xf32>
+      %acc = tile.loop %kk to %kt stages 3 carry(%c = %z : !tile.tile<64x64xf32>) {
+        %va = tile.view %A[%i, %kk] : <[M, K], bf16> -> <64x32xbf16>
+        %a = tile.load %va : <64x32xbf16> -> <64x32xbf16>
+        %vb = tile.view %B[%kk, %j] : <[K, N], bf16> -> <32x64xbf16>
+        %b = tile.load %vb : <32x64xbf16> -> <32x64xbf16>
+        %d = tile.dot %a, %b, %c : <64x32xbf16>, <32x64xbf16> -> <64x64xf32>
+        tile.yield %d : !tile.tile<64x64xf32>
+      }
+      %vbias = tile.view %bias[%j] : <[N], bf16> -> <64xbf16>
+      %lb = tile.load %vbias : <64xbf16> -> <64xbf16>
+      %fb = tile.cast %lb : <64xbf16> -> <64xf32>
+      %bb = tile.broadcast %fb [1] : <64xf32> -> <64x64xf32>
+      %s = tile.add %acc, %bb : <64x64xf32>
+      %zero = tile.full 0.000000e+00 : <64x64xf32>
+      %r = tile.max %s, %zero : <64x64xf32>
+      %vc = tile.view %C[%i, %j] : <[M, N], bf16> -> <64x64xbf16>
+      %o = tile.cast %r : <64x64xf32> -> <64x64xbf16>
+      tile.store %o, %vc : <64x64xbf16>, <64x64xbf16>
+    }
+  }
+}
+
+// -----
+
+// A reads A at (k, i): not the GEMM shape the twin computes. No twin; the module says why.
+// CHECK: module attributes {kiln.sm90 = "kernel 'at': A is not read at (i, k) and B at (k, j)"}
+// CHECK-NOT: gpu.func
+module {
+  tile.kernel @at(in %A: !tile.tensor<[K, M], bf16>, in %B: !tile.tensor<[K, N], bf16>, out %C: !tile.tensor<[M, N], f32>) {
+    %M = tile.dim "M"
+    %N = tile.dim "N"
+    %K = tile.dim "K"
+    %c64 = arith.constant 64 : index
+    %gm = arith.ceildivsi %M, %c64 : index
+    %gn = arith.ceildivsi %N, %c64 : index
+    tile.grid (%i, %j) in (%gm, %gn) {
+      %kt = arith.ceildivsi %K, %c64 : index
+      %z = tile.full 0.000000e+00 : <64x64xf32>
+      %acc = tile.loop %kk to %kt stages 2 carry(%c = %z : !tile.tile<64x64xf32>) {
+        %va = tile.view %A[%kk, %i] : <[K, M], bf16> -> <64x64xbf16>
+        %a = tile.load %va : <64x64xbf16> -> <64x64xbf16>
+        %vb = tile.view %B[%kk, %j] : <[K, N], bf16> -> <64x64xbf16>
+        %b = tile.load %vb : <64x64xbf16> -> <64x64xbf16>
+        %d = tile.dot %a, %b, %c : <64x64xbf16>, <64x64xbf16> -> <64x64xf32>
+        tile.yield %d : !tile.tile<64x64xf32>
+      }
+      %vc = tile.view %C[%i, %j] : <[M, N], f32> -> <64x64xf32>
+      tile.store %acc, %vc : <64x64xf32>, <64x64xf32>
+    }
+  }
+}

@@ -1,0 +1,113 @@
+// The sm_90a twin's launch plan (hopper/LaunchPlan.h) and the rules that decide, per launch,
+// whether the twin runs (hopper/Sm90Launch.h): internal, so compiled into this binary.
+#include <catch2/catch.hpp>
+
+#include "hopper/LaunchPlan.h"
+#include "hopper/Sm90Launch.h"
+#include "kiln/error.hpp"
+
+using namespace kiln;
+using namespace kiln::hopper;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// C = A @ B + bias: the plan the compiler writes for gemm_bias_relu (arguments A, B, bias, C).
+LaunchPlan gemmPlan() {
+  LaunchPlan p;
+  p.entry = "gemm_bias_relu__sm90";
+  p.threads = 384;
+  p.sharedBytes = 132160;
+  p.tileM = 128, p.tileN = 128, p.tileK = 64;
+  p.gridDims = {{0, 0, 128}, {1, 1, 128}};
+  p.params = {{LaunchParam::TensorMap, 0, 0, {64, 128}}, {LaunchParam::TensorMap, 1, 0, {64, 64}},
+              {LaunchParam::Pointer, 3, 0, {}},           {LaunchParam::Stride, 3, 0, {}},
+              {LaunchParam::Pointer, 2, 0, {}},           {LaunchParam::Stride, 2, 0, {}},
+              {LaunchParam::Dim, 0, 0, {}},               {LaunchParam::Dim, 1, 1, {}},
+              {LaunchParam::Dim, 0, 1, {}}};
+  return p;
+}
+
+alignas(256) char gMemory[1 << 12]; // stands in for device memory: only addresses matter here
+
+TensorView view(size_t offset, std::vector<int64_t> dims, std::vector<int64_t> strides = {}) {
+  return TensorView{gMemory + offset, DType::bf16, std::move(dims), std::move(strides)};
+}
+
+std::vector<TensorView> args(int64_t M, int64_t N, int64_t K) {
+  return {view(0, {M, K}), view(256, {K, N}), view(512, {N}), view(768, {M, N})};
+}
+
+} // namespace
+
+TEST_CASE("a launch plan survives JSON, as the kernel cache stores it", "[sm90]") {
+  LaunchPlan p = gemmPlan();
+  LaunchPlan q = LaunchPlan::fromJson(nlohmann::json::parse(p.toJson().dump()));
+  CHECK(q.toJson() == p.toJson());
+  CHECK(q.params.size() == 9);
+  CHECK(q.params[1].box == std::vector<int64_t>{64, 64});
+  CHECK(q.str() == "128x128x64 tiles, 384 threads, 132160 B smem, one CTA per ceildiv(arg0.0, 128) x ceildiv(arg1.1, 128) tiles");
+  p.persistent = true;
+  CHECK(LaunchPlan::fromJson(p.toJson()).persistent);
+  CHECK_THAT(LaunchPlan::fromJson(p.toJson()).str(), Contains("persistent over ceildiv(arg0.0, 128)"));
+}
+
+TEST_CASE("a malformed launch plan is refused with InvalidArgument, never trusted", "[sm90][errors]") {
+  auto broken = [](auto&& change) {
+    nlohmann::json j = gemmPlan().toJson();
+    change(j);
+    return j;
+  };
+  for (const nlohmann::json& j : {broken([](auto& j) { j.erase("entry"); }),
+                                  broken([](auto& j) { j["params"][0]["kind"] = "texture"; }),
+                                  broken([](auto& j) { j["params"][0]["box"] = {64, 512}; }),
+                                  broken([](auto& j) { j["params"][2]["arg"] = -1; }),
+                                  broken([](auto& j) { j["threads"] = 4096; }),
+                                  broken([](auto& j) { j["grid"] = nlohmann::json::array(); }),
+                                  broken([](auto& j) { j["tile"] = {128, 128}; }),
+                                  broken([](auto& j) { j["shared_bytes"] = "lots"; }),
+                                  broken([](auto& j) { j["ctas_per_sm"] = 0; })}) {
+    INFO(j.dump());
+    try {
+      LaunchPlan::fromJson(j);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidArgument);
+      CHECK_THAT(std::string(e.what()), Contains("malformed launch plan"));
+    }
+  }
+}
+
+TEST_CASE("the twin runs on aligned row-major operands, ragged M, N and K included", "[sm90]") {
+  std::string why;
+  for (auto [M, N, K] : {std::tuple{4096, 4096, 4096}, {4097, 4096, 4096}, {1000, 1000, 1000}, {1, 8, 8}, {77, 136, 72}}) {
+    INFO(M << "x" << N << "x" << K << ": " << why);
+    CHECK(applies(gemmPlan(), args(M, N, K), &why));
+  }
+}
+
+TEST_CASE("the portable kernel runs where TMA's rules do not hold, and the reason is named", "[sm90]") {
+  LaunchPlan p = gemmPlan();
+  std::string why;
+  auto refused = [&](std::vector<TensorView> a, const char* reason) {
+    INFO(reason);
+    CHECK_FALSE(applies(p, a, &why));
+    CHECK_THAT(why, Contains(reason));
+  };
+  auto a = args(64, 64, 33); // K = 33: A's row pitch is 66 bytes
+  refused(a, "argument 0's row pitch is not a multiple of 16 bytes");
+  a = args(64, 64, 64);
+  a[0] = view(2, {64, 64});
+  refused(a, "argument 0's address is not 16-byte aligned");
+  a = args(64, 64, 64);
+  a[1] = view(256, {64, 64}, {1, 64}); // B transposed in memory
+  refused(a, "argument 1's rows are not contiguous");
+  refused(args(64, 64, 0), "argument 0 is empty");
+  a = args(64, 64, 64);
+  a[3] = view(770, {64, 64}); // C at an odd element: bf16 pairs are not 4-byte aligned
+  refused(a, "C's element pairs are not 4-byte aligned");
+  a = args(64, 64, 64);
+  a[3] = view(768, {64, 63}, {65, 1});
+  refused(a, "C's element pairs are not 4-byte aligned");
+  refused(args(int64_t(1) << 30, int64_t(1) << 30, 64), "C has more than 2^31 tiles");
+}
