@@ -22,4 +22,4 @@ for env in "KILN_HOPPER_PERSISTENT=off" "KILN_HOPPER_PERSISTENT=on" "KILN_HOPPER
     --shape 128x12288x4096 --shape 16x4096x4096 2>&1 | grep -E "^(kiln|framework) " | awk '{print $1, $2, $8, $9}'
 done
 step 150 $K/kiln-gpu-tests "[sm90]"
-step 150 $K/kiln-gpu-tests "~[sm90]"
+step 150 $K/kiln-gpu-tests "~[sm90]~[sticky]"

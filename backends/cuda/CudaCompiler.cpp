@@ -1,4 +1,5 @@
 #include "CudaCompiler.h"
+#include "Target.h"
 
 #include "Compiler/KernelImpl.h"
 #include "Compiler/Pipeline.h"
@@ -41,16 +42,7 @@ using namespace mlir;
 using detail::DiagnosticCollector;
 using Clock = std::chrono::steady_clock;
 
-void checkArch(const std::string& arch) {
-  static const char* known[] = {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-                                "sm_100", "sm_100a", "sm_120", "sm_120a"};
-  for (const char* k : known)
-    if (arch == k) return;
-  throw Error(ErrorKind::Unsupported,
-              "unsupported CUDA architecture '" + arch +
-                  "': kiln's CUDA backend targets sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, "
-                  "sm_100(a) and sm_120(a) (Ampere and newer)");
-}
+void checkArch(const std::string& arch) { (void)cudaTarget(arch); }
 
 namespace {
 
@@ -172,7 +164,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
                  Stage stop, std::string* dump, DeviceCode& code) {
   {
     PassManager pm(m.getContext());
-    if (o.arch == "sm_90a" && o.hopperGemm) { // wgmma and setmaxnreg need the 'a' target
+    if (cudaTarget(o.arch).wgmma && o.hopperGemm) {
       KilnLowerGemmSm90Options sm90;
       sm90.tileN = o.hopperTileN ? o.hopperTileN : 128;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
@@ -271,7 +263,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   PassManager pm(m.getContext());
   GpuNVVMAttachTargetOptions target;
   target.chip = arch;
-  target.features = "+ptx80";
+  target.features = cudaTarget(arch).ptxFeatures();
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
   GpuModuleToBinaryPassOptions bin;

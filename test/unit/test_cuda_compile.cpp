@@ -200,3 +200,21 @@ TEST_CASE("KILN_HOPPER_GEMM and KILN_HOPPER_TILE_N set the twin where the option
   ::unsetenv("KILN_HOPPER_GEMM");
   CHECK_THAT(twinOf({}), Contains("128x128x64 tiles"));
 }
+
+TEST_CASE("every supported architecture compiles to PTX of the version it needs and to a cubin", "[cuda][compile]") {
+  // sm_100 needs PTX 8.6 and sm_120 PTX 8.7: under PTX 8.0, LLVM would end the process.
+  const std::vector<std::pair<std::string, std::string>> archs = {
+      {"sm_80", "8.0"}, {"sm_86", "8.0"}, {"sm_87", "8.0"}, {"sm_89", "8.0"},    {"sm_90", "8.0"},
+      {"sm_90a", "8.0"}, {"sm_100", "8.6"}, {"sm_100a", "8.6"}, {"sm_120", "8.7"}, {"sm_120a", "8.7"}};
+  for (const auto& [arch, ptx] : archs) {
+    INFO(arch);
+    Runtime rt = offline(arch);
+    std::string text = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
+    CHECK_THAT(text, Contains(".version " + ptx + "\n") && Contains(".target " + arch + "\n"));
+    // The wgmma twin is sm_90a's alone ('a' features do not carry forward).
+    CHECK((text.find("wgmma") != std::string::npos) == (arch == "sm_90a"));
+    CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
+    CHECK(ck.report().spill_bytes == 0);
+    CHECK(ck.binary().substr(0, 4) == "\x7f" "ELF");
+  }
+}
