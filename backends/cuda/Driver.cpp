@@ -466,10 +466,11 @@ void Module::load(const void* image) {
   void* vals[] = {info.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(kLogSize - 1)),
                   err.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(kLogSize - 1)),
                   reinterpret_cast<void*>(static_cast<uintptr_t>(1))};
-  const CUresult r = d.cuModuleLoadDataEx(&module_, image, 5, opts, vals);
+  CUmodule loaded = nullptr;
+  const CUresult r = d.cuModuleLoadDataEx(&loaded, image, 5, opts, vals);
   jit_log_ = trimLog(info.data());
+  if (r == CUDA_SUCCESS) module_ = Handle<CUmodule, UnloadModule>(loaded);
   if (r != CUDA_SUCCESS) {
-    module_ = nullptr;
     std::string ctx = "loading module '" + label_ + "'";
     const std::string elog = trimLog(err.data());
     ErrorKind kind = ErrorKind::Runtime;
@@ -493,35 +494,16 @@ void Module::load(const void* image) {
   }
 }
 
-Module::~Module() { reset(); }
-
-Module::Module(Module&& o) noexcept
-    : module_(std::exchange(o.module_, nullptr)), label_(std::move(o.label_)),
-      jit_log_(std::move(o.jit_log_)) {}
-
-Module& Module::operator=(Module&& o) noexcept {
-  if (this != &o) {
-    reset();
-    module_ = std::exchange(o.module_, nullptr);
-    label_ = std::move(o.label_);
-    jit_log_ = std::move(o.jit_log_);
-  }
-  return *this;
-}
-
-void Module::reset() noexcept {
-  if (!module_) return;
+void UnloadModule::operator()(CUmodule m) const noexcept {
   if (const Driver* d = loadedDriverOrNull())
-    if (CUresult r = d->cuModuleUnload(module_); r != CUDA_SUCCESS)
-      detail::logCuFailure(r, "cuModuleUnload", "~Module");
-  module_ = nullptr;
+    if (CUresult r = d->cuModuleUnload(m); r != CUDA_SUCCESS) detail::logCuFailure(r, "cuModuleUnload", "~Module");
 }
 
 CUfunction Module::getFunction(const std::string& name) const {
   if (!module_)
     throw Error(ErrorKind::Runtime, "getFunction('" + name + "') on an empty kiln::cuda::Module");
   CUfunction f = nullptr;
-  const CUresult r = driver().cuModuleGetFunction(&f, module_, name.c_str());
+  const CUresult r = driver().cuModuleGetFunction(&f, module_.get(), name.c_str());
   if (r == CUDA_ERROR_NOT_FOUND)
     throw Error(ErrorKind::NotFound, "kernel '" + name + "' not found in CUDA module '" +
                                          label_ + "' (cuModuleGetFunction: " + describe(r) +
@@ -586,133 +568,85 @@ int pointerDeviceOrdinal(CUdeviceptr p) {
 
 DeviceBuffer::DeviceBuffer(size_t bytes) {
   if (bytes == 0) return;
-  KILN_CU_CHECK_CTX(driver().cuMemAlloc_v2(&ptr_, bytes),
+  KILN_CU_CHECK_CTX(driver().cuMemAlloc_v2(ptr_.out(), bytes),
                     "allocating " + std::to_string(bytes) + " bytes of device memory");
   size_ = bytes;
 }
 
-DeviceBuffer::~DeviceBuffer() { reset(); }
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
-    : ptr_(std::exchange(o.ptr_, 0)), size_(std::exchange(o.size_, 0)) {}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    reset();
-    ptr_ = std::exchange(o.ptr_, 0);
-    size_ = std::exchange(o.size_, 0);
-  }
-  return *this;
-}
-
-void DeviceBuffer::reset() noexcept {
-  if (!ptr_) return;
+void FreeDeviceMemory::operator()(CUdeviceptr p) const noexcept {
   if (const Driver* d = loadedDriverOrNull())
-    if (CUresult r = d->cuMemFree_v2(ptr_); r != CUDA_SUCCESS)
-      detail::logCuFailure(r, "cuMemFree_v2", "~DeviceBuffer");
-  ptr_ = 0;
-  size_ = 0;
+    if (CUresult r = d->cuMemFree_v2(p); r != CUDA_SUCCESS) detail::logCuFailure(r, "cuMemFree_v2", "~DeviceBuffer");
 }
 
 void DeviceBuffer::checkRange(size_t bytes, size_t offset, const char* op) const {
-  if (offset > size_ || bytes > size_ - offset)
+  if (offset > size() || bytes > size() - offset)
     throw Error(ErrorKind::InvalidArgument,
                 std::string(op) + " of " + std::to_string(bytes) + " bytes at offset " +
                     std::to_string(offset) + " is outside a device buffer of " +
-                    std::to_string(size_) + " bytes");
+                    std::to_string(size()) + " bytes");
 }
 
 void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
   checkRange(bytes, offset, "upload");
-  if (bytes) KILN_CU_CALL(cuMemcpyHtoD_v2, ptr_ + offset, src, bytes);
+  if (bytes) KILN_CU_CALL(cuMemcpyHtoD_v2, ptr() + offset, src, bytes);
 }
 
 void DeviceBuffer::download(void* dst, size_t bytes, size_t offset) const {
   checkRange(bytes, offset, "download");
-  if (bytes) KILN_CU_CALL(cuMemcpyDtoH_v2, dst, ptr_ + offset, bytes);
+  if (bytes) KILN_CU_CALL(cuMemcpyDtoH_v2, dst, ptr() + offset, bytes);
 }
 
 void DeviceBuffer::uploadAsync(const void* src, size_t bytes, CUstream stream, size_t offset) {
   checkRange(bytes, offset, "uploadAsync");
-  if (bytes) KILN_CU_CALL(cuMemcpyHtoDAsync_v2, ptr_ + offset, src, bytes, stream);
+  if (bytes) KILN_CU_CALL(cuMemcpyHtoDAsync_v2, ptr() + offset, src, bytes, stream);
 }
 
 void DeviceBuffer::downloadAsync(void* dst, size_t bytes, CUstream stream, size_t offset) const {
   checkRange(bytes, offset, "downloadAsync");
-  if (bytes) KILN_CU_CALL(cuMemcpyDtoHAsync_v2, dst, ptr_ + offset, bytes, stream);
+  if (bytes) KILN_CU_CALL(cuMemcpyDtoHAsync_v2, dst, ptr() + offset, bytes, stream);
 }
 
 void DeviceBuffer::fillBytes(uint8_t value) {
-  if (size_) KILN_CU_CALL(cuMemsetD8_v2, ptr_, value, size_);
+  if (size()) KILN_CU_CALL(cuMemsetD8_v2, ptr(), value, size());
 }
 
 void DeviceBuffer::fillWords(uint32_t value) {
-  if (size_ % 4 != 0)
+  if (size() % 4 != 0)
     throw Error(ErrorKind::InvalidArgument,
                 "fillWords needs a buffer size that is a multiple of 4 bytes, got " +
-                    std::to_string(size_));
-  if (size_) KILN_CU_CALL(cuMemsetD32_v2, ptr_, value, size_ / 4);
+                    std::to_string(size()));
+  if (size()) KILN_CU_CALL(cuMemsetD32_v2, ptr(), value, size() / 4);
 }
 
 // ---------------------------------------------------------------------------------------
 // Stream
 
-Stream::Stream(unsigned flags) { KILN_CU_CALL(cuStreamCreate, &stream_, flags); }
+Stream::Stream(unsigned flags) { KILN_CU_CALL(cuStreamCreate, stream_.out(), flags); }
 
-Stream::~Stream() { reset(); }
-
-Stream::Stream(Stream&& o) noexcept : stream_(std::exchange(o.stream_, nullptr)) {}
-
-Stream& Stream::operator=(Stream&& o) noexcept {
-  if (this != &o) {
-    reset();
-    stream_ = std::exchange(o.stream_, nullptr);
-  }
-  return *this;
-}
-
-void Stream::reset() noexcept {
-  if (!stream_) return;
+void DestroyStream::operator()(CUstream s) const noexcept {
   if (const Driver* d = loadedDriverOrNull())
-    if (CUresult r = d->cuStreamDestroy_v2(stream_); r != CUDA_SUCCESS)
-      detail::logCuFailure(r, "cuStreamDestroy_v2", "~Stream");
-  stream_ = nullptr;
+    if (CUresult r = d->cuStreamDestroy_v2(s); r != CUDA_SUCCESS) detail::logCuFailure(r, "cuStreamDestroy_v2", "~Stream");
 }
 
-void Stream::synchronize() const { KILN_CU_CALL(cuStreamSynchronize, stream_); }
+void Stream::synchronize() const { KILN_CU_CALL(cuStreamSynchronize, stream_.get()); }
 
 // ---------------------------------------------------------------------------------------
 // Event
 
-Event::Event(unsigned flags) { KILN_CU_CALL(cuEventCreate, &event_, flags); }
+Event::Event(unsigned flags) { KILN_CU_CALL(cuEventCreate, event_.out(), flags); }
 
-Event::~Event() { reset(); }
-
-Event::Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
-
-Event& Event::operator=(Event&& o) noexcept {
-  if (this != &o) {
-    reset();
-    event_ = std::exchange(o.event_, nullptr);
-  }
-  return *this;
-}
-
-void Event::reset() noexcept {
-  if (!event_) return;
+void DestroyEvent::operator()(CUevent e) const noexcept {
   if (const Driver* d = loadedDriverOrNull())
-    if (CUresult r = d->cuEventDestroy_v2(event_); r != CUDA_SUCCESS)
-      detail::logCuFailure(r, "cuEventDestroy_v2", "~Event");
-  event_ = nullptr;
+    if (CUresult r = d->cuEventDestroy_v2(e); r != CUDA_SUCCESS) detail::logCuFailure(r, "cuEventDestroy_v2", "~Event");
 }
 
-void Event::record(CUstream stream) const { KILN_CU_CALL(cuEventRecord, event_, stream); }
+void Event::record(CUstream stream) const { KILN_CU_CALL(cuEventRecord, event_.get(), stream); }
 
-void Event::synchronize() const { KILN_CU_CALL(cuEventSynchronize, event_); }
+void Event::synchronize() const { KILN_CU_CALL(cuEventSynchronize, event_.get()); }
 
 float Event::elapsedMs(const Event& start, const Event& stop) {
   float ms = 0.f;
-  KILN_CU_CALL(cuEventElapsedTime_v2, &ms, start.event_, stop.event_);
+  KILN_CU_CALL(cuEventElapsedTime_v2, &ms, start.event_.get(), stop.event_.get());
   return ms;
 }
 

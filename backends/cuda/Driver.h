@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstddef>
+#include <utility>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -125,6 +126,47 @@ std::string probeDriver(const char* libraryPath);
 
 namespace kiln::cuda {
 
+/// A move-only owner of one driver object: `Release{}(value)` runs exactly once, when the
+/// owner is destroyed or assigned over, unless the value is empty (`T{}`). Release is
+/// noexcept: it logs a failure (detail::logCuFailure), never throws, and does nothing when
+/// the driver is not loaded. The wrappers below hold one instead of writing their own moves.
+template <class T, class Release> class Handle {
+public:
+  Handle() = default;
+  explicit Handle(T value) : value_(value) {}
+  ~Handle() { reset(); }
+  Handle(Handle&& o) noexcept : value_(std::exchange(o.value_, T{})) {}
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      value_ = std::exchange(o.value_, T{});
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  const T& get() const { return value_; }
+  explicit operator bool() const { return !(value_ == T{}); }
+  /// Where a cu*Create writes the new object (the old one is released first).
+  T* out() {
+    reset();
+    return &value_;
+  }
+  void reset() noexcept {
+    if (*this) Release{}(value_);
+    value_ = T{};
+  }
+
+private:
+  T value_{};
+};
+
+struct UnloadModule { void operator()(CUmodule m) const noexcept; };
+struct FreeDeviceMemory { void operator()(CUdeviceptr p) const noexcept; };
+struct DestroyStream { void operator()(CUstream s) const noexcept; };
+struct DestroyEvent { void operator()(CUevent e) const noexcept; };
+
 /// The arch string kiln compiles for. Rule: compute capability 9.0 and newer (Hopper,
 /// Blackwell, ...) get the 'a' suffix, which enables the arch-specific features kiln's
 /// fast paths use (wgmma, setmaxnreg, tcgen05, ...); older GPUs get the plain name.
@@ -195,13 +237,8 @@ public:
   /// A cubin/fatbin, or PTX text (copied and NUL-terminated when it is not ELF/fatbin).
   Module(const std::vector<char>& image, std::string label);
   Module(const std::string& ptx, std::string label);
-  ~Module();
-  Module(Module&& other) noexcept;
-  Module& operator=(Module&& other) noexcept;
-  Module(const Module&) = delete;
-  Module& operator=(const Module&) = delete;
 
-  CUmodule get() const { return module_; }
+  CUmodule get() const { return module_.get(); }
   const std::string& label() const { return label_; }
   /// The driver's JIT info log (non-empty only for PTX images).
   const std::string& jitLog() const { return jit_log_; }
@@ -212,8 +249,7 @@ public:
 
 private:
   void load(const void* image);
-  void reset() noexcept;
-  CUmodule module_ = nullptr;
+  Handle<CUmodule, UnloadModule> module_;
   std::string label_;
   std::string jit_log_;
 };
@@ -246,14 +282,9 @@ class DeviceBuffer {
 public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes); ///< bytes == 0: an empty buffer (ptr() == 0)
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& other) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  CUdeviceptr ptr() const { return ptr_; }
-  size_t size() const { return size_; }
+  CUdeviceptr ptr() const { return ptr_.get(); }
+  size_t size() const { return ptr_ ? size_ : 0; } ///< 0 once moved from
 
   /// Synchronous copies; kiln::Error(InvalidArgument) when [offset, offset+bytes) is
   /// outside the buffer.
@@ -267,8 +298,7 @@ public:
 
 private:
   void checkRange(size_t bytes, size_t offset, const char* op) const;
-  void reset() noexcept;
-  CUdeviceptr ptr_ = 0;
+  Handle<CUdeviceptr, FreeDeviceMemory> ptr_;
   size_t size_ = 0;
 };
 
@@ -276,38 +306,26 @@ class Stream {
 public:
   /// Non-blocking by default: it does not synchronise with the legacy NULL stream.
   explicit Stream(unsigned flags = CU_STREAM_NON_BLOCKING);
-  ~Stream();
-  Stream(Stream&& other) noexcept;
-  Stream& operator=(Stream&& other) noexcept;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
 
-  CUstream get() const { return stream_; }
+  CUstream get() const { return stream_.get(); }
   void synchronize() const;
 
 private:
-  void reset() noexcept;
-  CUstream stream_ = nullptr;
+  Handle<CUstream, DestroyStream> stream_;
 };
 
 class Event {
 public:
   explicit Event(unsigned flags = CU_EVENT_DEFAULT);
-  ~Event();
-  Event(Event&& other) noexcept;
-  Event& operator=(Event&& other) noexcept;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
 
-  CUevent get() const { return event_; }
+  CUevent get() const { return event_.get(); }
   void record(CUstream stream) const;
   void synchronize() const;
   /// Milliseconds between two recorded, completed events (cuEventElapsedTime_v2).
   static float elapsedMs(const Event& start, const Event& stop);
 
 private:
-  void reset() noexcept;
-  CUevent event_ = nullptr;
+  Handle<CUevent, DestroyEvent> event_;
 };
 
 } // namespace kiln::cuda

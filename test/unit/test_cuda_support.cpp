@@ -600,3 +600,46 @@ TEST_CASE("With a GPU, a Context restores the previously current context when it
   CHECK(after == nullptr);
   CHECK_THROWS_WITH(Context(-1), Contains("CUDA device ordinal -1 is out of range"));
 }
+
+namespace {
+int g_released = 0;
+int g_lastReleased = 0;
+struct CountRelease {
+  void operator()(int v) const noexcept {
+    ++g_released;
+    g_lastReleased = v;
+  }
+};
+} // namespace
+
+TEST_CASE("A Handle releases its object exactly once: not when empty, not after a move", "[cuda]") {
+  g_released = 0;
+  {
+    Handle<int, CountRelease> empty;
+    CHECK_FALSE(empty);
+    Handle<int, CountRelease> a(7);
+    CHECK(a);
+    Handle<int, CountRelease> b(std::move(a));
+    CHECK_FALSE(a); // NOLINT: moved-from is empty by contract
+    CHECK(b.get() == 7);
+    Handle<int, CountRelease> c(9);
+    c = std::move(b); // 9 is released now, 7 moves in
+    CHECK(g_released == 1);
+    CHECK(g_lastReleased == 9);
+    *c.out() = 11; // out() releases 7 first
+    CHECK(g_released == 2);
+    CHECK(g_lastReleased == 7);
+  }
+  CHECK(g_released == 3); // 11, at the end of the scope; the empty ones release nothing
+  CHECK(g_lastReleased == 11);
+}
+
+TEST_CASE("A DeviceBuffer that holds nothing has size 0 and refuses copies, naming the range", "[cuda]") {
+  DeviceBuffer empty;
+  CHECK(empty.ptr() == 0);
+  CHECK(empty.size() == 0);
+  char byte = 0;
+  CHECK_THROWS_WITH(empty.upload(&byte, 1), Contains("outside a device buffer of 0 bytes"));
+  DeviceBuffer moved(std::move(empty));
+  CHECK(moved.size() == 0);
+}
