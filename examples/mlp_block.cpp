@@ -149,10 +149,9 @@ void tunedOps(Path& p, const Config& c, kiln::DType dt) {
     tuneMs += r.compile_ms + r.timing_ms;
     std::printf("  %s %s: %s (%s)\n", name.c_str(), o.shape_class.c_str(), r.best.str().c_str(),
                 r.replayed ? "replayed" : "searched");
-    kiln::RuntimeOptions ro;
-    ro.num_warps = int(r.best.get("warps", 4));
     auto t0 = Clock::now();
-    auto k = std::make_shared<kiln::CompiledKernel>(kiln::Runtime::create(p.rt.backend(), ro).compile(make(r.best)));
+    auto k = std::make_shared<kiln::CompiledKernel>(
+        kiln::Runtime::create(p.rt.backend(), kt::options_for({}, r.best)).compile(make(r.best)));
     compileMs += msSince(t0);
     return k; // launches on p.rt's memory: one device, one context
   };

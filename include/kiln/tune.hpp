@@ -20,8 +20,10 @@
 
 namespace kiln::tune {
 
-/// One point of a search space: named integer parameters. The parameter `warps`, when
-/// present, selects RuntimeOptions::num_warps (CUDA) for that candidate.
+/// One point of a search space: named integer parameters. Three select runtime options
+/// for that candidate (see options_for): `warps` (RuntimeOptions::num_warps), and for the
+/// sm_90a GEMM twin `hopper_gemm` (0: the portable kernel only) and `hopper_tile_n` (its
+/// width); the others are the kernel's own (tile sizes, stages).
 struct KILN_API Config {
   std::map<std::string, int64_t> params;
   int64_t get(const std::string& name, int64_t fallback) const;
@@ -84,10 +86,13 @@ struct KILN_API Result {
   Fingerprint fingerprint;
 };
 
+/// `base` with the runtime options `config` selects (`warps`, `hopper_gemm`, `hopper_tile_n`).
+KILN_API RuntimeOptions options_for(const RuntimeOptions& base, const Config& config);
+
 /// Tunes `make` (a kernel for each config) on `problem`. Throws kiln::Error(InvalidArgument)
 /// for an empty space or a bad problem, and Runtime when no candidate verifies (each
 /// candidate's reason is in the message). `backend` and `base` give each candidate's
-/// Runtime (base.num_warps is replaced by the config's `warps`).
+/// Runtime (options_for(base, config)).
 KILN_API Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
                      const std::function<Kernel(const Config&)>& make, Problem problem,
                      const Options& options = {});

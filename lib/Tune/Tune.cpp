@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -162,6 +163,14 @@ std::string read_database(const std::string& path) {
   return loadDatabase(path).dump(2);
 }
 
+RuntimeOptions options_for(const RuntimeOptions& base, const Config& config) {
+  RuntimeOptions o = base;
+  o.num_warps = int(config.get("warps", base.num_warps));
+  o.hopper_gemm = config.get("hopper_gemm", base.hopper_gemm ? 1 : 0) != 0;
+  o.hopper_tile_n = int(config.get("hopper_tile_n", base.hopper_tile_n));
+  return o;
+}
+
 Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
             const std::function<Kernel(const Config&)>& make, Problem problem, const Options& options) {
   if (space.configs.empty())
@@ -175,16 +184,16 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
     throw Error(ErrorKind::InvalidArgument, "tune: the problem's output index or reference size is wrong");
   if (options.reps < 1 || options.warmup < 0) throw Error(ErrorKind::InvalidArgument, "tune: reps must be >= 1");
 
-  // One Runtime per warp count (the kernel cache is per Runtime; the GPU context is shared).
-  std::map<int64_t, Runtime> runtimes;
+  // One Runtime per set of runtime options (the kernel cache is per Runtime; the GPU
+  // context is shared).
+  std::map<std::tuple<int, bool, int>, Runtime> runtimes;
+  auto keyOf = [&](const Config& c) {
+    RuntimeOptions o = options_for(base, c);
+    return std::tuple{o.num_warps, o.hopper_gemm, o.hopper_tile_n};
+  };
   auto runtimeFor = [&](const Config& c) -> const Runtime& {
-    int64_t w = c.get("warps", base.num_warps);
-    auto it = runtimes.find(w);
-    if (it == runtimes.end()) {
-      RuntimeOptions o = base;
-      o.num_warps = int(w);
-      it = runtimes.emplace(w, Runtime::create(backend, o)).first;
-    }
+    auto it = runtimes.find(keyOf(c));
+    if (it == runtimes.end()) it = runtimes.emplace(keyOf(c), Runtime::create(backend, options_for(base, c))).first;
     return it->second;
   };
   for (const Config& c : space.configs) runtimeFor(c); // made here, before any thread starts
@@ -309,7 +318,7 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
     for (size_t i = next++; i < n; i = next++) {
       Candidate& cand = result.candidates[i];
       cand.config = space.configs[i];
-      const Runtime& rt = runtimes.at(cand.config.get("warps", base.num_warps));
+      const Runtime& rt = runtimes.at(keyOf(cand.config));
       auto t0 = Clock::now();
       try { // anything a candidate throws is its own failure, never the process's
         compiled[i].kernel.emplace(rt.compile(make(cand.config)));

@@ -263,15 +263,13 @@ int cmdBench(const BenchOptions& o) {
         to.progress = false;
         to.shape_class = shapes[si];
         kiln::tune::Result tr = kiln::tune::tune(
-            backend, {}, defaultTuneSpace(backend, dt),
+            backend, {}, defaultTuneSpace(rt, dt),
             [&](const kiln::tune::Config& c) { return tiledKernel(o.kernel, dt, c); },
             {p.args, p.output, p.reference, p.flops}, to);
         row.tune_ms = tr.compile_ms + tr.timing_ms;
         row.kernel = o.kernel + " [" + tr.best.str() + "]";
         row.cache = tr.replayed ? "tuned: replayed" : "tuned: searched";
-        kiln::RuntimeOptions ro;
-        ro.num_warps = int(tr.best.get("warps", 4));
-        kiln::Runtime trt = kiln::Runtime::create(backend, ro);
+        kiln::Runtime trt = kiln::Runtime::create(backend, kiln::tune::options_for({}, tr.best));
         auto c0 = Clock::now();
         kiln::CompiledKernel tk = trt.compile(tiledKernel(o.kernel, dt, tr.best));
         row.compile_ms = msSince(c0);

@@ -18,12 +18,18 @@ using kiln::tune::Config;
 
 // Shared memory a config's pipelined k-loop stages (A and B tiles per stage), and the f32
 // accumulators each thread holds: the two limits a config can break.
-kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimit) {
+kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimit, bool hopper) {
   const int64_t es = kiln::size_of(dt);
   if (b != kiln::Backend::cuda)
     return kiln::tune::Space::product({{"m", {16, 32, 64}}, {"n", {16, 32, 64}}, {"k", {16, 32}}, {"stages", {3}}});
-  return kiln::tune::Space::product(
-      {{"m", {64, 128}}, {"n", {64, 128}}, {"k", {32, 64}}, {"stages", {2, 3, 4}}, {"warps", {4, 8}}},
+  // On sm_90a, bf16/f16 GEMMs also have the TMA + wgmma twin: its widths are candidates,
+  // and the portable configs are timed with the twin off (else each would time the twin).
+  const bool twin = hopper && dt != kiln::DType::f32;
+  std::map<std::string, std::vector<int64_t>> portable = {
+      {"m", {64, 128}}, {"n", {64, 128}}, {"k", {32, 64}}, {"stages", {2, 3, 4}}, {"warps", {4, 8}}};
+  if (twin) portable["hopper_gemm"] = {0};
+  kiln::tune::Space s = kiln::tune::Space::product(
+      portable,
       [=](const Config& c, std::string* why) {
         const int64_t m = c.get("m", 0), n = c.get("n", 0), k = c.get("k", 0), s = c.get("stages", 1);
         const int64_t smem = s * (m * k + k * n) * es;
@@ -38,6 +44,9 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
         }
         return true;
       });
+  if (twin)
+    for (int64_t n : {128, 256}) s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_n", n}}});
+  return s;
 }
 
 kiln::tune::Space spaceFromFile(const std::string& path) {
@@ -58,7 +67,9 @@ kiln::tune::Space spaceFromFile(const std::string& path) {
 
 } // namespace
 
-kiln::tune::Space defaultTuneSpace(kiln::Backend backend, kiln::DType dt) { return defaultSpace(backend, dt, 227 * 1024); }
+kiln::tune::Space defaultTuneSpace(const kiln::Runtime& rt, kiln::DType dt) {
+  return defaultSpace(rt.backend(), dt, 227 * 1024, rt.fingerprint().target == "sm_90a");
+}
 
 kiln::Kernel tiledKernel(const std::string& kernel, kiln::DType dt, const Config& c) {
   return kiln::catalogue::find(kernel).make_tiled(dt, {c.get("m", 64), c.get("n", 64), c.get("k", 32), c.get("stages", 3)});
@@ -73,7 +84,7 @@ int cmdTune(const TuneOptions& o) {
   kiln::Runtime probe = kiln::Runtime::create(kiln::parse_backend(o.backend));
   const kiln::Backend backend = probe.backend();
   kiln::tune::Space space =
-      o.space.empty() ? defaultSpace(backend, dt, 227 * 1024) : spaceFromFile(o.space);
+      o.space.empty() ? defaultTuneSpace(probe, dt) : spaceFromFile(o.space);
   std::printf("tuning %s %s on %s: %zu configs (%zu rejected by constraints), %d reps each\n", o.kernel.c_str(),
               o.shape.c_str(), probe.describe().substr(0, probe.describe().find(';')).c_str(), space.configs.size(),
               space.rejected.size(), o.reps);

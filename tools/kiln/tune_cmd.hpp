@@ -16,6 +16,7 @@ struct TuneOptions {
 int cmdTune(const TuneOptions& o);
 
 /// The built-in GEMM tile space for `backend` (docs/tuning.md), constraints applied.
-kiln::tune::Space defaultTuneSpace(kiln::Backend backend, kiln::DType dt);
+/// kiln tune's default search space for `rt`'s backend and target (docs/tuning.md).
+kiln::tune::Space defaultTuneSpace(const kiln::Runtime& rt, kiln::DType dt);
 /// The catalogue GEMM of `kernel` with a config's tiles.
 kiln::Kernel tiledKernel(const std::string& kernel, kiln::DType dt, const kiln::tune::Config& c);
