@@ -199,6 +199,8 @@ public:
       r.compiler = cubin.compiler;
       r.registers = cubin.registers;
       if (cubin.spill_stores >= 0) r.spill_bytes = cubin.spill_stores + std::max(cubin.spill_loads, 0);
+      for (const std::string& note : ptxasNotes(cubin.info_log))
+        r.ptxas_notes += (r.ptxas_notes.empty() ? "" : "; ") + note;
       if (out->code.sm90) {
         CubinResult twin;
         parsePtxasInfo(cubin.info_log, out->code.sm90->entry, twin);

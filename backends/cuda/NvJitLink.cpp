@@ -220,6 +220,18 @@ bool parsePtxasInfo(const std::string& log, const std::string& kernelName, Cubin
   return fromPtxas || fromLink;
 }
 
+std::vector<std::string> ptxasNotes(const std::string& log) {
+  std::vector<std::string> notes;
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("warning") == std::string::npos && line.find("Performance Loss") == std::string::npos) continue;
+    if (auto p = line.find(" : "); line.rfind("ptxas", 0) == 0 && p != std::string::npos) line = line.substr(p + 3);
+    notes.push_back(trim(line));
+  }
+  return notes;
+}
+
 bool nvJitLinkAvailable(std::string* why) {
   const LoadResult& r = loaded();
   if (!r.api && why) *why = r.error;

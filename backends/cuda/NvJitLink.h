@@ -60,4 +60,9 @@ CubinResult ptxToCubin(const std::string& ptx, const std::string& arch,
 /// ptxas omits "bytes smem" when it is 0.
 bool parsePtxasInfo(const std::string& log, const std::string& kernelName, CubinResult& out);
 
+/// ptxas's warnings and performance notes in an info log, one per line without the
+/// "ptxas info    : " prefix: e.g. "(C7504) Potential Performance Loss: 'setmaxnreg'
+/// ignored ..." or a wgmma serialisation warning. Empty when there are none.
+std::vector<std::string> ptxasNotes(const std::string& log);
+
 } // namespace kiln::cuda

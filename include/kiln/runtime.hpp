@@ -83,6 +83,9 @@ struct KILN_API KernelReport {
   /// ("128x128x64 tiles, 384 threads, ..., 168 registers, 0 spill bytes; runs when ..."),
   /// or why the kernel has none ("none: ..."). Empty on other targets.
   std::string sm90;
+  /// CUDA: ptxas's warnings and performance notes for the module ("; "-separated), e.g.
+  /// a wgmma serialisation warning. Empty when there are none.
+  std::string ptxas_notes;
   std::string str() const;   ///< "sm_90a: 40 registers, 0 spill bytes, 16384 B smem, 128 threads"
 };
 

@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 nlohmann::json toJson(const KernelReport& r) {
   return {{"target", r.target}, {"compiler", r.compiler}, {"registers", r.registers}, {"spill_bytes", r.spill_bytes},
-          {"shared_bytes", r.shared_bytes}, {"threads", r.threads}, {"grid", r.grid}, {"sm90", r.sm90}};
+          {"shared_bytes", r.shared_bytes}, {"threads", r.threads}, {"grid", r.grid}, {"sm90", r.sm90}, {"ptxas_notes", r.ptxas_notes}};
 }
 KernelReport reportFrom(const nlohmann::json& j) {
   KernelReport r;
@@ -38,6 +38,7 @@ KernelReport reportFrom(const nlohmann::json& j) {
   r.threads = j.value("threads", 1);
   r.grid = j.value("grid", std::string());
   r.sm90 = j.value("sm90", std::string());
+  r.ptxas_notes = j.value("ptxas_notes", std::string());
   return r;
 }
 nlohmann::json toJson(const CompileTimes& t) {

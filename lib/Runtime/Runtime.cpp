@@ -38,6 +38,7 @@ std::string KernelReport::str() const {
   if (threads > 1) s += ", " + std::to_string(shared_bytes) + " B smem, " + std::to_string(threads) + " threads";
   if (!grid.empty()) s += ", grid " + grid;
   if (!sm90.empty()) s += "; sm_90a twin: " + sm90;
+  if (!ptxas_notes.empty()) s += "; ptxas: " + ptxas_notes;
   return s;
 }
 

@@ -643,3 +643,18 @@ TEST_CASE("A DeviceBuffer that holds nothing has size 0 and refuses copies, nami
   DeviceBuffer moved(std::move(empty));
   CHECK(moved.size() == 0);
 }
+
+TEST_CASE("ptxas's warnings and performance notes are picked out of an info log", "[cuda]") {
+  const std::string log =
+      "ptxas info    : (C7504) Potential Performance Loss: 'setmaxnreg' ignored to maintain compatibility.\n"
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+      "ptxas warning : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized\n"
+      "ptxas info    : Used 90 registers, used 1 barriers\n"
+      "info    : used 90 registers, used 1 barriers, 0 stack\n";
+  std::vector<std::string> notes = ptxasNotes(log);
+  REQUIRE(notes.size() == 2);
+  CHECK(notes[0] == "(C7504) Potential Performance Loss: 'setmaxnreg' ignored to maintain compatibility.");
+  CHECK_THAT(notes[1], Contains("wgmma.mma_async instructions are serialized"));
+  CHECK(ptxasNotes("ptxas info    : Used 8 registers\n").empty());
+}
