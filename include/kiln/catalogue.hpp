@@ -87,6 +87,11 @@ struct KILN_API Entry {
   std::function<Handwritten(DType)> handwritten;
   /// GEMM kernels: the kernel with given tiles (what `kiln tune` searches); empty otherwise.
   std::function<Kernel(DType, GemmTiles)> make_tiled;
+  /// GEMM kernels: a problem whose reference is cuBLASLt's result on `rt`'s GPU (the same
+  /// dtype, f32 accumulation) instead of Eigen's in f64 on the host: for shapes where the
+  /// host reference would take minutes (8192^3 is 5.5e11 multiply-adds). Empty otherwise;
+  /// kiln::Error(Unsupported) off CUDA.
+  std::function<Problem(const Runtime& rt, const std::vector<int64_t>& shape, DType, uint64_t seed)> gpu_problem;
 };
 
 KILN_API const std::vector<Entry>& all();

@@ -33,7 +33,8 @@ HostTensor poisoned(DType dt, std::vector<int64_t> dims) {
 }
 
 // Arguments A, B[, bias][, R], C; a residual goes with Epilogue::bias.
-Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, reference::Epilogue epi) {
+Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, reference::Epilogue epi,
+                    const Runtime* gpu = nullptr) {
   int64_t M = s[0], N = s[1], K = s[2];
   const bool residual = epi == reference::Epilogue::bias;
   Problem p;
@@ -46,8 +47,19 @@ Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, refe
   TensorView a = p.args[0].view(), b = p.args[1].view();
   TensorView bias = epi != reference::Epilogue::none ? p.args[2].view() : TensorView{};
   TensorView r = residual ? p.args[3].view() : TensorView{};
-  p.reference = reference::gemm(a, b, epi != reference::Epilogue::none ? &bias : nullptr, epi, residual ? &r : nullptr);
   p.flops = 2.0 * M * N * K;
+  if (!gpu) {
+    p.reference = reference::gemm(a, b, epi != reference::Epilogue::none ? &bias : nullptr, epi, residual ? &r : nullptr);
+    return p;
+  }
+  // cuBLASLt on the device, into a copy of the (poisoned) output, read back as doubles.
+  DeviceProblem d = upload(*gpu, p);
+  const TensorView* dbias = epi != reference::Epilogue::none ? &d.views[2] : nullptr;
+  reference::gpu_gemm(*gpu, d.views[0], d.views[1], dbias, epi, d.views[p.output], residual ? &d.views[3] : nullptr);
+  HostTensor c(dt, {M, N});
+  gpu->download(d.tensors[p.output], c);
+  p.reference.resize(size_t(M * N));
+  for (int64_t i = 0; i < M * N; ++i) p.reference[size_t(i)] = c.get(i);
   return p;
 }
 
@@ -62,7 +74,10 @@ std::vector<Entry> makeAll() {
                  },
                  epi == Epilogue::bias ? std::function<Handwritten(DType)>()
                                        : [epi](DType d) { return detail::gemmHandwritten(d, epi); },
-                 [make](DType d, GemmTiles t) { return make(d, t); }});
+                 [make](DType d, GemmTiles t) { return make(d, t); },
+                 [epi](const Runtime& rt, const std::vector<int64_t>& s, DType d, uint64_t seed) {
+                   return gemmProblem(s, d, seed, epi, &rt);
+                 }});
   };
   gemmEntry("gemm", "C = A @ B (f32 accumulate)", gemm, Epilogue::none);
   gemmEntry("gemm_bias_relu", "C = relu(A @ B + bias)", gemm_bias_relu, Epilogue::bias_relu);

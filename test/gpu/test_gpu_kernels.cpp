@@ -333,3 +333,20 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
       }
     }
 }
+
+TEST_CASE("gpu: a GEMM problem's cuBLASLt reference agrees with the f64 host reference", "[gpu][cublas]") {
+  // What kiln bench verifies against above 2^33 multiply-adds, checked where both exist.
+  for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
+    for (DType d : {DType::bf16, DType::f16}) {
+      INFO(name << " " << to_string(d));
+      const catalogue::Entry& e = catalogue::find(name);
+      catalogue::Problem host = e.problem({257, 136, 520}, d, 5);
+      catalogue::Problem gpuRef = e.gpu_problem(gpu(), {257, 136, 520}, d, 5);
+      REQUIRE(gpuRef.reference.size() == host.reference.size());
+      HostTensor asTensor(DType::f32, {257, 136});
+      for (size_t i = 0; i < gpuRef.reference.size(); ++i) asTensor.set(int64_t(i), float(gpuRef.reference[i]));
+      verify::Report r = verify::compare(asTensor.view(), host.reference, verify::Tolerance::for_dtype(d));
+      INFO(r.summary());
+      CHECK(r.ok);
+    }
+}

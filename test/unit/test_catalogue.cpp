@@ -59,3 +59,17 @@ TEST_CASE("a problem uploaded to a runtime verifies only once the kernel has wri
   INFO(after.summary());
   CHECK(after.ok);
 }
+
+TEST_CASE("GEMM entries can take their reference from cuBLASLt, which needs a GPU runtime", "[catalogue]") {
+  for (const catalogue::Entry& e : catalogue::all()) {
+    INFO(e.name);
+    CHECK(bool(e.gpu_problem) == bool(e.make_tiled)); // the GEMMs, and only they
+  }
+  Runtime cpu = Runtime::create(Backend::cpu);
+  try {
+    catalogue::find("gemm_bias_relu").gpu_problem(cpu, {8, 8, 8}, DType::bf16, 1);
+    FAIL("a CPU runtime gave a cuBLASLt reference");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+  }
+}

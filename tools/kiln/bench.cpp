@@ -243,7 +243,16 @@ int cmdBench(const BenchOptions& o) {
   std::vector<kiln::profile::Row> rows;
   Progress progress(int(shapes.size() * routes.size()), o.progress);
   for (size_t si = 0; si < shapes.size(); ++si) {
-    kiln::catalogue::Problem p = entry.problem(parsed[si], dt, o.seed);
+    // Every row is verified before it is timed: against Eigen in f64 on the host, or, for a
+    // GEMM over 2^33 multiply-adds on a GPU (minutes on the host), against cuBLASLt there.
+    double macs = 1;
+    for (int64_t d : parsed[si]) macs *= double(d);
+    const bool gpuReference = backend == kiln::Backend::cuda && entry.gpu_problem && macs > double(int64_t(1) << 33);
+    if (gpuReference)
+      std::fprintf(stderr, "kiln bench: %s is verified against cuBLASLt (the f64 host reference would take minutes)\n",
+                   shapes[si].c_str());
+    kiln::catalogue::Problem p = gpuReference ? entry.gpu_problem(probe, parsed[si], dt, o.seed)
+                                              : entry.problem(parsed[si], dt, o.seed);
     for (Route& route : routes) {
       progress.step(route.name + " " + shapes[si]);
       const kiln::Runtime& rt = *route.rt;
