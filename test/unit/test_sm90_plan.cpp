@@ -19,7 +19,7 @@ LaunchPlan gemmPlan() {
   p.threads = 384;
   p.sharedBytes = 132160;
   p.tileM = 128, p.tileN = 128, p.tileK = 64;
-  p.gridDims = {{0, 0, 128}, {1, 1, 128}};
+  p.gridDims = {{0, 0, 128, "M"}, {1, 1, 128, ""}};
   p.params = {{LaunchParam::TensorMap, 0, 0, {64, 128}}, {LaunchParam::TensorMap, 1, 0, {64, 64}},
               {LaunchParam::Pointer, 3, 0, {}},           {LaunchParam::Stride, 3, 0, {}},
               {LaunchParam::Pointer, 2, 0, {}},           {LaunchParam::Stride, 2, 0, {}},
@@ -46,10 +46,10 @@ TEST_CASE("a launch plan survives JSON, as the kernel cache stores it", "[sm90]"
   CHECK(q.toJson() == p.toJson());
   CHECK(q.params.size() == 9);
   CHECK(q.params[1].box == std::vector<int64_t>{64, 64});
-  CHECK(q.str() == "128x128x64 tiles, 384 threads, 132160 B smem, one CTA per ceildiv(arg0.0, 128) x ceildiv(arg1.1, 128) tiles");
+  CHECK(q.str() == "128x128x64 tiles, 384 threads, 132160 B smem, one CTA per ceildiv(M, 128) x ceildiv(arg1.1, 128) tiles");
   p.persistent = true;
   CHECK(LaunchPlan::fromJson(p.toJson()).persistent);
-  CHECK_THAT(LaunchPlan::fromJson(p.toJson()).str(), Contains("persistent over ceildiv(arg0.0, 128)"));
+  CHECK_THAT(LaunchPlan::fromJson(p.toJson()).str(), Contains("persistent over ceildiv(M, 128)"));
 }
 
 TEST_CASE("a malformed launch plan is refused with InvalidArgument, never trusted", "[sm90][errors]") {

@@ -17,7 +17,8 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     plan.ctasPerSm = j.at("ctas_per_sm").get<int64_t>();
     if (plan.ctasPerSm < 1 || plan.ctasPerSm > 32) throw std::out_of_range("bad ctas_per_sm");
     for (const auto& g : j.at("grid")) {
-      GridDim d{g.at("arg").get<int>(), g.at("dim").get<int>(), g.at("tile").get<int64_t>()};
+      GridDim d{g.at("arg").get<int>(), g.at("dim").get<int>(), g.at("tile").get<int64_t>(),
+                g.value("name", std::string())};
       if (d.tile < 1 || d.arg < 0 || d.dim < 0) throw std::out_of_range("bad grid dim");
       plan.gridDims.push_back(d);
     }
@@ -51,8 +52,10 @@ std::string LaunchPlan::str() const {
   std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +
                   std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, " + (persistent ? "persistent over " : "one CTA per ");
   for (size_t i = 0; i < gridDims.size(); ++i)
-    s += (i ? " x " : "") + std::string("ceildiv(arg") + std::to_string(gridDims[i].arg) + "." +
-         std::to_string(gridDims[i].dim) + ", " + std::to_string(gridDims[i].tile) + ")";
+    s += (i ? " x " : "") + std::string("ceildiv(") +
+         (gridDims[i].name.empty() ? "arg" + std::to_string(gridDims[i].arg) + "." + std::to_string(gridDims[i].dim)
+                                   : gridDims[i].name) +
+         ", " + std::to_string(gridDims[i].tile) + ")";
   return s + " tiles";
 }
 

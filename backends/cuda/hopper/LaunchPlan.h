@@ -35,6 +35,7 @@ inline constexpr const char* kParamKinds[] = {"tensormap", "pointer", "stride", 
 struct GridDim {
   int arg = 0, dim = 0;
   int64_t tile = 1;
+  std::string name; ///< the dim's symbol ("M") or constant, for messages
 };
 
 struct LaunchPlan {
@@ -62,7 +63,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
     if (x.kind == LaunchParam::TensorMap) j["box"] = x.box;
     p.push_back(j);
   }
-  for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}});
+  for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
   return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}};
 }

@@ -192,7 +192,11 @@ void Emitter::declareParams() {
   plan_.tileM = kBM;
   plan_.tileN = cfg_.bn;
   plan_.tileK = kBK;
-  plan_.gridDims = {{int(m_.a), 0, kBM}, {int(m_.b), 1, cfg_.bn}};
+  auto dimName = [&](unsigned arg, unsigned d) {
+    tile::TensorArgType t = m_.kernel.getArgType(arg);
+    return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
+  };
+  plan_.gridDims = {{int(m_.a), 0, kBM, dimName(m_.a, 0)}, {int(m_.b), 1, cfg_.bn, dimName(m_.b, 1)}};
   plan_.persistent = cfg_.persistent;
 }
 
