@@ -188,14 +188,16 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     populateMathPolynomialApproximationPatterns(patterns);
     if (failed(applyPatternsGreedily(gm, std::move(patterns))))
       diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': math approximation failed");
-    // In the sm_90a twin's epilogue, an IEEE f32 division becomes a call to ptxas's
-    // slow-path subroutine, and any call in the function makes ptxas serialise every
-    // wgmma (C7509). A reciprocal-based division (2 ulp) keeps the main loop asynchronous.
+    // In the sm_90a twin's epilogue, an IEEE f32 division or square root becomes a call
+    // to ptxas's slow-path subroutine, and any call in the function makes ptxas serialise
+    // every wgmma (C7509). div.approx / sqrt.approx (2 ulp) keep the main loop asynchronous.
     for (auto f : gm.getOps<gpu::GPUFuncOp>())
-      if (f->hasAttr(hopper::kLaunchPlanAttr))
+      if (f->hasAttr(hopper::kLaunchPlanAttr)) {
         f.walk([](arith::DivFOp d) {
           d.setFastmath(d.getFastmath() | arith::FastMathFlags::arcp | arith::FastMathFlags::afn);
         });
+        f.walk([](math::SqrtOp s) { s.setFastmath(s.getFastmath() | arith::FastMathFlags::afn); });
+      }
   }
   PassManager pm(m.getContext());
   pm.addPass(createSCFToControlFlowPass());

@@ -76,22 +76,31 @@ public:
     while (grid.size() < 3) grid.push_back(1);
     for (int64_t g : grid)
       if (g <= 0) return; // an empty problem: nothing to run (as on the CPU)
-    const int64_t limits[3] = {(1ll << 31) - 1, 65535, 65535};
-    for (int d = 0; d < 3; ++d)
-      if (grid[d] < 0 || grid[d] > limits[d])
-        throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': grid " + code.grid.str() + " = " +
-                                                    std::to_string(grid[d]) + " CTAs in dim " + std::to_string(d) +
-                                                    ", over CUDA's limit of " + std::to_string(limits[d]));
     auto s = static_cast<CUstream>(stream);
     std::string why;
     if (sm90 && hopper::applies(*code.sm90, args, &why)) {
       hopper::launch(sm90, *code.sm90, args, s, sig.name, state->hopperPersistent ? state->device.sm_count : 0);
     } else {
+      // The portable kernel's grid (the twin's is 1-D and checked by applies()).
+      const int64_t limits[3] = {(1ll << 31) - 1, 65535, 65535};
+      for (int d = 0; d < 3; ++d)
+        if (grid[d] < 0 || grid[d] > limits[d])
+          throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': grid " + code.grid.str() + " = " +
+                                                      std::to_string(grid[d]) + " CTAs in dim " + std::to_string(d) +
+                                                      ", over CUDA's limit of " + std::to_string(limits[d]));
       kd::PackedArgs packed = kd::packMemrefArgs(args);
       launchKernel(function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
                    {unsigned(code.threads), 1, 1}, unsigned(code.shared_bytes), s, packed.ptrs.data());
     }
     if (wait) KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(s), "running kernel '" + sig.name + "'");
+  }
+
+  std::string launchPath(const std::vector<TensorView>& args) override {
+    kd::checkLaunchArgs(sig, args);
+    if (!code.sm90) return "portable kernel '" + sig.name + "'";
+    std::string why;
+    if (hopper::applies(*code.sm90, args, &why)) return "sm_90a twin '" + code.sm90->entry + "'";
+    return "portable kernel '" + sig.name + "' (the sm_90a twin does not apply: " + why + ")";
   }
 };
 

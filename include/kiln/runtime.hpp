@@ -136,6 +136,11 @@ public:
   /// The CPU backend runs it at once. Errors from the kernel's execution surface at the
   /// next synchronisation.
   void launch(const std::vector<TensorView>& args, void* stream) const;
+  /// Which of the kernel's machine code a launch on `args` runs, and why: "sm_90a twin
+  /// 'gemm__sm90'", or "portable kernel 'gemm' (the sm_90a twin does not apply: argument
+  /// 0's row pitch is not a multiple of 16 bytes)". Checks the arguments like launch (not
+  /// the pointers), launches nothing, works on a compile-only runtime.
+  std::string launch_path(const std::vector<TensorView>& args) const;
 
 private:
   std::shared_ptr<detail::CompiledImpl> impl_;

@@ -139,6 +139,7 @@ const CompileTimes& CompiledKernel::times() const { return impl_->times; }
 const KernelReport& CompiledKernel::report() const { return impl_->report; }
 const std::string& CompiledKernel::binary() const { return impl_->binary; }
 void CompiledKernel::launch(const std::vector<TensorView>& args) const { impl_->launch(args, nullptr, true); }
+std::string CompiledKernel::launch_path(const std::vector<TensorView>& args) const { return impl_->launchPath(args); }
 void CompiledKernel::launch(const std::vector<TensorView>& args, void* stream) const {
   impl_->launch(args, stream, false);
 }

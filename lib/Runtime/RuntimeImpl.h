@@ -22,6 +22,11 @@ namespace kiln::detail {
 struct CompiledImpl {
   virtual ~CompiledImpl() = default;
   virtual void launch(const std::vector<TensorView>& args, void* stream, bool wait) = 0;
+  /// CompiledKernel::launch_path: which of the kernel's machine code `args` would run.
+  virtual std::string launchPath(const std::vector<TensorView>& args) {
+    checkLaunchArgs(sig, args);
+    return "kernel '" + sig.name + "'";
+  }
   KernelSignature sig;
   Backend backend = Backend::cpu;
   CompileTimes times;

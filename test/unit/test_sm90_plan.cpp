@@ -110,4 +110,28 @@ TEST_CASE("the portable kernel runs where TMA's rules do not hold, and the reaso
   a[3] = view(768, {64, 63}, {65, 1});
   refused(a, "C's element pairs are not 4-byte aligned");
   refused(args(int64_t(1) << 30, int64_t(1) << 30, 64), "C has more than 2^31 tiles");
+  a = args(64, 64, 64);
+  a[0] = view(0, {64, 64}, {8, 1}); // rows 8 elements apart, 64 long: they overlap
+  refused(a, "argument 0's rows overlap");
+}
+
+TEST_CASE("a launch plan naming arguments or dims the launch lacks is refused, not read out of bounds", "[sm90][errors]") {
+  std::string why;
+  LaunchPlan p = gemmPlan();
+  p.params[3].dim = 5; // C's stride along a dim C does not have
+  CHECK_FALSE(applies(p, args(64, 64, 64), &why));
+  CHECK_THAT(why, Contains("missing dim"));
+  p = gemmPlan();
+  p.gridDims[0].arg = 9;
+  CHECK_FALSE(applies(p, args(64, 64, 64), &why));
+  CHECK_THAT(why, Contains("grid names a missing argument"));
+  p = gemmPlan();
+  p.params[2].kind = LaunchParam::Stride;
+  p.params[4].kind = LaunchParam::Stride;
+  CHECK_FALSE(applies(p, args(64, 64, 64), &why));
+  CHECK_THAT(why, Contains("no output pointer"));
+  p = gemmPlan();
+  p.params[0].arg = 2; // a tensor map of the 1-D bias
+  CHECK_FALSE(applies(p, args(64, 64, 64), &why));
+  CHECK_THAT(why, Contains("not a 2-D 16-bit tensor"));
 }

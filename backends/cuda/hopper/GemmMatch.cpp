@@ -27,19 +27,20 @@ std::string dimKey(KernelOp k, unsigned arg, unsigned d) {
 
 bool isHalf(Type t) { return t.isBF16() || t.isF16(); }
 
-/// `count` is ceildiv(<dim of A's K>, bk), or that number as a constant.
-bool isKTileCount(Value count, KernelOp k, unsigned a, int64_t bk) {
-  TensorArgType at = k.getArgType(a);
+/// `count` is ceildiv(<dim `dim` of argument `arg`>, tile), or that number as a constant:
+/// a loop or grid that covers the dim exactly, tile by tile.
+bool isTileCount(Value count, KernelOp k, unsigned arg, unsigned dim, int64_t tile) {
+  TensorArgType at = k.getArgType(arg);
   if (auto c = count.getDefiningOp<arith::ConstantIndexOp>()) {
-    int64_t kc = at.getDimConstant(1);
-    return kc >= 0 && c.value() == (kc + bk - 1) / bk;
+    int64_t kc = at.getDimConstant(dim);
+    return kc >= 0 && c.value() == (kc + tile - 1) / tile;
   }
   auto div = count.getDefiningOp<arith::CeilDivSIOp>();
   if (!div) return false;
   auto step = div.getRhs().getDefiningOp<arith::ConstantIndexOp>();
-  if (!step || step.value() != bk) return false;
-  if (auto d = div.getLhs().getDefiningOp<DimOp>()) return d.getSymbol() == at.getDimSymbol(1);
-  if (auto c = div.getLhs().getDefiningOp<arith::ConstantIndexOp>()) return c.value() == at.getDimConstant(1);
+  if (!step || step.value() != tile) return false;
+  if (auto d = div.getLhs().getDefiningOp<DimOp>()) return d.getSymbol() == at.getDimSymbol(dim);
+  if (auto c = div.getLhs().getDefiningOp<arith::ConstantIndexOp>()) return c.value() == at.getDimConstant(dim);
   return false;
 }
 
@@ -66,6 +67,12 @@ public:
     m_.store = stores[0];
     if (!matchLoop()) return false;
     if (!matchStore()) return false;
+    // The twin writes every tile of C: the grid must cover C exactly, i along M and j along N.
+    for (auto [iv, dim] : {std::pair{m_.rowIv, 0u}, std::pair{m_.colIv, 1u}}) {
+      Value size = m_.grid.getSizes()[cast<BlockArgument>(iv).getArgNumber()];
+      if (!isTileCount(size, m_.kernel, m_.c, dim, shapeOf_[dim]))
+        return fail("the grid does not cover C exactly (ceildiv of C's dims by its tile)");
+    }
     // Every op of the grid body is the loop, the store, index arithmetic for the loop
     // count, the accumulator's zero tile, or part of the epilogue checked above.
     for (Operation& op : body.without_terminator()) {
@@ -77,8 +84,8 @@ public:
                             });
         if (epilogueView) continue;
       }
-      for (Value r : op.getResults())
-        if (!m_.axes.count(r)) return fail("'" + op.getName().getStringRef().str() + "' is not part of the epilogue");
+      bool epilogueOp = op.getNumResults() > 0 && llvm::all_of(op.getResults(), [&](Value r) { return m_.axes.count(r); });
+      if (!epilogueOp) return fail("'" + op.getName().getStringRef().str() + "' is not part of the epilogue");
     }
     return true;
   }
@@ -120,7 +127,7 @@ private:
     m_.b = unsigned(b);
     m_.inElt = at.getElementType();
     if (dimKey(m_.kernel, m_.a, 1) != dimKey(m_.kernel, m_.b, 0)) return fail("A's K and B's K are different dims");
-    if (!isKTileCount(l.getCount(), m_.kernel, m_.a, at.getShape()[1]))
+    if (!isTileCount(l.getCount(), m_.kernel, m_.a, 1, at.getShape()[1]))
       return fail("the k-loop does not run ceildiv(K, tile k) times");
     // Nothing else in the loop body.
     for (Operation& op : lb.without_terminator())

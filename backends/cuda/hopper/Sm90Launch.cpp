@@ -18,10 +18,12 @@ int64_t tileCount(const LaunchPlan& plan, const std::vector<TensorView>& args) {
 
 /// A 2-D row-major tensor TMA can read: contiguous rows, 16-byte aligned base and pitch.
 bool tmaReadable(const TensorView& v, std::string* why, const std::string& who) {
+  if (v.rank() != 2 || size_of(v.dtype) != 2) return *why = who + " is not a 2-D 16-bit tensor", false;
   auto st = v.effective_strides();
   auto addr = reinterpret_cast<uintptr_t>(v.data);
   const int64_t e = size_of(v.dtype);
-  if (v.rank() != 2 || st[1] != 1) return *why = who + "'s rows are not contiguous", false;
+  if (st[1] != 1) return *why = who + "'s rows are not contiguous", false;
+  if (st[0] < v.dims[1]) return *why = who + "'s rows overlap (row stride below the row length)", false;
   if (addr % 16 != 0) return *why = who + "'s address is not 16-byte aligned", false;
   if ((st[0] * e) % 16 != 0) return *why = who + "'s row pitch is not a multiple of 16 bytes", false;
   if (v.dims[0] < 1 || v.dims[1] < 1) return *why = who + " is empty", false;
@@ -33,8 +35,20 @@ bool tmaReadable(const TensorView& v, std::string* why, const std::string& who) 
 } // namespace
 
 bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::string* why) {
+  // Every argument and dim the plan names must exist: a plan comes from the compiler or a
+  // cache entry, and a wrong one is refused here rather than read out of bounds.
+  bool hasPointer = false;
   for (const LaunchParam& p : plan.params) {
     if (p.arg < 0 || size_t(p.arg) >= args.size()) return *why = "the launch plan names a missing argument", false;
+    if ((p.kind == LaunchParam::Stride || p.kind == LaunchParam::Dim) && p.dim >= args[size_t(p.arg)].rank())
+      return *why = "the launch plan names a missing dim", false;
+    hasPointer |= p.kind == LaunchParam::Pointer;
+  }
+  for (const GridDim& g : plan.gridDims)
+    if (g.arg < 0 || size_t(g.arg) >= args.size() || g.dim < 0 || g.dim >= args[size_t(g.arg)].rank())
+      return *why = "the launch plan's grid names a missing argument or dim", false;
+  if (!hasPointer) return *why = "the launch plan has no output pointer", false;
+  for (const LaunchParam& p : plan.params) {
     const TensorView& v = args[size_t(p.arg)];
     const std::string who = "argument " + std::to_string(p.arg);
     if (p.kind == LaunchParam::TensorMap && !tmaReadable(v, why, who)) return false;
@@ -51,8 +65,8 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
         return *why = "C's element pairs are not 4-byte aligned", false;
       break;
     }
-  // The kernel numbers tiles in 32 bits.
-  if (tileCount(plan, args) > INT32_MAX) return *why = "C has more than 2^31 tiles", false;
+  // The kernel numbers tiles in 32 bits, and its persistent loop steps past the last one.
+  if (tileCount(plan, args) > INT32_MAX - (int64_t(1) << 20)) return *why = "C has more than 2^31 tiles", false;
   return true;
 }
 

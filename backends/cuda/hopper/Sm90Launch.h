@@ -14,7 +14,9 @@ namespace kiln::hopper {
 /// Whether the twin can run on `args` (already checked against the kernel's signature):
 /// A and B rows contiguous, 16-byte aligned base and row pitch (TMA's rules), C's rows
 /// contiguous and pairs of elements 4-byte aligned, K >= 1, grid within CUDA's limits.
-/// When not, `why` names the rule; the portable kernel then runs, with the same result.
+/// When not, `why` names the rule; the portable kernel then runs (the same math; the
+/// twin's epilogue divisions and square roots are the 2-ulp approximate ones).
+/// A plan naming arguments or dims `args` lacks is refused the same way.
 bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::string* why);
 
 /// Encodes the tensor maps, packs the parameters and launches `f` on `stream`; a

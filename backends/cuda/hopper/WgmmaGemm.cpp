@@ -5,7 +5,9 @@
 // One CTA computes a BM x BN tile of C (BM = 128; BN = 128 or 256) with 384 threads:
 //   warpgroup 0 (producer): one thread issues TMA loads of A (BM x 64) and B (64 x BN) into
 //     a ring of `stages` 128B-swizzled shared-memory stages; full[s] counts the bytes in,
-//     empty[s] counts the consumers' releases. setmaxnreg gives its registers away.
+//     empty[s] counts the consumers' releases. Its setmaxnreg would give its registers to
+//     the consumers, but nvJitLink's relocatable compile drops setmaxnreg (C7504): all warps
+//     keep the launch budget (at most 168 registers at 384 threads).
 //   warpgroups 1, 2 (consumers): each owns 64 rows; per k-tile it waits for full[s], runs
 //     4 x wgmma.mma_async m64nBNk16 (both operands from shared memory through descriptors,
 //     f32 accumulators in registers), keeps one wgmma group in flight, and releases the
