@@ -1,0 +1,168 @@
+// The portable CUDA lowering: layouts, and tile.dot on the tensor cores (mma.sync, ldmatrix) or as SIMT code. (portable/Lowering.h)
+#include "portable/Lowering.h"
+
+namespace kiln::portable {
+
+Elems GpuKernelLowering::as(const Dist& d, TileType t, const Layout& l) {
+  if (d.uniform) return Elems(perThread(t.getShape(), l), d.v[0]);
+  if (d.layout == l) return d.v;
+  Value buf = stage(d, t, 0);
+  Elems out;
+  for (int64_t k = 0; k < perThread(t.getShape(), l); ++k)
+    out.push_back(b_.create<memref::LoadOp>(loc_, buf, slot(t.getShape(), k, l).flat));
+  return out;
+}
+
+std::optional<Layout> GpuKernelLowering::mmaLayoutFor(DotOp d) {
+  TileType a = d.getLhs().getType(), c = d.getType();
+  Type e = a.getElementType();
+  if (!(e.isBF16() || e.isF16())) return std::nullopt;
+  int64_t M = c.getShape()[0], N = c.getShape()[1], K = a.getShape()[1], W = T_ / 32;
+  if (M % 16 || N % 8 || K % 16) return std::nullopt;
+  std::optional<Layout> best;
+  for (int64_t wm = 1; wm <= W; ++wm) {
+    if (W % wm) continue;
+    int64_t wn = W / wm;
+    if (M % (16 * wm) || N % (8 * wn)) continue;
+    Layout l{Layout::Mma, wm, wn, M / (16 * wm), N / (8 * wn)};
+    // Prefer square warp tiles: fewest fragment loads per mma.
+    auto cost = [](const Layout& x) { return std::abs(x.tm * 16 - x.tn * 8); };
+    if (!best || cost(l) < cost(*best)) best = l;
+  }
+  return best;
+}
+
+Layout GpuKernelLowering::predictLayout(Value v, int depth) {
+  if (depth > 64) return {};
+  Operation* def = v.getDefiningOp();
+  if (auto d = dyn_cast_or_null<DotOp>(def)) {
+    if (auto l = mmaLayoutFor(d)) return *l;
+    return {};
+  }
+  if (def && def->hasTrait<OpTrait::Elementwise>())
+    for (Value o : def->getOperands()) {
+      Layout l = predictLayout(o, depth + 1);
+      if (l.kind == Layout::Mma) return l;
+    }
+  return {};
+}
+
+Dist GpuKernelLowering::dotSimt(DotOp d) {
+  TileType at = d.getLhs().getType(), bt = d.getRhs().getType(), ct = d.getType();
+  int64_t N = ct.getShape()[1], K = at.getShape()[1];
+  Elems acc = as(tiles_.at(d.getAcc()), ct, Layout{}); // before the operands take the scratch
+  int64_t aBytes = at.getNumElements() * (at.getElementType().getIntOrFloatBitWidth() / 8);
+  auto bufs = stageOperands({d.getLhs(), d.getRhs()}, {0, (aBytes + 15) / 16 * 16});
+  Value sa = bufs[0], sb = bufs[1];
+  SmallVector<Slot> slots;
+  for (int64_t k = 0; k < (int64_t)acc.size(); ++k) slots.push_back(slot(ct.getShape(), k));
+  auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(K), cidx(1), ValueRange(acc));
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(loop.getBody());
+  Value kk = loop.getInductionVar();
+  Elems next;
+  for (auto [k, s] : llvm::enumerate(slots)) {
+    Value ai = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, s.coords[0], cidx(K)), kk);
+    Value bi = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, kk, cidx(N)), s.coords[1]);
+    Value prod = b_.create<arith::MulFOp>(loc_, toF32(b_.create<memref::LoadOp>(loc_, sa, ai)),
+                                          toF32(b_.create<memref::LoadOp>(loc_, sb, bi)));
+    next.push_back(b_.create<arith::AddFOp>(loc_, loop.getRegionIterArgs()[k], prod));
+  }
+  b_.create<scf::YieldOp>(loc_, next);
+  return Dist{Elems(loop.getResults()), {}, false};
+}
+
+// Tensor-core dot: A and B staged row-major in shared memory, fragments loaded per k-step
+// of 16, one mma.sync.m16n8k16 (f32 accumulate) per 16x8 fragment of the warp's tile.
+Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
+  TileType at = d.getLhs().getType(), ct = d.getType();
+  Elems acc = as(tiles_.at(d.getAcc()), ct, l); // before the operands take the scratch
+  int64_t aBytes = at.getNumElements() * 2;
+  int64_t bOff = (aBytes + 15) / 16 * 16;
+  auto bufs = stageOperands({d.getLhs(), d.getRhs()}, {0, bOff});
+  return Dist{mmaLoop(bufs[0], bufs[1], at, ct, l, acc), l, false};
+}
+
+Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc) {
+  Type e = at.getElementType();
+  int64_t N = ct.getShape()[1], K = at.getShape()[1];
+  // Fragments come from shared memory with ldmatrix: .x4 gives a 16x16 A fragment, .x2.trans
+  // a 16x8 B fragment from row-major [K][N] (the transpose turns rows of B into the
+  // k-pairs mma's "col" operand wants). Every row address is 16-byte aligned: K and N are
+  // multiples of 8 and both buffers start on 16 bytes.
+  Type i32 = b_.getI32Type();
+  auto sharedAddr = [&](Value buf) { // the buffer's 32-bit address in the shared window
+    Value p = b_.create<memref::ExtractAlignedPointerAsIndexOp>(loc_, buf);
+    return b_.create<arith::IndexCastOp>(loc_, i32, p).getResult();
+  };
+  Value aBase = sharedAddr(bufA), bBase = sharedAddr(bufB);
+  Value w = warp(), ln = lane();
+  Value warpRow = b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, w, cidx(l.wn)), cidx(l.tm * 16));
+  Value warpCol = b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, w, cidx(l.wn)), cidx(l.tn * 8));
+  Value l16 = b_.create<arith::RemUIOp>(loc_, ln, cidx(16));
+  Value aCol = b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, ln, cidx(16)), cidx(8));
+  auto toI32 = [&](Value idx) { return b_.create<arith::IndexCastOp>(loc_, i32, idx).getResult(); };
+  auto ldmatrix = [&](int n, bool trans, Value addr) {
+    std::string text = "ldmatrix.sync.aligned.m8n8.x" + std::to_string(n) + (trans ? ".trans" : "") +
+                       ".shared.b16 {";
+    std::string cons;
+    for (int r = 0; r < n; ++r) {
+      text += (r ? ",$" : "$") + std::to_string(r);
+      cons += "=r,";
+    }
+    text += "}, [$" + std::to_string(n) + "];";
+    SmallVector<Type> regs(n, i32);
+    auto st = LLVM::LLVMStructType::getLiteral(b_.getContext(), regs);
+    auto op = b_.create<LLVM::InlineAsmOp>(loc_, st, ValueRange{addr}, text, cons + "r",
+                                           /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                           LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+    SmallVector<Value> out;
+    for (int r = 0; r < n; ++r)
+      out.push_back(b_.create<LLVM::ExtractValueOp>(loc_, op.getResult(0), ArrayRef<int64_t>{r}));
+    return out;
+  };
+  auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(K / 16), cidx(1), ValueRange(acc));
+  OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPointToStart(loop.getBody());
+  Value kStep = b_.create<arith::MulIOp>(loc_, loop.getInductionVar(), cidx(16));
+  // A: lane l addresses row (l % 16) of the fragment at column (l / 16) * 8.
+  auto aFrag = [&](int64_t tmi) {
+    Value row = b_.create<arith::AddIOp>(loc_, warpRow, b_.create<arith::AddIOp>(loc_, l16, cidx(tmi * 16)));
+    Value col = b_.create<arith::AddIOp>(loc_, kStep, aCol);
+    Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(K)), col);
+    return ldmatrix(4, false, b_.create<arith::AddIOp>(loc_, aBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
+  };
+  // B: lanes 0-15 address rows k..k+15 of the 16x8 block at column n (lanes 16-31 repeat).
+  auto bFrag = [&](int64_t tni) {
+    Value row = b_.create<arith::AddIOp>(loc_, kStep, l16);
+    Value col = b_.create<arith::AddIOp>(loc_, warpCol, cidx(tni * 8));
+    Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(N)), col);
+    return ldmatrix(2, true, b_.create<arith::AddIOp>(loc_, bBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
+  };
+  std::string asmText = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + (e.isBF16() ? "bf16.bf16" : "f16.f16") +
+                        ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  auto f32 = b_.getF32Type();
+  auto resT = LLVM::LLVMStructType::getLiteral(b_.getContext(), {f32, f32, f32, f32});
+  Elems next(acc.size());
+  ValueRange c = loop.getRegionIterArgs();
+  SmallVector<SmallVector<Value>> bfrag;
+  for (int64_t tni = 0; tni < l.tn; ++tni) bfrag.push_back(bFrag(tni));
+  for (int64_t tmi = 0; tmi < l.tm; ++tmi) {
+    SmallVector<Value> a = aFrag(tmi);
+    for (int64_t tni = 0; tni < l.tn; ++tni) {
+      int64_t base = (tmi * l.tn + tni) * 4;
+      SmallVector<Value> ops{a[0], a[1], a[2], a[3], bfrag[tni][0], bfrag[tni][1],
+                             c[base], c[base + 1], c[base + 2], c[base + 3]};
+      auto mma = b_.create<LLVM::InlineAsmOp>(loc_, resT, ops, asmText,
+                                              "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", /*has_side_effects=*/false,
+                                              /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                                              LLVM::AsmDialectAttr(), ArrayAttr());
+      for (int64_t r = 0; r < 4; ++r)
+        next[base + r] = b_.create<LLVM::ExtractValueOp>(loc_, mma.getResult(0), ArrayRef<int64_t>{r});
+    }
+  }
+  b_.create<scf::YieldOp>(loc_, next);
+  return Elems(loop.getResults());
+}
+
+} // namespace kiln::portable

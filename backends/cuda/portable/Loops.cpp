@@ -1,0 +1,169 @@
+// The portable CUDA lowering: tile.loop, plain and software-pipelined (cp.async ring). (portable/Lowering.h)
+#include "portable/Lowering.h"
+
+namespace kiln::portable {
+
+LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
+  // A carried tile takes the layout its body yields (an mma accumulator stays in
+  // registers in mma layout across iterations), else its initial value's.
+  auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
+  SmallVector<Layout> layouts;
+  SmallVector<Value> inits;
+  SmallVector<size_t> sizes;
+  for (auto [i, init] : llvm::enumerate(l.getInits())) {
+    auto t = cast<TileType>(init.getType());
+    Layout lay = predictLayout(yield.getValues()[i]);
+    const Dist& d = tiles_.at(init);
+    if (lay.kind != Layout::Mma && !d.uniform) lay = d.layout;
+    Elems e = as(d, t, lay);
+    inits.append(e.begin(), e.end());
+    sizes.push_back(e.size());
+    layouts.push_back(lay);
+  }
+  Elems results;
+  if (auto plan = pipelinePlan(l)) {
+    // Pipelined when both operands' rows allow 16-byte cp.async (decided per launch, since
+    // strides are launch values); the plain loop otherwise.
+    auto base = [&](LoadOp ld) { return map_.lookup(ld.getView().getDefiningOp<ViewOp>().getTensor()); };
+    Value aligned = andOf(rowsAligned(base(plan->a), plan->a.getType()),
+                          rowsAligned(base(plan->b), plan->b.getType()));
+    SmallVector<Type> types;
+    for (Value v : inits) types.push_back(v.getType());
+    auto ifOp = b_.create<scf::IfOp>(loc_, types, aligned, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      b_.create<scf::YieldOp>(loc_, ValueRange(lowerLoopPipelined(l, *plan, inits)));
+      b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      FailureOr<Elems> simple = lowerLoopSimple(l, layouts, inits);
+      if (failed(simple)) return failure();
+      b_.create<scf::YieldOp>(loc_, ValueRange(*simple));
+    }
+    results.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  } else {
+    FailureOr<Elems> simple = lowerLoopSimple(l, layouts, inits);
+    if (failed(simple)) return failure();
+    results = *simple;
+  }
+  size_t at = 0;
+  for (auto [i, r] : llvm::enumerate(l.getResults())) {
+    tiles_[r] = Dist{Elems(results.begin() + at, results.begin() + at + sizes[i]), layouts[i], false};
+    at += sizes[i];
+  }
+  return success();
+}
+
+FailureOr<Elems> GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, ArrayRef<Value> inits) {
+  auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
+  auto loop = b_.create<scf::ForOp>(loc_, cidx(0), map_.lookup(l.getCount()), cidx(1), inits);
+  OpBuilder::InsertionGuard guard(b_);
+  // With nothing carried, scf.for comes with its yield; we write our own below.
+  if (loop.getBody()->mightHaveTerminator()) loop.getBody()->getTerminator()->erase();
+  b_.setInsertionPointToEnd(loop.getBody());
+  map_.map(l.getInductionVar(), loop.getInductionVar());
+  size_t at = 0;
+  for (auto [i, carried] : llvm::enumerate(l.getCarried())) {
+    size_t n = perThread(cast<TileType>(carried.getType()).getShape(), layouts[i]);
+    auto args = loop.getRegionIterArgs().slice(at, n);
+    tiles_[carried] = Dist{Elems(args.begin(), args.end()), layouts[i], false};
+    at += n;
+  }
+  if (failed(lowerBlock(l.getBody().front()))) return failure();
+  SmallVector<Value> yields;
+  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+    Elems e = as(tiles_.at(v), cast<TileType>(v.getType()), layouts[i]);
+    yields.append(e.begin(), e.end());
+  }
+  b_.create<scf::YieldOp>(loc_, yields);
+  return Elems(loop.getResults());
+}
+
+std::optional<GpuKernelLowering::PipePlan> GpuKernelLowering::pipelinePlan(LoopOp l) {
+  if (l.getStages() < 2 || l.getInits().size() != 1) return std::nullopt;
+  Block& body = l.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  auto dot = yield.getValues()[0].getDefiningOp<DotOp>();
+  if (!dot || dot.getAcc() != l.getCarried()[0] || !dot->hasOneUse()) return std::nullopt;
+  auto a = dot.getLhs().getDefiningOp<LoadOp>(), b = dot.getRhs().getDefiningOp<LoadOp>();
+  if (!a || !b || !a->hasOneUse() || !b->hasOneUse() || !a.getPadding().isZero() || !b.getPadding().isZero())
+    return std::nullopt;
+  // The pipelined loop re-reads the operands each iteration: only right for loads made
+  // in the body (a tile loaded before the loop may since have been overwritten).
+  if (a->getBlock() != &body || b->getBlock() != &body) return std::nullopt;
+  for (Operation& op : body.without_terminator())
+    if (!isa<ViewOp, LoadOp, DotOp>(op) && op.getDialect()->getNamespace() != "arith") return std::nullopt;
+  for (LoadOp ld : {a, b})
+    if (ld.getType().getRank() != 2 || ld.getType().getShape()[1] % 8) return std::nullopt;
+  auto layout = mmaLayoutFor(dot);
+  if (!layout) return std::nullopt;
+  return PipePlan{dot, a, b, *layout};
+}
+
+Value GpuKernelLowering::remat(Value v, LoopOp l, Value iv) {
+  if (v == l.getInductionVar()) return iv;
+  Operation* def = v.getDefiningOp();
+  if (!def || def->getBlock() != &l.getBody().front()) return map_.lookup(v);
+  IRMapping m;
+  for (Value o : def->getOperands()) m.map(o, remat(o, l, iv));
+  return b_.clone(*def, m)->getResult(0);
+}
+
+// Software pipeline, `stages` deep: the copies for iteration k + stages - 1 are in flight
+// while iteration k computes. Each stage has its own A and B buffers; cp.async groups are
+// committed one per iteration (empty ones too), so waiting until at most stages-2 groups
+// are pending means iteration k's copies (this thread's) landed; the barrier after makes
+// everyone's visible and also tells that every thread finished iteration k-1, whose
+// buffers the next copies overwrite.
+Elems GpuKernelLowering::lowerLoopPipelined(LoopOp l, PipePlan p, const Elems& init) {
+  int64_t S = l.getStages();
+  TileType at = p.a.getType(), bt = p.b.getType(), ct = p.dot.getType();
+  int64_t aBytes = (at.getNumElements() * 2 + 15) / 16 * 16;
+  int64_t bBytes = (bt.getNumElements() * 2 + 15) / 16 * 16;
+  int64_t stageBytes = aBytes + bBytes;
+  Value count = map_.lookup(l.getCount());
+  auto viewAt = [&](LoadOp ld, Value iv) {
+    auto view = ld.getView().getDefiningOp<ViewOp>();
+    ViewInfo info{map_.lookup(view.getTensor()), {}, llvm::to_vector(view.getType().getShape())};
+    for (auto [d, idx] : llvm::enumerate(view.getIndices()))
+      info.offsets.push_back(b_.create<arith::MulIOp>(loc_, remat(idx, l, iv), cidx(info.shape[d])));
+    return info;
+  };
+  auto buffers = [&](Value iter) {
+    Value slot = b_.create<arith::RemUIOp>(loc_, iter, cidx(S));
+    Value off = b_.create<arith::MulIOp>(loc_, slot, cidx(stageBytes));
+    Value bufA = sharedAt(at.getNumElements(), at.getElementType(), off, S * stageBytes);
+    Value bufB = sharedAt(bt.getNumElements(), bt.getElementType(),
+                          b_.create<arith::AddIOp>(loc_, off, cidx(aBytes)), S * stageBytes);
+    return std::make_pair(bufA, bufB);
+  };
+  auto issue = [&](Value iter) { // copies of iteration `iter`, if it exists; then commit
+    Value exists = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, iter, count);
+    auto ifOp = b_.create<scf::IfOp>(loc_, exists, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      auto [bufA, bufB] = buffers(iter);
+      asyncCopy(viewAt(p.a, iter), at, bufA);
+      asyncCopy(viewAt(p.b, iter), bt, bufB);
+    }
+    b_.create<NVVM::CpAsyncCommitGroupOp>(loc_);
+  };
+  barrier(); // the scratch may hold an earlier op's data still being read
+  for (int64_t s = 0; s < S - 1; ++s) issue(cidx(s));
+  auto loop = b_.create<scf::ForOp>(loc_, cidx(0), count, cidx(1), ValueRange(init));
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    Value kk = loop.getInductionVar();
+    b_.create<NVVM::CpAsyncWaitGroupOp>(loc_, S - 2);
+    barrier();
+    issue(b_.create<arith::AddIOp>(loc_, kk, cidx(S - 1)));
+    auto [bufA, bufB] = buffers(kk);
+    b_.create<scf::YieldOp>(loc_, ValueRange(mmaLoop(bufA, bufB, at, ct, p.layout, loop.getRegionIterArgs())));
+  }
+  b_.create<NVVM::CpAsyncWaitGroupOp>(loc_, 0); // drain the trailing (empty) groups
+  barrier();
+  return Elems(loop.getResults());
+}
+
+} // namespace kiln::portable
