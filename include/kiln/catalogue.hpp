@@ -106,7 +106,8 @@ struct KILN_API RunResult {
   CompileTimes compile; ///< the compile that produced the code (a cache hit: the original's)
   CacheInfo cache;      ///< what this compile call did: miss, memory or disk hit, and its cost
   KernelReport kernel;  ///< registers, shared memory, target
-  double run_ms = 0;    ///< first run, on the host clock (warm timing is `kiln bench`, issue 4)
+  std::string launch_path; ///< which machine code ran (CompiledKernel::launch_path)
+  double run_ms = 0;    ///< first run, on the host clock (warm timing is `kiln bench`)
   double flops = 0;
   std::string shape;
   uint64_t seed = 0;

@@ -178,6 +178,7 @@ RunResult run_and_verify(const Runtime& rt, const Entry& entry, const std::vecto
   Problem p = entry.problem(shape, dtype, seed);
   r.flops = p.flops;
   DeviceProblem d = upload(rt, p);
+  r.launch_path = ck.launch_path(d.views);
   t0 = std::chrono::steady_clock::now();
   ck.launch(d.views);
   r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
