@@ -169,6 +169,9 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       sm90.tileN = o.hopperTileN ? o.hopperTileN : 128;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
     }
+    KilnAssignLayoutsOptions layouts;
+    layouts.numWarps = o.numWarps;
+    pm.addPass(kiln::createKilnAssignLayouts(layouts));
     KilnLowerToGPUOptions opts;
     opts.numWarps = o.numWarps;
     pm.addPass(kiln::createKilnLowerToGPU(opts));

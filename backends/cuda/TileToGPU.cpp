@@ -73,6 +73,22 @@ Value GpuKernelLowering::linearize(ArrayRef<Value> coords, ArrayRef<int64_t> sha
 }
 
 LogicalResult GpuKernelLowering::run() {
+  // Layouts assigned for another warp count would not fit this CTA's threads.
+  const int64_t warps = T_ / 32;
+  auto fits = [&](Operation* op, Attribute a) -> LogicalResult {
+    auto m = dyn_cast_or_null<MmaLayoutAttr>(a);
+    if (!m || m.getWarpsM() * m.getWarpsN() == warps) return success();
+    return op->emitOpError("has a layout for ") << m.getWarpsM() * m.getWarpsN() << " warps, but the kernel is lowered with "
+                                                << warps << " (run kiln-assign-layouts with the same num-warps)";
+  };
+  WalkResult checked = kernel_.walk([&](Operation* op) {
+    if (failed(fits(op, op->getAttr(kLayoutAttr)))) return WalkResult::interrupt();
+    if (auto carried = op->getAttrOfType<ArrayAttr>(kCarriedLayoutsAttr))
+      for (Attribute a : carried)
+        if (failed(fits(op, a))) return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  if (checked.wasInterrupted()) return failure();
   MLIRContext* ctx = kernel_.getContext();
   auto global = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Global);
   SmallVector<Type> argTypes;

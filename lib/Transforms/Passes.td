@@ -29,6 +29,22 @@ def KilnLowerToLoops : Pass<"kiln-lower-to-loops", "::mlir::ModuleOp"> {
                            "::mlir::math::MathDialect", "::mlir::vector::VectorDialect"];
 }
 
+def KilnAssignLayouts : Pass<"kiln-assign-layouts", "::mlir::ModuleOp"> {
+  let summary = "CUDA: decide how tiles are spread over threads, and record it in the IR";
+  let description = [{
+    Sets `tile.layout` on every `tile.dot`: `#tile.mma<warps = [wm, wn], frags = [tm, tn]>`
+    when it runs on the tensor cores (bf16/f16 operands, M, N, K multiples of 16, 8, 16;
+    the warp grid closest to square warp tiles), else `#tile.blocked`; and
+    `tile.carried_layouts` on every `tile.loop`: per carried tile, the mma layout of the
+    tensor-core dot its yielded value comes from through elementwise ops, else
+    `#tile.blocked`. kiln-lower-to-gpu follows these (and makes the same decisions itself
+    when they are absent).
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "int64_t", /*default=*/"4", "warps per CTA">,
+  ];
+}
+
 def KilnLowerToGPU : Pass<"kiln-lower-to-gpu", "::mlir::ModuleOp"> {
   let summary = "CUDA backend: lower tile kernels to gpu.func kernels (registers, tensor cores, cp.async)";
   let description = [{

@@ -13,38 +13,19 @@ Elems GpuKernelLowering::as(const Dist& d, TileType t, const Layout& l) {
   return out;
 }
 
-std::optional<Layout> GpuKernelLowering::mmaLayoutFor(DotOp d) {
-  TileType a = d.getLhs().getType(), c = d.getType();
-  Type e = a.getElementType();
-  if (!(e.isBF16() || e.isF16())) return std::nullopt;
-  int64_t M = c.getShape()[0], N = c.getShape()[1], K = a.getShape()[1], W = T_ / 32;
-  if (M % 16 || N % 8 || K % 16) return std::nullopt;
-  std::optional<Layout> best;
-  for (int64_t wm = 1; wm <= W; ++wm) {
-    if (W % wm) continue;
-    int64_t wn = W / wm;
-    if (M % (16 * wm) || N % (8 * wn)) continue;
-    Layout l{Layout::Mma, wm, wn, M / (16 * wm), N / (8 * wn)};
-    // Prefer square warp tiles: fewest fragment loads per mma.
-    auto cost = [](const Layout& x) { return std::abs(x.tm * 16 - x.tn * 8); };
-    if (!best || cost(l) < cost(*best)) best = l;
-  }
-  return best;
+Layout GpuKernelLowering::layoutFrom(Attribute a) {
+  auto m = dyn_cast_or_null<MmaLayoutAttr>(a);
+  if (!m) return {};
+  return Layout{Layout::Mma, m.getWarpsM(), m.getWarpsN(), m.getFragsM(), m.getFragsN()};
 }
 
-Layout GpuKernelLowering::predictLayout(Value v, int depth) {
-  if (depth > 64) return {};
-  Operation* def = v.getDefiningOp();
-  if (auto d = dyn_cast_or_null<DotOp>(def)) {
-    if (auto l = mmaLayoutFor(d)) return *l;
-    return {};
-  }
-  if (def && def->hasTrait<OpTrait::Elementwise>())
-    for (Value o : def->getOperands()) {
-      Layout l = predictLayout(o, depth + 1);
-      if (l.kind == Layout::Mma) return l;
-    }
-  return {};
+std::optional<Layout> GpuKernelLowering::mmaLayoutFor(DotOp d) {
+  // kiln-assign-layouts' decision, or the same decision made here when it did not run.
+  Attribute a = d->getAttr(kLayoutAttr);
+  if (!a) a = portable::mmaLayoutFor(d, T_ / 32);
+  Layout l = layoutFrom(a);
+  if (l.kind != Layout::Mma) return std::nullopt;
+  return l;
 }
 
 Dist GpuKernelLowering::dotSimt(DotOp d) {

@@ -23,6 +23,7 @@
 // portable/Loops.cpp (tile.loop, plain and software-pipelined).
 #include "Dialect/Tile/TileDialect.h"
 #include "Transforms/ScalarMath.h"
+#include "portable/Layouts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -100,10 +101,10 @@ private:
   }
   Slot slot(ArrayRef<int64_t> shape, int64_t k, const Layout& l = {});
   Slot mmaSlot(int64_t k, const Layout& l);
-  /// The tensor-core layout for a dot producing `c`, if its shapes and dtypes fit.
+  /// The tensor-core layout of `d` (portable/Layouts.h), if it runs on the tensor cores.
   std::optional<Layout> mmaLayoutFor(DotOp d);
-  /// The layout a value will have once lowered (for loop-carried tiles).
-  Layout predictLayout(Value v, int depth = 0);
+  /// A layout attribute (#tile.mma or #tile.blocked) as the lowering's Layout.
+  static Layout layoutFrom(Attribute a);
   /// `d` in layout `l` (materialising uniform tiles, converting through shared memory).
   Elems as(const Dist& d, TileType t, const Layout& l);
   Value lane() { return b_.create<arith::RemUIOp>(loc_, tid_, cidx(32)); }

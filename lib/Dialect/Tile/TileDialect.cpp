@@ -13,10 +13,17 @@ using namespace kiln::tile;
 #define GET_TYPEDEF_CLASSES
 #include "Dialect/Tile/TileTypes.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "Dialect/Tile/TileAttrs.cpp.inc"
+
 void TileDialect::initialize() {
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "Dialect/Tile/TileTypes.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "Dialect/Tile/TileAttrs.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST

@@ -16,6 +16,9 @@
 #define GET_TYPEDEF_CLASSES
 #include "Dialect/Tile/TileTypes.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "Dialect/Tile/TileAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "Dialect/Tile/TileOps.h.inc"
 

@@ -16,6 +16,7 @@ def Tile_Dialect : Dialect {
   }];
   let cppNamespace = "::kiln::tile";
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 class Tile_Op<string mnemonic, list<Trait> traits = []>

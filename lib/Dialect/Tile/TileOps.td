@@ -2,6 +2,7 @@
 #define KILN_TILE_OPS
 
 include "TileTypes.td"
+include "TileAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"

@@ -1,0 +1,72 @@
+// RUN: kiln-opt %s --split-input-file --kiln-assign-layouts="num-warps=4" | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-assign-layouts="num-warps=8" | FileCheck %s --check-prefix=W8
+// RUN: kiln-opt %s --split-input-file --kiln-assign-layouts="num-warps=4" | kiln-opt --split-input-file --kiln-lower-to-gpu="num-warps=4" | FileCheck %s --check-prefix=LOWERED
+// RUN: kiln-opt %s --split-input-file --kiln-assign-layouts="num-warps=8" | not kiln-opt --split-input-file --kiln-lower-to-gpu="num-warps=4" 2>&1 | FileCheck %s --check-prefix=MISMATCH
+
+// The layouts of a bf16 GEMM tile with an epilogue: the dot runs on the tensor cores, so
+// the loop carries its accumulator in the mma layout; the f32 dot below runs as SIMT code.
+
+// CHECK-LABEL: tile.kernel @mm
+// CHECK: tile.loop {{.*}} attributes {tile.carried_layouts = [#tile.mma<warps = [2, 2], frags = [2, 4]>]}
+// CHECK: tile.dot {{.*}} {tile.layout = #tile.mma<warps = [2, 2], frags = [2, 4]>}
+// W8: tile.carried_layouts = [#tile.mma<warps = [2, 4], frags = [2, 2]>]
+// W8: tile.dot {{.*}} {tile.layout = #tile.mma<warps = [2, 4], frags = [2, 2]>}
+// LOWERED: gpu.func @mm
+// LOWERED: mma.sync
+// MISMATCH: 'tile.dot' op has a layout for 8 warps, but the kernel is lowered with 4 (run kiln-assign-layouts with the same num-warps)
+module {
+  tile.kernel @mm(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N], bf16>, out %C: !tile.tensor<[M, N], bf16>) {
+    %M = tile.dim "M"
+    %N = tile.dim "N"
+    %K = tile.dim "K"
+    %c64 = arith.constant 64 : index
+    %c32 = arith.constant 32 : index
+    %gm = arith.ceildivsi %M, %c64 : index
+    %gn = arith.ceildivsi %N, %c64 : index
+    tile.grid (%i, %j) in (%gm, %gn) {
+      %kt = arith.ceildivsi %K, %c32 : index
+      %z = tile.full 0.000000e+00 : <64x64xf32>
+      %acc = tile.loop %kk to %kt stages 2 carry(%c = %z : !tile.tile<64x64xf32>) {
+        %va = tile.view %A[%i, %kk] : <[M, K], bf16> -> <64x32xbf16>
+        %a = tile.load %va : <64x32xbf16> -> <64x32xbf16>
+        %vb = tile.view %B[%kk, %j] : <[K, N], bf16> -> <32x64xbf16>
+        %b = tile.load %vb : <32x64xbf16> -> <32x64xbf16>
+        %d = tile.dot %a, %b, %c : <64x32xbf16>, <32x64xbf16> -> <64x64xf32>
+        tile.yield %d : !tile.tile<64x64xf32>
+      }
+      %vc = tile.view %C[%i, %j] : <[M, N], bf16> -> <64x64xbf16>
+      %o = tile.cast %acc : <64x64xf32> -> <64x64xbf16>
+      tile.store %o, %vc : <64x64xbf16>, <64x64xbf16>
+    }
+  }
+}
+
+// -----
+
+// CHECK-LABEL: tile.kernel @simt
+// CHECK: tile.carried_layouts = [#tile.blocked]
+// CHECK: tile.dot {{.*}} {tile.layout = #tile.blocked}
+module {
+  tile.kernel @simt(in %A: !tile.tensor<[M, K], f32>, in %B: !tile.tensor<[K, N], f32>, out %C: !tile.tensor<[M, N], f32>) {
+    %M = tile.dim "M"
+    %N = tile.dim "N"
+    %K = tile.dim "K"
+    %c16 = arith.constant 16 : index
+    %gm = arith.ceildivsi %M, %c16 : index
+    %gn = arith.ceildivsi %N, %c16 : index
+    tile.grid (%i, %j) in (%gm, %gn) {
+      %kt = arith.ceildivsi %K, %c16 : index
+      %z = tile.full 0.000000e+00 : <16x16xf32>
+      %acc = tile.loop %kk to %kt stages 1 carry(%c = %z : !tile.tile<16x16xf32>) {
+        %va = tile.view %A[%i, %kk] : <[M, K], f32> -> <16x16xf32>
+        %a = tile.load %va : <16x16xf32> -> <16x16xf32>
+        %vb = tile.view %B[%kk, %j] : <[K, N], f32> -> <16x16xf32>
+        %b = tile.load %vb : <16x16xf32> -> <16x16xf32>
+        %d = tile.dot %a, %b, %c : <16x16xf32>, <16x16xf32> -> <16x16xf32>
+        tile.yield %d : !tile.tile<16x16xf32>
+      }
+      %vc = tile.view %C[%i, %j] : <[M, N], f32> -> <16x16xf32>
+      tile.store %acc, %vc : <16x16xf32>, <16x16xf32>
+    }
+  }
+}
