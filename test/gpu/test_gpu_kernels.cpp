@@ -397,3 +397,33 @@ TEST_CASE("gpu: the twin reads and writes through padded row strides, odd N incl
     CHECK(padTouched == 0); // the padding keeps its poison
   }
 }
+
+TEST_CASE("gpu: a bf16 GEMM with an f32 output is right through the twin", "[gpu][sm90]") {
+  using namespace kiln::dsl;
+  Kernel k = kernel("to_f32", [](Builder& b) {
+    auto [M, N, K] = b.dims("M", "N", "K");
+    auto A = b.input("A", {M, K}, bf16), B = b.input("B", {K, N}, bf16);
+    auto C = b.output("C", {M, N}, f32);
+    b.grid({cdiv(M, 64), cdiv(N, 64)}, [&](Index i, Index j) {
+      Tile acc = b.loop(cdiv(K, 32), 3, b.zeros({64, 64}), [&](Index kk, const Tile& c) {
+        return dot(b.load(A.tile({i, kk}, {64, 32})), b.load(B.tile({kk, j}, {32, 64})), c);
+      });
+      b.store(C.tile({i, j}, {64, 64}), acc);
+    });
+  });
+  CompiledKernel ck = gpu().compile(k);
+  for (std::vector<int64_t> s : {std::vector<int64_t>{77, 135, 72}, {300, 264, 520}}) {
+    const int64_t M = s[0], N = s[1], K = s[2];
+    HostTensor a(DType::bf16, {M, K}), b(DType::bf16, {K, N}), c(DType::f32, {M, N});
+    a.fill_random(11), b.fill_random(12);
+    c.poison();
+    DeviceTensor da = gpu().upload(a), db = gpu().upload(b), dc = gpu().upload(c);
+    INFO(str(s) << ": " << ck.launch_path({da.view(), db.view(), dc.view()}));
+    ck.launch({da.view(), db.view(), dc.view()});
+    gpu().download(dc, c);
+    std::vector<double> want = reference::gemm(a.view(), b.view(), nullptr, reference::Epilogue::none);
+    verify::Report r = verify::compare(c.view(), want, verify::Tolerance::for_dtype(DType::f32));
+    INFO(r.summary());
+    CHECK(r.ok);
+  }
+}

@@ -285,3 +285,29 @@ TEST_CASE("launch_path says which machine code a launch would run, and why", "[c
   wrong.pop_back();
   CHECK_THROWS_AS(twin.launch_path(wrong), Error);
 }
+
+TEST_CASE("a bf16 GEMM with an f32 output gets a twin that stores f32", "[cuda][sm90]") {
+  using namespace kiln::dsl;
+  Kernel k = kernel("to_f32", [](Builder& b) {
+    auto [M, N, K] = b.dims("M", "N", "K");
+    auto A = b.input("A", {M, K}, bf16), B = b.input("B", {K, N}, bf16);
+    auto C = b.output("C", {M, N}, f32);
+    b.grid({cdiv(M, 64), cdiv(N, 64)}, [&](Index i, Index j) {
+      Tile acc = b.loop(cdiv(K, 32), 3, b.zeros({64, 64}), [&](Index kk, const Tile& c) {
+        return dot(b.load(A.tile({i, kk}, {64, 32})), b.load(B.tile({kk, j}, {32, 64})), c);
+      });
+      b.store(C.tile({i, j}, {64, 64}), acc);
+    });
+  });
+  Runtime rt = offline("sm_90a");
+  CompiledKernel ck = rt.compile(k);
+  CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles") && Contains(" 0 spill bytes"));
+  std::string ptx = rt.emit(k, Stage::ptx);
+  const auto twin = ptx.find(".entry to_f32__sm90("), portable = ptx.find(".entry to_f32(");
+  REQUIRE(twin != std::string::npos);
+  REQUIRE(portable != std::string::npos);
+  std::string body = twin < portable ? ptx.substr(twin, portable - twin) : ptx.substr(twin);
+  // f32 elements one by one (4-byte stores: no alignment beyond the element's assumed).
+  CHECK(body.find("st.global.b32") != std::string::npos);
+  CHECK(body.find("st.global.v2") == std::string::npos);
+}
