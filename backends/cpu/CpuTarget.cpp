@@ -26,13 +26,13 @@ void initLLVMOnce() {
   });
 }
 
-CpuTarget hostTarget() {
+CpuTarget hostTarget(const llvm::StringMap<bool>& hostFeatures) {
   CpuTarget t;
   t.triple = llvm::sys::getProcessTriple();
   t.cpu = t.hostCpu = llvm::sys::getHostCPUName().str();
   // Sorted: the string is part of the kernel cache key, and a hash map's order is not.
   std::vector<std::string> fs;
-  for (auto& [name, on] : llvm::sys::getHostCPUFeatures()) fs.push_back((on ? "+" : "-") + name.str());
+  for (auto& [name, on] : hostFeatures) fs.push_back((on ? "+" : "-") + name.str());
   std::sort(fs.begin(), fs.end());
   for (auto& f : fs) t.features += (t.features.empty() ? "" : ",") + f;
   return t;
@@ -51,7 +51,8 @@ CpuTarget chooseTarget(const std::string& option) {
     name = env ? env : "";
     source = "KILN_CPU";
   }
-  CpuTarget host = hostTarget();
+  const llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
+  CpuTarget host = hostTarget(hostFeatures);
   if (name.empty() || name == "host") return host;
 
   const std::string said = "CPU '" + name + "' (from " + source + ")";
@@ -67,7 +68,6 @@ CpuTarget chooseTarget(const std::string& option) {
   // except x87, which every x86-64 CPU has and the query never lists.
   llvm::SmallVector<llvm::StringRef, 64> implied;
   llvm::X86::getFeaturesForCPU(name, implied);
-  auto hostFeatures = llvm::sys::getHostCPUFeatures();
   std::string missing;
   for (llvm::StringRef f : implied) {
     auto it = hostFeatures.find(f);

@@ -13,6 +13,7 @@
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 #include "gpu_test.hpp"
+#include "../unit/dsl_gemms.hpp"
 #include "../unit/unary_ops.hpp"
 
 #include "Driver.h" // an engine's own stream, for the caller-stream test
@@ -399,18 +400,7 @@ TEST_CASE("gpu: the twin reads and writes through padded row strides, odd N incl
 }
 
 TEST_CASE("gpu: a bf16 GEMM with an f32 output is right through the twin", "[gpu][sm90]") {
-  using namespace kiln::dsl;
-  Kernel k = kernel("to_f32", [](Builder& b) {
-    auto [M, N, K] = b.dims("M", "N", "K");
-    auto A = b.input("A", {M, K}, bf16), B = b.input("B", {K, N}, bf16);
-    auto C = b.output("C", {M, N}, f32);
-    b.grid({cdiv(M, 64), cdiv(N, 64)}, [&](Index i, Index j) {
-      Tile acc = b.loop(cdiv(K, 32), 3, b.zeros({64, 64}), [&](Index kk, const Tile& c) {
-        return dot(b.load(A.tile({i, kk}, {64, 32})), b.load(B.tile({kk, j}, {32, 64})), c);
-      });
-      b.store(C.tile({i, j}, {64, 64}), acc);
-    });
-  });
+  Kernel k = test::bf16Gemm("to_f32", {}, DType::f32);
   CompiledKernel ck = gpu().compile(k);
   for (std::vector<int64_t> s : {std::vector<int64_t>{77, 135, 72}, {300, 264, 520}}) {
     const int64_t M = s[0], N = s[1], K = s[2];

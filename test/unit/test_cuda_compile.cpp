@@ -10,6 +10,7 @@
 #include "kiln/error.hpp"
 #include "kiln/runtime.hpp"
 
+#include "dsl_gemms.hpp"
 #include "unary_ops.hpp"
 
 using namespace kiln;
@@ -222,25 +223,6 @@ TEST_CASE("every supported architecture compiles to PTX of the version it needs 
   }
 }
 
-namespace {
-// C = op(A @ B) in bf16, written in the DSL with 64x64x32 tiles and a grid over C.
-Kernel gemmWith(const std::string& name, const std::function<dsl::Tile(const dsl::Tile&)>& epilogue,
-                int64_t gridN = 0) {
-  using namespace kiln::dsl;
-  return kernel(name, [=](Builder& b) {
-    auto [M, N, K] = b.dims("M", "N", "K");
-    auto A = b.input("A", {M, K}, bf16), B = b.input("B", {K, N}, bf16);
-    auto C = b.output("C", {M, N}, bf16);
-    Index cols = gridN ? b.constant(gridN) : cdiv(N, 64);
-    b.grid({cdiv(M, 64), cols}, [&](Index i, Index j) {
-      Tile acc = b.loop(cdiv(K, 32), 3, b.zeros({64, 64}), [&](Index kk, const Tile& c) {
-        return dot(b.load(A.tile({i, kk}, {64, 32})), b.load(B.tile({kk, j}, {32, 64})), c);
-      });
-      b.store(C.tile({i, j}, {64, 64}), cast(epilogue(acc), bf16));
-    });
-  });
-}
-} // namespace
 
 TEST_CASE("a twin whose epilogue divides or takes square roots keeps its wgmma asynchronous", "[cuda][sm90]") {
   // IEEE division and sqrt are ptxas subroutine calls, and any call serialises wgmma.
@@ -250,7 +232,7 @@ TEST_CASE("a twin whose epilogue divides or takes square roots keeps its wgmma a
            {"with_sqrt", [](const dsl::Tile& t) { return dsl::sqrt(dsl::relu(t)); }},
            {"with_sigmoid", [](const dsl::Tile& t) { return dsl::sigmoid(t); }}}) {
     INFO(name);
-    CompiledKernel ck = rt.compile(gemmWith(name, op));
+    CompiledKernel ck = rt.compile(test::bf16Gemm(name, op));
     CHECK_THAT(ck.report().sm90, Contains("0 spill bytes"));
     CHECK_THAT(ck.report().ptxas_notes, !Contains("serializ"));
   }
@@ -258,9 +240,9 @@ TEST_CASE("a twin whose epilogue divides or takes square roots keeps its wgmma a
 
 TEST_CASE("a GEMM whose grid does not cover C gets no twin (the twin writes every tile)", "[cuda][sm90]") {
   // Only the first 64 columns of C are computed by this kernel: the twin would write all N.
-  CompiledKernel ck = offline("sm_90a").compile(gemmWith("first_cols", [](const dsl::Tile& t) { return t; }, 1));
+  CompiledKernel ck = offline("sm_90a").compile(test::bf16Gemm("first_cols", {}, DType::bf16, 1));
   CHECK_THAT(ck.report().sm90, Contains("none:") && Contains("the grid does not cover C exactly"));
-  CHECK_THAT(offline("sm_90a").compile(gemmWith("all_cols", [](const dsl::Tile& t) { return t; })).report().sm90,
+  CHECK_THAT(offline("sm_90a").compile(test::bf16Gemm("all_cols")).report().sm90,
              Contains("128x128x64 tiles"));
 }
 
@@ -270,10 +252,10 @@ TEST_CASE("launch_path says which machine code a launch would run, and why", "[c
   CompiledKernel twin = offline("sm_90a").compile(catalogue::gemm_bias_relu(DType::bf16));
   catalogue::Problem aligned = catalogue::find("gemm_bias_relu").problem({64, 64, 64}, DType::bf16, 1);
   catalogue::Problem ragged = catalogue::find("gemm_bias_relu").problem({64, 64, 33}, DType::bf16, 1);
-  // HostTensor storage is only element-aligned: pick the verdict from what TMA allows.
-  const bool hostAligned = reinterpret_cast<uintptr_t>(aligned.args[0].data()) % 16 == 0 &&
-                           reinterpret_cast<uintptr_t>(aligned.args[1].data()) % 16 == 0;
-  if (hostAligned) CHECK(twin.launch_path(viewsFor(aligned)) == "sm_90a twin 'gemm_bias_relu__sm90'");
+  // Host buffers come from operator new: 16-byte aligned on x86-64, as TMA needs.
+  REQUIRE(reinterpret_cast<uintptr_t>(aligned.args[0].data()) % 16 == 0);
+  REQUIRE(reinterpret_cast<uintptr_t>(aligned.args[1].data()) % 16 == 0);
+  CHECK(twin.launch_path(viewsFor(aligned)) == "sm_90a twin 'gemm_bias_relu__sm90'");
   CHECK_THAT(twin.launch_path(viewsFor(ragged)),
              Contains("portable kernel 'gemm_bias_relu' (the sm_90a twin does not apply: ") && Contains("row pitch"));
   CHECK(offline("sm_80").compile(catalogue::gemm_bias_relu(DType::bf16)).launch_path(viewsFor(aligned)) ==
@@ -287,18 +269,7 @@ TEST_CASE("launch_path says which machine code a launch would run, and why", "[c
 }
 
 TEST_CASE("a bf16 GEMM with an f32 output gets a twin that stores f32", "[cuda][sm90]") {
-  using namespace kiln::dsl;
-  Kernel k = kernel("to_f32", [](Builder& b) {
-    auto [M, N, K] = b.dims("M", "N", "K");
-    auto A = b.input("A", {M, K}, bf16), B = b.input("B", {K, N}, bf16);
-    auto C = b.output("C", {M, N}, f32);
-    b.grid({cdiv(M, 64), cdiv(N, 64)}, [&](Index i, Index j) {
-      Tile acc = b.loop(cdiv(K, 32), 3, b.zeros({64, 64}), [&](Index kk, const Tile& c) {
-        return dot(b.load(A.tile({i, kk}, {64, 32})), b.load(B.tile({kk, j}, {32, 64})), c);
-      });
-      b.store(C.tile({i, j}, {64, 64}), acc);
-    });
-  });
+  Kernel k = test::bf16Gemm("to_f32", {}, DType::f32);
   Runtime rt = offline("sm_90a");
   CompiledKernel ck = rt.compile(k);
   CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles") && Contains(" 0 spill bytes"));

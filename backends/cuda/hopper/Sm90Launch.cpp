@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace kiln::hopper {
 
@@ -16,19 +17,34 @@ int64_t tileCount(const LaunchPlan& plan, const std::vector<TensorView>& args) {
   return n;
 }
 
+/// The stride of `v` along `d` in elements (row-major when `v` gives none), without the
+/// allocation of TensorView::effective_strides: this runs at every launch.
+int64_t strideOf(const TensorView& v, int d) {
+  if (!v.strides.empty()) return v.strides[size_t(d)];
+  int64_t s = 1;
+  for (size_t i = size_t(d) + 1; i < v.dims.size(); ++i) s *= v.dims[i];
+  return s;
+}
+
+/// Says why argument `arg` breaks a rule; false. (Messages are built only on this path:
+/// applies() runs at every launch.)
+bool refuse(std::string* why, int arg, const char* rule) {
+  *why = "argument " + std::to_string(arg) + rule;
+  return false;
+}
+
 /// A 2-D row-major tensor TMA can read: contiguous rows, 16-byte aligned base and pitch.
-bool tmaReadable(const TensorView& v, std::string* why, const std::string& who) {
-  if (v.rank() != 2 || size_of(v.dtype) != 2) return *why = who + " is not a 2-D 16-bit tensor", false;
-  auto st = v.effective_strides();
-  auto addr = reinterpret_cast<uintptr_t>(v.data);
+bool tmaReadable(const TensorView& v, int arg, std::string* why) {
+  if (v.rank() != 2 || size_of(v.dtype) != 2) return refuse(why, arg, " is not a 2-D 16-bit tensor");
+  const int64_t pitch = strideOf(v, 0), inner = strideOf(v, 1);
   const int64_t e = size_of(v.dtype);
-  if (st[1] != 1) return *why = who + "'s rows are not contiguous", false;
-  if (st[0] < v.dims[1]) return *why = who + "'s rows overlap (row stride below the row length)", false;
-  if (addr % 16 != 0) return *why = who + "'s address is not 16-byte aligned", false;
-  if ((st[0] * e) % 16 != 0) return *why = who + "'s row pitch is not a multiple of 16 bytes", false;
-  if (v.dims[0] < 1 || v.dims[1] < 1) return *why = who + " is empty", false;
-  if (v.dims[0] > INT32_MAX || v.dims[1] > INT32_MAX || st[0] * e >= (int64_t(1) << 40))
-    return *why = who + " is larger than a tensor map holds", false;
+  if (inner != 1) return refuse(why, arg, "'s rows are not contiguous");
+  if (pitch < v.dims[1]) return refuse(why, arg, "'s rows overlap (row stride below the row length)");
+  if (reinterpret_cast<uintptr_t>(v.data) % 16 != 0) return refuse(why, arg, "'s address is not 16-byte aligned");
+  if ((pitch * e) % 16 != 0) return refuse(why, arg, "'s row pitch is not a multiple of 16 bytes");
+  if (v.dims[0] < 1 || v.dims[1] < 1) return refuse(why, arg, " is empty");
+  if (v.dims[0] > INT32_MAX || v.dims[1] > INT32_MAX || pitch * e >= (int64_t(1) << 40))
+    return refuse(why, arg, " is larger than a tensor map holds");
   return true;
 }
 
@@ -50,18 +66,18 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
   if (!hasPointer) return *why = "the launch plan has no output pointer", false;
   for (const LaunchParam& p : plan.params) {
     const TensorView& v = args[size_t(p.arg)];
-    const std::string who = "argument " + std::to_string(p.arg);
-    if (p.kind == LaunchParam::TensorMap && !tmaReadable(v, why, who)) return false;
+    if (p.kind == LaunchParam::TensorMap && !tmaReadable(v, p.arg, why)) return false;
     if (p.kind == LaunchParam::Dim && (v.dims[size_t(p.dim)] < 1 || v.dims[size_t(p.dim)] > INT32_MAX))
-      return *why = who + "'s dim " + std::to_string(p.dim) + " is 0 or over 2^31", false;
+      return refuse(why, p.arg, ("'s dim " + std::to_string(p.dim) + " is 0 or over 2^31").c_str());
   }
   // C (the first Pointer) takes element pairs in one 4-byte store when its type is 16-bit.
   for (const LaunchParam& p : plan.params)
     if (p.kind == LaunchParam::Pointer) {
       const TensorView& c = args[size_t(p.arg)];
-      auto st = c.effective_strides();
-      if (st.back() != 1) return *why = "C's rows are not contiguous", false;
-      if (size_of(c.dtype) == 2 && (reinterpret_cast<uintptr_t>(c.data) % 4 != 0 || st[0] % 2 != 0))
+      if (c.rank() != 2) return *why = "C is not 2-D", false;
+      const int64_t pitch = strideOf(c, 0);
+      if (strideOf(c, 1) != 1) return *why = "C's rows are not contiguous", false;
+      if (size_of(c.dtype) == 2 && (reinterpret_cast<uintptr_t>(c.data) % 4 != 0 || pitch % 2 != 0))
         return *why = "C's element pairs are not 4-byte aligned", false;
       break;
     }
@@ -72,47 +88,48 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
 
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
             const std::string& kernelName, int smCount) {
-  // Parameter storage: reserved up front, so the addresses handed to the driver stay put.
-  const size_t n = plan.params.size();
-  std::vector<CUtensorMap> maps;
-  std::vector<CUdeviceptr> ptrs;
-  std::vector<int64_t> i64s;
-  std::vector<int32_t> i32s;
-  maps.reserve(n), ptrs.reserve(n), i64s.reserve(n), i32s.reserve(n);
-  std::vector<void*> params;
-  for (const LaunchParam& p : plan.params) {
+  // One slot per parameter, sized and aligned for a tensor map (the largest and the most
+  // aligned); the driver reads each through its pointer in `params`.
+  struct alignas(alignof(CUtensorMap)) Slot {
+    unsigned char bytes[sizeof(CUtensorMap)];
+  };
+  std::vector<Slot> slots(plan.params.size());
+  std::vector<void*> params(plan.params.size());
+  for (size_t i = 0; i < plan.params.size(); ++i) {
+    const LaunchParam& p = plan.params[i];
     const TensorView& v = args[size_t(p.arg)];
-    auto st = v.effective_strides();
+    void* slot = params[i] = slots[i].bytes;
     switch (p.kind) {
     case LaunchParam::TensorMap: {
-      const int64_t e = size_of(v.dtype);
       cuuint64_t dims[2] = {cuuint64_t(v.dims[1]), cuuint64_t(v.dims[0])}; // innermost first
-      cuuint64_t pitch[1] = {cuuint64_t(st[0] * e)};
+      cuuint64_t pitch[1] = {cuuint64_t(strideOf(v, 0) * size_of(v.dtype))};
       cuuint32_t box[2] = {cuuint32_t(p.box[0]), cuuint32_t(p.box[1])};
       cuuint32_t unit[2] = {1, 1};
-      maps.emplace_back();
       auto type = v.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-      KILN_CU_CHECK_CTX(cuda::driver().cuTensorMapEncodeTiled(&maps.back(), type, 2, v.data, dims, pitch, box, unit,
-                                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      KILN_CU_CHECK_CTX(cuda::driver().cuTensorMapEncodeTiled(static_cast<CUtensorMap*>(slot), type, 2, v.data, dims,
+                                                              pitch, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                              CU_TENSOR_MAP_SWIZZLE_128B,
+                                                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                         "kernel '" + kernelName + "': encoding the tensor map of argument " + std::to_string(p.arg) +
                             " (" + v.describe() + ")");
-      params.push_back(&maps.back());
       break;
     }
-    case LaunchParam::Pointer:
-      ptrs.push_back(reinterpret_cast<CUdeviceptr>(v.data));
-      params.push_back(&ptrs.back());
+    case LaunchParam::Pointer: {
+      auto ptr = reinterpret_cast<CUdeviceptr>(v.data);
+      std::memcpy(slot, &ptr, sizeof ptr);
       break;
-    case LaunchParam::Stride:
-      i64s.push_back(st[size_t(p.dim)]);
-      params.push_back(&i64s.back());
+    }
+    case LaunchParam::Stride: {
+      int64_t stride = strideOf(v, p.dim);
+      std::memcpy(slot, &stride, sizeof stride);
       break;
-    case LaunchParam::Dim:
-      i32s.push_back(int32_t(v.dims[size_t(p.dim)]));
-      params.push_back(&i32s.back());
+    }
+    case LaunchParam::Dim: {
+      auto dim = int32_t(v.dims[size_t(p.dim)]);
+      std::memcpy(slot, &dim, sizeof dim);
       break;
+    }
     }
   }
   int64_t ctas = tileCount(plan, args);

@@ -126,7 +126,9 @@ private:
   Value kTile(Value kt, Value acc, bool first);
   void release(Value it) { b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), emptyBarrier(slotOf(it).first), Value()); }
   void epilogue(Value acc);
-  Value evalElement(Value v, Value acc, Value row, Value col, Value rowC, Value colC, int64_t accIndex,
+  /// Epilogue value `v` at the accumulator element `accIndex`, whose (clamped) global
+  /// row and column are `rowC` and `colC`.
+  Value evalElement(Value v, Value acc, Value rowC, Value colC, int64_t accIndex,
                     DenseMap<Value, Value>& memo);
 
   GemmMatch& m_;
@@ -367,7 +369,7 @@ Value roundTo(OpBuilder& b, Location loc, Value v, Type t) {
   return b.create<arith::ExtFOp>(loc, b.getF32Type(), narrow);
 }
 
-Value Emitter::evalElement(Value v, Value acc, Value row, Value col, Value rowC, Value colC, int64_t accIndex,
+Value Emitter::evalElement(Value v, Value acc, Value rowC, Value colC, int64_t accIndex,
                            DenseMap<Value, Value>& memo) {
   if (auto it = memo.find(v); it != memo.end()) return it->second;
   Value out;
@@ -382,7 +384,7 @@ Value Emitter::evalElement(Value v, Value acc, Value row, Value col, Value rowC,
     x.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
     out = b_.create<arith::ConstantOp>(loc_, b_.getF32FloatAttr(x.convertToFloat()));
   } else if (auto bc = v.getDefiningOp<BroadcastOp>()) {
-    out = evalElement(bc.getInput(), acc, row, col, rowC, colC, accIndex, memo);
+    out = evalElement(bc.getInput(), acc, rowC, colC, accIndex, memo);
   } else if (auto ld = v.getDefiningOp<LoadOp>()) {
     // Rows and columns past C's edge are clamped: the load stays in bounds, the store
     // that would use it is masked off.
@@ -398,7 +400,7 @@ Value Emitter::evalElement(Value v, Value acc, Value row, Value col, Value rowC,
   } else {
     Operation* op = v.getDefiningOp();
     SmallVector<Value> x;
-    for (Value in : op->getOperands()) x.push_back(evalElement(in, acc, row, col, rowC, colC, accIndex, memo));
+    for (Value in : op->getOperands()) x.push_back(evalElement(in, acc, rowC, colC, accIndex, memo));
     out = roundTo(b_, loc_, emitScalar(b_, loc_, op, x), elt);
   }
   memo[v] = out;
@@ -422,34 +424,26 @@ void Emitter::epilogue(Value acc) {
   // Pair by pair: two adjacent columns of one row, evaluated then stored. Each element
   // is read (from an epilogue input) and written by the same thread, in that order, so C
   // may be the residual input itself; and only a pair's values are live at a time.
-  struct Pair {
-    Value row, col, v0, v1;
-  };
   auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
   for (int64_t j = 0; j < cfg_.bn / 8; ++j)
     for (int64_t h = 0; h < 2; ++h) {
-      Pair p;
-      p.row = ext64(add(row0, i32(8 * h)));
-      p.col = ext64(add(col0, i32(8 * j)));
-      Value rowC = b_.create<arith::MinUIOp>(loc_, p.row, lastRow);
-      Value vals[2];
+      Value row = ext64(add(row0, i32(8 * h)));
+      Value col = ext64(add(col0, i32(8 * j)));
+      Value rowC = b_.create<arith::MinUIOp>(loc_, row, lastRow);
+      Value v[2];
       for (int64_t e = 0; e < 2; ++e) {
-        Value c = add(p.col, i64(e));
-        Value colC = b_.create<arith::MinUIOp>(loc_, c, lastCol);
+        Value colC = b_.create<arith::MinUIOp>(loc_, add(col, i64(e)), lastCol);
         DenseMap<Value, Value> memo;
-        vals[e] = evalElement(out, acc, p.row, c, rowC, colC, 4 * j + 2 * h + e, memo);
+        v[e] = evalElement(out, acc, rowC, colC, 4 * j + 2 * h + e, memo);
       }
-      p.v0 = vals[0];
-      p.v1 = vals[1];
-      Value rowOk = ult(p.row, M);
-      Value index = add(mul(p.row, cStride_), p.col);
-      Value both = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(p.col, i64(1)), N));
+      Value rowOk = ult(row, M);
+      Value index = add(mul(row, cStride_), col);
       if (cElt.isF32()) {
         for (int e = 0; e < 2; ++e) {
-          Value ok = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(p.col, i64(e)), N));
+          Value ok = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(col, i64(e)), N));
           ifThen(ok, [&] {
             Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(index, i64(e))});
-            b_.create<LLVM::StoreOp>(loc_, e ? p.v1 : p.v0, ptr);
+            b_.create<LLVM::StoreOp>(loc_, v[e], ptr);
           });
         }
         continue;
@@ -457,19 +451,19 @@ void Emitter::epilogue(Value acc) {
       // 16-bit C: both columns in one 4-byte store (the runtime checked C's alignment and an
       // even row stride); the last odd column alone.
       ifThenElse(
-          both,
+          b_.create<arith::AndIOp>(loc_, rowOk, ult(add(col, i64(1)), N)),
           [&] {
             auto v2 = VectorType::get({2}, b_.getF32Type());
-            Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{p.v0, p.v1});
+            Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{v[0], v[1]});
             Value narrow = b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair);
             Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(), narrow);
             Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
             b_.create<LLVM::StoreOp>(loc_, bits, ptr, /*alignment=*/4);
           },
           [&] {
-            ifThen(b_.create<arith::AndIOp>(loc_, rowOk, ult(p.col, N)), [&] {
+            ifThen(b_.create<arith::AndIOp>(loc_, rowOk, ult(col, N)), [&] {
               Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
-              b_.create<LLVM::StoreOp>(loc_, b_.create<arith::TruncFOp>(loc_, cElt, p.v0), ptr);
+              b_.create<LLVM::StoreOp>(loc_, b_.create<arith::TruncFOp>(loc_, cElt, v[0]), ptr);
             });
           });
     }
