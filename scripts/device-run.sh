@@ -41,10 +41,11 @@ if want hopper; then
   # The sm_90a GEMM twin: plain and + bias + ReLU, beside cuBLASLt (plain / fused epilogue) in
   # the same process, for each twin width (KILN_HOPPER_TILE_N), and with the twin off.
   # 8192^3 is verified against cuBLASLt (kiln bench does that above 2^33 multiply-adds).
+  # HOPPER_VARIANTS: name=ENV[,ENV...] entries (default: both widths and the twin off).
   SHAPES="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 128x12288x4096 --shape 16x4096x4096"
-  for n in 128 256 off; do
+  for variant in ${HOPPER_VARIANTS:-128=KILN_HOPPER_TILE_N=128 256=KILN_HOPPER_TILE_N=256 off=KILN_HOPPER_GEMM=off}; do
+    n=${variant%%=*}; env=${variant#*=}; env=${env//,/ }
     for k in gemm gemm_bias_relu; do
-      if [ $n = off ]; then env="KILN_HOPPER_GEMM=off"; else env="KILN_HOPPER_TILE_N=$n"; fi
       run hopper-$k-$n hopper-$k-$n.log env $env $K/kiln bench $k --backend=cuda --dtype bf16 $SHAPES \
         --routes kiln,framework --reps 30 --warmup 5 --no-progress \
         --csv "$RES/hopper-$k-$n.csv" --json "$RES/hopper-$k-$n.json" --html "$RES/hopper-$k-$n.html"

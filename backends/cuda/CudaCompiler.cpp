@@ -1,5 +1,6 @@
 #include "CudaCompiler.h"
 #include "Target.h"
+#include "hopper/Sm90Tiles.h"
 
 #include "Compiler/KernelImpl.h"
 #include "Compiler/Pipeline.h"
@@ -166,6 +167,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     if (cudaTarget(o.arch).wgmma && o.hopperGemm) {
       KilnLowerGemmSm90Options sm90;
       sm90.tileN = o.hopperTileN ? o.hopperTileN : 128;
+      sm90.stages = o.hopperStages;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
     }
     KilnAssignLayoutsOptions layouts;
@@ -228,6 +230,14 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   if (options.hopperTileN != 0 && options.hopperTileN != 128 && options.hopperTileN != 256)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_n must be 0, 128 or 256, got " +
                                                 std::to_string(options.hopperTileN));
+  if (options.hopperStages != 0) {
+    const int64_t most = hopper::maxStages(options.hopperTileN ? options.hopperTileN : 128);
+    if (options.hopperStages < 2 || options.hopperStages > most)
+      throw Error(ErrorKind::InvalidArgument,
+                  "kernel '" + kernel.name() + "': hopper_stages must be 0 or 2.." + std::to_string(most) +
+                      " at hopper_tile_n " + std::to_string(options.hopperTileN ? options.hopperTileN : 128) +
+                      " (the ring must fit in 227 KiB of shared memory), got " + std::to_string(options.hopperStages));
+  }
   const std::string& name = kernel.name();
   if (numWarps < 1 || numWarps > 32)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + name + "': num_warps must be 1..32, got " +

@@ -31,6 +31,7 @@ struct CompileOptions {
   int numWarps = 4;       ///< the portable kernel's warps per CTA
   bool hopperGemm = true; ///< sm_90a: a TMA + wgmma twin for GEMM-shaped kernels
   int hopperTileN = 0;    ///< its columns per CTA (128, 256; 0: kiln's choice)
+  int hopperStages = 0;   ///< its shared-memory ring depth (0: the most that fit)
 };
 
 /// Compiles `kernel` to PTX. When `stop` is Stage::mlir or Stage::llvm, returns that

@@ -173,7 +173,8 @@ public:
   std::shared_ptr<CudaState> state;
 
   CompileOptions compileOptions() const {
-    return {state->arch, state->options.num_warps, state->options.hopper_gemm, state->options.hopper_tile_n};
+    return {state->arch, state->options.num_warps, state->options.hopper_gemm, state->options.hopper_tile_n,
+            state->options.hopper_stages};
   }
 
   /// KernelReport::sm90 for `code`.
@@ -269,6 +270,7 @@ public:
                                                     : "driver JIT " + formatDriverVersion(state->device.driver_version);
     return {{"backend", "cuda"}, {"arch", state->arch}, {"num_warps", state->options.num_warps},
             {"hopper_gemm", state->options.hopper_gemm}, {"hopper_tile_n", state->options.hopper_tile_n},
+            {"hopper_stages", state->options.hopper_stages},
             {"ptx_compiler", ptxCompiler}};
   }
 
@@ -490,6 +492,12 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     if (v != "0" && v != "128" && v != "256")
       throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_TILE_N is '" + v + "'; expected 0, 128 or 256");
     state->options.hopper_tile_n = std::stoi(v);
+  }
+  if (const char* e = std::getenv("KILN_HOPPER_STAGES"); e && options.hopper_stages == 0) {
+    std::string v = e;
+    if (v.size() != 1 || v[0] < '0' || v[0] > '9')
+      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_STAGES is '" + v + "'; expected a digit (0: kiln's choice)");
+    state->options.hopper_stages = v[0] - '0';
   }
   state->compile_only = options.compile_only;
   auto rt = std::make_shared<cuda::CudaRuntime>();

@@ -42,6 +42,10 @@ struct KILN_API RuntimeOptions {
   /// The twin's columns of C per CTA: 128 or 256; 0 lets kiln choose (docs/cuda.md), or
   /// KILN_HOPPER_TILE_N when set.
   int hopper_tile_n = 0;
+  /// The twin's ring of shared-memory stages (TMA loads in flight): 2 up to what fits in
+  /// 227 KiB (6 at width 128, 4 at 256); 0 lets kiln choose (the most that fit), or
+  /// KILN_HOPPER_STAGES when set.
+  int hopper_stages = 0;
   /// CPU backend: the x86-64 CPU the JIT generates code for. Empty means $KILN_CPU, and
   /// when that is unset too, "host" (this machine's CPU and every feature it has). Else a
   /// baseline ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4") or an LLVM CPU name

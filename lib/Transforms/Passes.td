@@ -88,7 +88,8 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"tileN", "tile-n", "int64_t", /*default=*/"128", "columns of C per CTA: 128 or 256">,
-    Option<"stages", "stages", "int64_t", /*default=*/"4", "shared-memory ring depth">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "shared-memory ring depth (0: the most that fit in 227 KiB)">,
     Option<"persistent", "persistent", "bool", /*default=*/"true",
            "launch one CTA per SM looping over tiles (else one CTA per tile)">,
   ];

@@ -140,7 +140,7 @@ TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twi
       // The tensor maps are read in place from the parameter space (__grid_constant__).
       CHECK_THAT(ptx, Contains(".param .align 64 .b8 " + std::string(name) + "__sm90_param_0[128]"));
       CompiledKernel ck = rt.compile(k);
-      CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles, 384 threads") && Contains(" 0 spill bytes"));
+      CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles, 7 stages, 384 threads") && Contains(" 0 spill bytes"));
       // ptxas neither serialises the wgmma chain nor warns (its notes are in the report).
       CHECK_THAT(ck.report().ptxas_notes, !Contains("serializ") && !Contains("warning"));
     }
@@ -165,6 +165,24 @@ TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]
   CHECK_THAT(wide.emit(catalogue::gemm(DType::bf16), Stage::ptx), Contains("wgmma.mma_async.sync.aligned.m64n256k16"));
   Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 192});
   CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128 or 256, got 192"));
+}
+
+TEST_CASE("the twin's ring is as deep as shared memory allows unless hopper_stages says otherwise", "[cuda][sm90]") {
+  auto twin = [](int tileN, int stages) {
+    return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = tileN,
+                                           .hopper_stages = stages})
+        .compile(catalogue::gemm_bias_relu(DType::bf16));
+  };
+  // 128 x 64 A + 64 x N B tiles of 16-bit elements per stage, within 227 KiB.
+  CompiledKernel deep = twin(256, 0);
+  CHECK_THAT(deep.report().sm90, Contains("128x256x64 tiles, 4 stages") && Contains(" 0 spill bytes"));
+  CHECK_THAT(deep.report().sm90, Contains(std::to_string(4 * (49152 + 16) + 1024) + " B smem"));
+  CHECK_THAT(twin(128, 0).report().sm90, Contains("128x128x64 tiles, 7 stages"));
+  CompiledKernel shallow = twin(128, 3);
+  CHECK_THAT(shallow.report().sm90, Contains("3 stages") && Contains(std::to_string(3 * (32768 + 16) + 1024) + " B smem"));
+  CHECK_THROWS_WITH(twin(256, 5), Contains("hopper_stages must be 0 or 2..4 at hopper_tile_n 256") &&
+                                      Contains("got 5"));
+  CHECK_THROWS_WITH(twin(128, 1), Contains("hopper_stages must be 0 or 2..7 at hopper_tile_n 128"));
 }
 
 TEST_CASE("a GEMM written in the DSL with its own epilogue gets the twin", "[cuda][sm90]") {

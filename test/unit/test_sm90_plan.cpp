@@ -9,6 +9,7 @@
 using namespace kiln;
 using namespace kiln::hopper;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -19,6 +20,7 @@ LaunchPlan gemmPlan() {
   p.threads = 384;
   p.sharedBytes = 132160;
   p.tileM = 128, p.tileN = 128, p.tileK = 64;
+  p.stages = 4;
   p.gridDims = {{0, 0, 128, "M"}, {1, 1, 128, ""}};
   p.params = {{LaunchParam::TensorMap, 0, 0, {64, 128}}, {LaunchParam::TensorMap, 1, 0, {64, 64}},
               {LaunchParam::Pointer, 3, 0, {}},           {LaunchParam::Stride, 3, 0, {}},
@@ -46,7 +48,11 @@ TEST_CASE("a launch plan survives JSON, as the kernel cache stores it", "[sm90]"
   CHECK(q.toJson() == p.toJson());
   CHECK(q.params.size() == 9);
   CHECK(q.params[1].box == std::vector<int64_t>{64, 64});
-  CHECK(q.str() == "128x128x64 tiles, 384 threads, 132160 B smem, one CTA per ceildiv(M, 128) x ceildiv(arg1.1, 128) tiles");
+  CHECK(q.str() == "128x128x64 tiles, 4 stages, 384 threads, 132160 B smem, one CTA per ceildiv(M, 128) x ceildiv(arg1.1, 128) tiles");
+  nlohmann::json older = p.toJson(); // cache entries written before plans recorded their stages
+  older.erase("stages");
+  CHECK(LaunchPlan::fromJson(older).stages == 0);
+  CHECK_THAT(LaunchPlan::fromJson(older).str(), StartsWith("128x128x64 tiles, 384 threads"));
   p.persistent = true;
   CHECK(LaunchPlan::fromJson(p.toJson()).persistent);
   CHECK_THAT(LaunchPlan::fromJson(p.toJson()).str(), Contains("persistent over ceildiv(M, 128)"));

@@ -13,6 +13,8 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     auto tile = j.at("tile").get<std::vector<int64_t>>();
     if (tile.size() != 3) throw std::out_of_range("tile needs 3 sizes");
     plan.tileM = tile[0], plan.tileN = tile[1], plan.tileK = tile[2];
+    plan.stages = j.value("stages", int64_t(0));
+    if (plan.stages < 0 || plan.stages > 64) throw std::out_of_range("bad stages");
     plan.persistent = j.at("persistent").get<bool>();
     plan.ctasPerSm = j.at("ctas_per_sm").get<int64_t>();
     if (plan.ctasPerSm < 1 || plan.ctasPerSm > 32) throw std::out_of_range("bad ctas_per_sm");
@@ -50,6 +52,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
 
 std::string LaunchPlan::str() const {
   std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +
+                  (stages ? std::to_string(stages) + " stages, " : std::string()) +
                   std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, " + (persistent ? "persistent over " : "one CTA per ");
   for (size_t i = 0; i < gridDims.size(); ++i)
     s += (i ? " x " : "") + std::string("ceildiv(") +

@@ -43,6 +43,7 @@ struct LaunchPlan {
   int64_t threads = 0;
   int64_t sharedBytes = 0; ///< dynamic shared memory per CTA
   int64_t tileM = 0, tileN = 0, tileK = 0;
+  int64_t stages = 0; ///< shared-memory ring depth (for reports; 0: not recorded)
   std::vector<GridDim> gridDims; ///< what the tiles are counted over (see GridDim)
   /// The kernel loops over tiles (CTA b takes b, b + grid, ...): the runtime launches
   /// min(tiles, SMs x ctasPerSm) CTAs on grid.x. Else one CTA per tile on grid.x.
@@ -65,6 +66,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
   }
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
   return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
+          {"stages", stages},
           {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}};
 }
 

@@ -17,6 +17,7 @@
 // BN/64 boxes of 64 K-rows x 128 B (MN-major), then the 2 x stages mbarriers.
 #include "hopper/GemmMatch.h"
 #include "hopper/LaunchPlan.h"
+#include "hopper/Sm90Tiles.h"
 #include "Transforms/Passes.h"
 #include "Transforms/ScalarMath.h"
 
@@ -27,6 +28,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/APFloat.h"
+
+#include <map>
+#include <tuple>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNLOWERGEMMSM90
@@ -40,7 +44,7 @@ using namespace kiln::tile;
 
 namespace {
 
-constexpr int64_t kBM = 128, kBK = 64, kThreads = 384;
+constexpr int64_t kBM = kTileM, kBK = kTileK;
 constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements, 128 B rows
 
 struct Config {
@@ -48,11 +52,9 @@ struct Config {
   int64_t stages = 4;
   bool persistent = true;
   int64_t aBytes() const { return kBM * kBK * 2; }
-  int64_t bBytes() const { return kBK * bn * 2; }
-  int64_t stageBytes() const { return aBytes() + bBytes(); }
+  int64_t stageBytes() const { return hopper::stageBytes(bn); }
   int64_t barrierOffset() const { return stages * stageBytes(); }
-  /// + 1 KiB: the kernel rounds the dynamic shared-memory base up to 1024 B itself.
-  int64_t smemBytes() const { return barrierOffset() + 16 * stages + 1024; }
+  int64_t smemBytes() const { return sharedBytes(bn, stages); }
 };
 
 /// wgmma shared-memory descriptor, all but the start address (bits 0-13):
@@ -60,6 +62,19 @@ struct Config {
 int64_t descriptorBits(int64_t lbo, int64_t sbo) {
   return int64_t((uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) | (uint64_t(1) << 62));
 }
+
+/// One accumulator element in the epilogue: its index in the fragment struct, its global
+/// row and column in C (clamped to C's last row/column on edge tiles), and the offsets
+/// (h, c) of that row and column from the thread's first: two elements with the same h
+/// are in the same row, with the same c in the same column.
+struct Site {
+  int64_t accIndex;
+  Value row, col;
+  int64_t h, c;
+};
+/// A loaded epilogue input element, keyed by (load, h or -1, c or -1): -1 where the input
+/// does not vary along that axis.
+using LoadCache = std::map<std::tuple<void*, int64_t, int64_t>, Value>;
 
 class Emitter {
 public:
@@ -126,10 +141,12 @@ private:
   Value kTile(Value kt, Value acc, bool first);
   void release(Value it) { b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), emptyBarrier(slotOf(it).first), Value()); }
   void epilogue(Value acc);
-  /// Epilogue value `v` at the accumulator element `accIndex`, whose (clamped) global
-  /// row and column are `rowC` and `colC`.
-  Value evalElement(Value v, Value acc, Value rowC, Value colC, int64_t accIndex,
-                    DenseMap<Value, Value>& memo);
+  void epilogueStores(Value acc, Value row0, Value col0, bool masked);
+  /// Emits the epilogue's loads for `site` into `loaded`, once per distinct element (a
+  /// bias is loaded once per column, not once per row).
+  void loadInputs(const Site& site, LoadCache& loaded);
+  /// Epilogue value `v` at `site`; its loads come from `loaded`.
+  Value evalElement(Value v, Value acc, const Site& site, LoadCache& loaded, DenseMap<Value, Value>& memo);
 
   GemmMatch& m_;
   Config cfg_;
@@ -140,6 +157,7 @@ private:
   // Function arguments.
   Value tmA_, tmB_, cPtr_, cStride_, M_, N_, K_;
   DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)
+  SmallVector<Value> epilogueLoads_; // the epilogue's tile.load results, each once
   // Per-CTA values.
   Value tid_, wg_, kTiles_, smem_, sbase_;
   Value tilesM_, tilesN_, numTiles_; // C's tiles, walked by the persistent loop
@@ -196,6 +214,7 @@ void Emitter::declareParams() {
   plan_.tileM = kBM;
   plan_.tileN = cfg_.bn;
   plan_.tileK = kBK;
+  plan_.stages = cfg_.stages;
   auto dimName = [&](unsigned arg, unsigned d) {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
@@ -206,6 +225,15 @@ void Emitter::declareParams() {
 
 void Emitter::run() {
   declareParams();
+  // The epilogue's loads, each once, found from the stored value down to the accumulator.
+  SmallVector<Value> work{m_.store.getValue()};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (v == m_.loop.getResult(0) || !seen.insert(v).second) continue;
+    if (v.getDefiningOp<LoadOp>()) epilogueLoads_.push_back(v);
+    else if (Operation* op = v.getDefiningOp()) llvm::append_range(work, op->getOperands());
+  }
   MLIRContext* ctx = b_.getContext();
   b_.setInsertionPointToStart(gm_.getBody());
   if (!gm_.lookupSymbol("kiln_sm90_smem"))
@@ -369,13 +397,34 @@ Value roundTo(OpBuilder& b, Location loc, Value v, Type t) {
   return b.create<arith::ExtFOp>(loc, b.getF32Type(), narrow);
 }
 
-Value Emitter::evalElement(Value v, Value acc, Value rowC, Value colC, int64_t accIndex,
-                           DenseMap<Value, Value>& memo) {
+std::tuple<void*, int64_t, int64_t> loadKey(Value load, const SmallVector<Axis, 2>& axes, const Site& site) {
+  bool row = llvm::is_contained(axes, Axis::Row), col = llvm::is_contained(axes, Axis::Col);
+  return {load.getAsOpaquePointer(), row ? site.h : -1, col ? site.c : -1};
+}
+
+void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
+  for (Value v : epilogueLoads_) {
+    const auto& axes = m_.axes.lookup(v);
+    auto key = loadKey(v, axes, site);
+    if (loaded.count(key)) continue;
+    auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
+    unsigned arg = cast<BlockArgument>(view.getTensor()).getArgNumber();
+    auto& [ptr, strides] = inputs_[arg];
+    Type elt = cast<TileType>(v.getType()).getElementType();
+    Value off = i64(0);
+    for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? site.row : site.col, strides[d]));
+    Value p = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
+    Value x = b_.create<LLVM::LoadOp>(loc_, elt, p);
+    loaded[key] = elt.isF32() ? x : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), x);
+  }
+}
+
+Value Emitter::evalElement(Value v, Value acc, const Site& site, LoadCache& loaded, DenseMap<Value, Value>& memo) {
   if (auto it = memo.find(v); it != memo.end()) return it->second;
   Value out;
   Type elt = cast<TileType>(v.getType()).getElementType();
   if (v == m_.loop.getResult(0)) {
-    out = b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{accIndex});
+    out = b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{site.accIndex});
   } else if (auto f = v.getDefiningOp<FullOp>()) {
     llvm::APFloat x(f.getValue().convertToDouble());
     bool lost;
@@ -384,23 +433,13 @@ Value Emitter::evalElement(Value v, Value acc, Value rowC, Value colC, int64_t a
     x.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
     out = b_.create<arith::ConstantOp>(loc_, b_.getF32FloatAttr(x.convertToFloat()));
   } else if (auto bc = v.getDefiningOp<BroadcastOp>()) {
-    out = evalElement(bc.getInput(), acc, rowC, colC, accIndex, memo);
-  } else if (auto ld = v.getDefiningOp<LoadOp>()) {
-    // Rows and columns past C's edge are clamped: the load stays in bounds, the store
-    // that would use it is masked off.
-    auto view = ld.getView().getDefiningOp<ViewOp>();
-    unsigned arg = cast<BlockArgument>(view.getTensor()).getArgNumber();
-    auto& [ptr, strides] = inputs_[arg];
-    const auto& axes = m_.axes.lookup(v);
-    Value off = i64(0);
-    for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? rowC : colC, strides[d]));
-    Value p = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
-    Value x = b_.create<LLVM::LoadOp>(loc_, elt, p);
-    out = elt.isF32() ? x : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), x);
+    out = evalElement(bc.getInput(), acc, site, loaded, memo);
+  } else if (v.getDefiningOp<LoadOp>()) {
+    out = loaded.at(loadKey(v, m_.axes.lookup(v), site));
   } else {
     Operation* op = v.getDefiningOp();
     SmallVector<Value> x;
-    for (Value in : op->getOperands()) x.push_back(evalElement(in, acc, rowC, colC, accIndex, memo));
+    for (Value in : op->getOperands()) x.push_back(evalElement(in, acc, site, loaded, memo));
     out = roundTo(b_, loc_, emitScalar(b_, loc_, op, x), elt);
   }
   memo[v] = out;
@@ -416,57 +455,84 @@ void Emitter::epilogue(Value acc) {
   Value cw = sub(wg_, i32(1));
   Value row0 = add(add(add(m0_, mul(cw, i32(64))), mul(w, i32(16))), divu(l, i32(4)));
   Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
+  // Tiles inside C (all but the last row and column of tiles) store without clamps or
+  // masks; the edge tiles take the masked path.
+  Value inside = b_.create<arith::AndIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(m0_, i32(kBM)), M_),
+                                          b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(n0_, i32(cfg_.bn)), N_));
+  ifThenElse(
+      inside, [&] { epilogueStores(acc, row0, col0, /*masked=*/false); },
+      [&] { epilogueStores(acc, row0, col0, /*masked=*/true); });
+}
+
+void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
   Value M = ext64(M_), N = ext64(N_);
   Value lastRow = sub(M, i64(1)), lastCol = sub(N, i64(1));
   Type cElt = m_.kernel.getArgType(m_.c).getElementType();
   Value out = m_.store.getValue();
-
-  // Pair by pair: two adjacent columns of one row, evaluated then stored. Each element
-  // is read (from an epilogue input) and written by the same thread, in that order, so C
-  // may be the residual input itself; and only a pair's values are live at a time.
   auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
-  for (int64_t j = 0; j < cfg_.bn / 8; ++j)
-    for (int64_t h = 0; h < 2; ++h) {
+  auto clampRow = [&](Value r) { return masked ? b_.create<arith::MinUIOp>(loc_, r, lastRow).getResult() : r; };
+  auto clampCol = [&](Value c) { return masked ? b_.create<arith::MinUIOp>(loc_, c, lastCol).getResult() : c; };
+  auto when = [&](Value ok, auto&& body) {
+    if (masked) ifThen(ok, body);
+    else body();
+  };
+
+  // Chunks of kChunk column groups (4 kChunk elements per thread): first every load of the
+  // chunk, then its math and stores. Loads issued together overlap their latency; a load
+  // after a store could not move above it (C may alias an input as far as the compiler
+  // knows). Every element is still read (from an epilogue input) before the same thread
+  // writes it, so C may be the residual input itself.
+  constexpr int64_t kChunk = 4;
+  for (int64_t j0 = 0; j0 < cfg_.bn / 8; j0 += kChunk) {
+    SmallVector<Site> sites;
+    for (int64_t j = j0; j < j0 + kChunk; ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e)
+          sites.push_back({4 * j + 2 * h + e, clampRow(ext64(add(row0, i32(8 * h)))),
+                           clampCol(ext64(add(col0, i32(8 * j + e)))), h, 8 * j + e});
+    LoadCache loaded;
+    for (const Site& s : sites) loadInputs(s, loaded);
+    for (size_t p = 0; p < sites.size(); p += 2) { // pairs: two adjacent columns of one row
+      Value v[2];
+      for (int e = 0; e < 2; ++e) {
+        DenseMap<Value, Value> memo;
+        v[e] = evalElement(out, acc, sites[p + e], loaded, memo);
+      }
+      int64_t j = sites[p].c / 8, h = sites[p].h;
       Value row = ext64(add(row0, i32(8 * h)));
       Value col = ext64(add(col0, i32(8 * j)));
-      Value rowC = b_.create<arith::MinUIOp>(loc_, row, lastRow);
-      Value v[2];
-      for (int64_t e = 0; e < 2; ++e) {
-        Value colC = b_.create<arith::MinUIOp>(loc_, add(col, i64(e)), lastCol);
-        DenseMap<Value, Value> memo;
-        v[e] = evalElement(out, acc, rowC, colC, 4 * j + 2 * h + e, memo);
-      }
       Value rowOk = ult(row, M);
       Value index = add(mul(row, cStride_), col);
       if (cElt.isF32()) {
-        for (int e = 0; e < 2; ++e) {
-          Value ok = b_.create<arith::AndIOp>(loc_, rowOk, ult(add(col, i64(e)), N));
-          ifThen(ok, [&] {
+        for (int e = 0; e < 2; ++e)
+          when(b_.create<arith::AndIOp>(loc_, rowOk, ult(add(col, i64(e)), N)), [&] {
             Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(index, i64(e))});
             b_.create<LLVM::StoreOp>(loc_, v[e], ptr);
           });
-        }
         continue;
       }
       // 16-bit C: both columns in one 4-byte store (the runtime checked C's alignment and an
-      // even row stride); the last odd column alone.
-      ifThenElse(
-          b_.create<arith::AndIOp>(loc_, rowOk, ult(add(col, i64(1)), N)),
-          [&] {
-            auto v2 = VectorType::get({2}, b_.getF32Type());
-            Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{v[0], v[1]});
-            Value narrow = b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair);
-            Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(), narrow);
-            Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
-            b_.create<LLVM::StoreOp>(loc_, bits, ptr, /*alignment=*/4);
-          },
-          [&] {
-            ifThen(b_.create<arith::AndIOp>(loc_, rowOk, ult(col, N)), [&] {
-              Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
-              b_.create<LLVM::StoreOp>(loc_, b_.create<arith::TruncFOp>(loc_, cElt, v[0]), ptr);
-            });
-          });
+      // even row stride); on edge tiles the last odd column alone.
+      auto storePair = [&] {
+        auto v2 = VectorType::get({2}, b_.getF32Type());
+        Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{v[0], v[1]});
+        Value narrow = b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair);
+        Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(), narrow);
+        Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
+        b_.create<LLVM::StoreOp>(loc_, bits, ptr, /*alignment=*/4);
+      };
+      if (!masked) {
+        storePair();
+        continue;
+      }
+      ifThenElse(b_.create<arith::AndIOp>(loc_, rowOk, ult(add(col, i64(1)), N)), storePair, [&] {
+        ifThen(b_.create<arith::AndIOp>(loc_, rowOk, ult(col, N)), [&] {
+          Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
+          b_.create<LLVM::StoreOp>(loc_, b_.create<arith::TruncFOp>(loc_, cElt, v[0]), ptr);
+        });
+      });
     }
+  }
 }
 
 struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> {
@@ -477,9 +543,10 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
       m.emitError("tile-n must be 128 or 256, got ") << tileN;
       return signalPassFailure();
     }
-    Config cfg{tileN, stages, persistent};
-    if (stages < 2 || cfg.smemBytes() > 227 * 1024) {
-      m.emitError("stages must be 2 or more, within 227 KiB of shared memory; got ") << stages;
+    Config cfg{tileN, stages ? stages : maxStages(tileN), persistent};
+    if (cfg.stages < 2 || cfg.stages > maxStages(tileN)) {
+      m.emitError("stages must be 2..") << maxStages(tileN) << " at tile-n " << tileN
+                                        << " (227 KiB of shared memory), got " << stages;
       return signalPassFailure();
     }
     for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {
