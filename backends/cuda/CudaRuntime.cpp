@@ -3,6 +3,7 @@
 #include "Cublas.h"
 #include "Driver.h"
 #include "NvJitLink.h"
+#include "Target.h"
 #include "Nvrtc.h"
 #include "hopper/Sm90Launch.h"
 
@@ -34,6 +35,9 @@ struct CudaState {
   std::string arch;
   /// KILN_HOPPER_PERSISTENT=off: launch the sm_90a twin with one CTA per tile (A/B runs).
   bool hopperPersistent = true;
+  /// Modules with a twin are compiled by the driver's JIT as whole programs (see
+  /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
+  bool twinByDriver = true;
   // reference::gpu_gemm's cuBLASLt handle and workspace: made on first use, reused, and
   // destroyed before the context is released (members are destroyed in reverse order).
   std::mutex cublas_mutex;
@@ -178,11 +182,14 @@ public:
   }
 
   /// KernelReport::sm90 for `code`.
-  static std::string describeSm90(const DeviceCode& code, int registers, int spills) {
+  /// `relocatable`: the counts are nvJitLink's, whose relocatable compile drops setmaxnreg.
+  static std::string describeSm90(const DeviceCode& code, int registers, int spills, bool relocatable = false) {
     if (!code.sm90) return code.sm90_why_not.empty() ? std::string() : "none: " + code.sm90_why_not;
     std::string s = code.sm90->str();
     if (registers >= 0) s += ", " + std::to_string(registers) + " registers";
     if (spills >= 0) s += ", " + std::to_string(spills) + " spill bytes";
+    if (relocatable && (registers >= 0 || spills >= 0))
+      s += " (nvJitLink's relocatable compile, without setmaxnreg; on a GPU the driver compiles it as a whole program)";
     return s + "; runs when A and B have contiguous rows at 16-byte aligned addresses and pitches";
   }
 
@@ -203,7 +210,16 @@ public:
     auto t0 = std::chrono::steady_clock::now();
     std::string why;
     std::vector<char> image;
-    if (nvJitLinkAvailable(&why)) {
+    // The twin's setmaxnreg (producer down to 40 registers, consumers up to 232) holds only
+    // in a whole-program compile: nvJitLink, like the driver's cuLink, compiles PTX as
+    // relocatable code and drops it (C7504), and a 128 x 256 tile then spills. With a GPU,
+    // a module with a twin goes to the driver's JIT (cuModuleLoadDataEx compiles whole
+    // programs); the kernel cache keeps its PTX, and the driver caches the machine code.
+    const bool wholeProgram = out->code.sm90 && !state->compile_only && state->twinByDriver;
+    if (wholeProgram) {
+      r.compiler = "CUDA driver PTX JIT " + formatDriverVersion(state->device.driver_version) +
+                   " (whole program, for the sm_90a twin's register split)";
+    } else if (nvJitLinkAvailable(&why)) {
       CubinResult cubin = ptxToCubin(out->code.ptx, state->arch, kernel.name());
       image = std::move(cubin.cubin);
       r.compiler = cubin.compiler;
@@ -224,7 +240,7 @@ public:
     }
     out->times.assemble_ms = kd::msSince(t0);
     out->binary.assign(image.begin(), image.end());
-    r.sm90 = describeSm90(out->code, sm90Registers, sm90Spills);
+    r.sm90 = describeSm90(out->code, sm90Registers, sm90Spills, !wholeProgram);
     out->cacheMeta = {{"entry", kernel.name()}, {"threads", out->code.threads},
                       {"shared_bytes", out->code.shared_bytes}, {"grid", out->code.grid.toJson()},
                       {"payload", image.empty() ? "ptx" : "cubin"}};
@@ -240,6 +256,18 @@ public:
                       " bytes of shared memory per CTA; " + state->device.name + " allows " +
                       std::to_string(state->device.max_smem_per_block_optin) + " (use smaller tiles)");
     loadModule(*out, out->binary, image.empty(), kernel.name());
+    if (image.empty()) { // the driver's JIT compiled it: its log has ptxas's report
+      const std::string& log = out->module.jitLog();
+      CubinResult portable, twin;
+      if (parsePtxasInfo(log, kernel.name(), portable)) {
+        r.registers = portable.registers;
+        if (portable.spill_stores >= 0) r.spill_bytes = portable.spill_stores + std::max(portable.spill_loads, 0);
+      }
+      for (const std::string& note : ptxasNotes(log)) r.ptxas_notes += (r.ptxas_notes.empty() ? "" : "; ") + note;
+      if (out->code.sm90 && parsePtxasInfo(log, out->code.sm90->entry, twin))
+        r.sm90 = describeSm90(out->code, twin.registers,
+                              twin.spill_stores < 0 ? -1 : twin.spill_stores + std::max(twin.spill_loads, 0));
+    }
     if (r.registers < 0) r.registers = queryFunction(out->function).registers;
     out->times.load_ms = kd::msSince(t0);
     return out;
@@ -268,6 +296,9 @@ public:
     std::string ptxCompiler = nvJitLinkAvailable(&why) ? nvJitLinkVersionString()
                               : state->compile_only ? std::string("none")
                                                     : "driver JIT " + formatDriverVersion(state->device.driver_version);
+    // Modules with a twin are the driver's JIT's (see compile()): its version is in the key.
+    if (!state->compile_only && state->twinByDriver && cudaTarget(state->arch).wgmma && state->options.hopper_gemm)
+      ptxCompiler += "; twins: driver JIT " + formatDriverVersion(state->device.driver_version);
     return {{"backend", "cuda"}, {"arch", state->arch}, {"num_warps", state->options.num_warps},
             {"hopper_gemm", state->options.hopper_gemm}, {"hopper_tile_n", state->options.hopper_tile_n},
             {"hopper_stages", state->options.hopper_stages},
@@ -487,6 +518,12 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     state->options.hopper_gemm = v == "on";
   }
   if (const char* e = std::getenv("KILN_HOPPER_PERSISTENT")) state->hopperPersistent = std::string(e) != "off";
+  if (const char* e = std::getenv("KILN_HOPPER_JIT")) {
+    std::string v = e;
+    if (v != "driver" && v != "nvjitlink")
+      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_JIT is '" + v + "'; expected driver or nvjitlink");
+    state->twinByDriver = v == "driver";
+  }
   if (const char* e = std::getenv("KILN_HOPPER_TILE_N"); e && options.hopper_tile_n == 0) {
     std::string v = e;
     if (v != "0" && v != "128" && v != "256")

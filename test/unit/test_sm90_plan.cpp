@@ -27,6 +27,7 @@ LaunchPlan gemmPlan() {
               {LaunchParam::Pointer, 2, 0, {}},           {LaunchParam::Stride, 2, 0, {}},
               {LaunchParam::Dim, 0, 0, {}},               {LaunchParam::Dim, 1, 1, {}},
               {LaunchParam::Dim, 0, 1, {}}};
+  p.output = 3;
   return p;
 }
 
@@ -121,6 +122,31 @@ TEST_CASE("the portable kernel runs where TMA's rules do not hold, and the reaso
   refused(a, "argument 0's rows overlap");
 }
 
+TEST_CASE("C stored by TMA must be a tensor TMA can write; the bias passed by pointer is not held to C's rules", "[sm90]") {
+  // The twin of a 16-bit C: C is a tensor map of 64 x 64 boxes, the bias the first pointer.
+  LaunchPlan p = gemmPlan();
+  p.params[2] = {LaunchParam::TensorMap, 3, 0, {64, 64}};
+  p.params.erase(p.params.begin() + 3); // C's stride: the tensor map holds it
+  std::string why;
+  CHECK(applies(p, args(77, 136, 72), &why));
+  auto a = args(64, 64, 64);
+  a[3] = view(768, {64, 63}, {65, 1}); // rows of 130 bytes
+  CHECK_FALSE(applies(p, a, &why));
+  CHECK_THAT(why, Contains("argument 3's row pitch is not a multiple of 16 bytes"));
+  a = args(64, 64, 64);
+  a[3] = view(770, {64, 64});
+  CHECK_FALSE(applies(p, a, &why));
+  CHECK_THAT(why, Contains("argument 3's address is not 16-byte aligned"));
+}
+
+TEST_CASE("a plan cached before plans named their output still finds C: its first pointer", "[sm90]") {
+  nlohmann::json j = gemmPlan().toJson();
+  j.erase("output");
+  CHECK(LaunchPlan::fromJson(j).output == 3);
+  j["params"] = nlohmann::json::array({j["params"][0], j["params"][1]}); // no pointer at all
+  CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("malformed launch plan: no output argument"));
+}
+
 TEST_CASE("a launch plan naming arguments or dims the launch lacks is refused, not read out of bounds", "[sm90][errors]") {
   std::string why;
   LaunchPlan p = gemmPlan();
@@ -132,10 +158,9 @@ TEST_CASE("a launch plan naming arguments or dims the launch lacks is refused, n
   CHECK_FALSE(applies(p, args(64, 64, 64), &why));
   CHECK_THAT(why, Contains("grid names a missing argument"));
   p = gemmPlan();
-  p.params[2].kind = LaunchParam::Stride;
-  p.params[4].kind = LaunchParam::Stride;
+  p.output = 7;
   CHECK_FALSE(applies(p, args(64, 64, 64), &why));
-  CHECK_THAT(why, Contains("no output pointer"));
+  CHECK_THAT(why, Contains("the launch plan has no output"));
   p = gemmPlan();
   p.params[0].arg = 2; // a tensor map of the 1-D bias
   CHECK_FALSE(applies(p, args(64, 64, 64), &why));

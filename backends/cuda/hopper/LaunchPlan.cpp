@@ -41,6 +41,11 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
       }
       plan.params.push_back(p);
     }
+    // Plans from before "output" was recorded passed C as their first pointer.
+    plan.output = j.value("output", -1);
+    for (size_t i = 0; plan.output < 0 && i < plan.params.size(); ++i)
+      if (plan.params[i].kind == LaunchParam::Pointer) plan.output = plan.params[i].arg;
+    if (plan.output < 0) throw std::out_of_range("no output argument");
     if (plan.entry.empty() || plan.threads < 1 || plan.threads > 1024 || plan.sharedBytes < 0 ||
         plan.gridDims.empty() || plan.gridDims.size() > 3)
       throw std::out_of_range("bad entry, threads, shared memory or grid");

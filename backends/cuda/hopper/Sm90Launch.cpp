@@ -53,26 +53,25 @@ bool tmaReadable(const TensorView& v, int arg, std::string* why) {
 bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::string* why) {
   // Every argument and dim the plan names must exist: a plan comes from the compiler or a
   // cache entry, and a wrong one is refused here rather than read out of bounds.
-  bool hasPointer = false;
   for (const LaunchParam& p : plan.params) {
     if (p.arg < 0 || size_t(p.arg) >= args.size()) return *why = "the launch plan names a missing argument", false;
     if ((p.kind == LaunchParam::Stride || p.kind == LaunchParam::Dim) && p.dim >= args[size_t(p.arg)].rank())
       return *why = "the launch plan names a missing dim", false;
-    hasPointer |= p.kind == LaunchParam::Pointer;
   }
   for (const GridDim& g : plan.gridDims)
     if (g.arg < 0 || size_t(g.arg) >= args.size() || g.dim < 0 || g.dim >= args[size_t(g.arg)].rank())
       return *why = "the launch plan's grid names a missing argument or dim", false;
-  if (!hasPointer) return *why = "the launch plan has no output pointer", false;
+  if (plan.output < 0 || size_t(plan.output) >= args.size()) return *why = "the launch plan has no output", false;
   for (const LaunchParam& p : plan.params) {
     const TensorView& v = args[size_t(p.arg)];
     if (p.kind == LaunchParam::TensorMap && !tmaReadable(v, p.arg, why)) return false;
     if (p.kind == LaunchParam::Dim && (v.dims[size_t(p.dim)] < 1 || v.dims[size_t(p.dim)] > INT32_MAX))
       return refuse(why, p.arg, ("'s dim " + std::to_string(p.dim) + " is 0 or over 2^31").c_str());
   }
-  // C (the first Pointer) takes element pairs in one 4-byte store when its type is 16-bit.
+  // C passed by pointer takes element pairs in one 4-byte store when its type is 16-bit
+  // (passed as a tensor map, the rules above apply).
   for (const LaunchParam& p : plan.params)
-    if (p.kind == LaunchParam::Pointer) {
+    if (p.kind == LaunchParam::Pointer && p.arg == plan.output) {
       const TensorView& c = args[size_t(p.arg)];
       if (c.rank() != 2) return *why = "C is not 2-D", false;
       const int64_t pitch = strideOf(c, 0);

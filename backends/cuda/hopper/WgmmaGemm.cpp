@@ -5,16 +5,17 @@
 // One CTA computes a BM x BN tile of C (BM = 128; BN = 128 or 256) with 384 threads:
 //   warpgroup 0 (producer): one thread issues TMA loads of A (BM x 64) and B (64 x BN) into
 //     a ring of `stages` 128B-swizzled shared-memory stages; full[s] counts the bytes in,
-//     empty[s] counts the consumers' releases. Its setmaxnreg would give its registers to
-//     the consumers, but nvJitLink's relocatable compile drops setmaxnreg (C7504): all warps
-//     keep the launch budget (at most 168 registers at 384 threads).
+//     empty[s] counts the consumers' releases. setmaxnreg gives its registers to the
+//     consumers (24 kept, 240 each for them), which holds when the module is compiled as a
+//     whole program (the runtime has the driver's JIT do that: nvJitLink drops it).
 //   warpgroups 1, 2 (consumers): each owns 64 rows; per k-tile it waits for full[s], runs
 //     4 x wgmma.mma_async m64nBNk16 (both operands from shared memory through descriptors,
 //     f32 accumulators in registers), keeps one wgmma group in flight, and releases the
 //     stage before. Then the epilogue: the tile kernel's own elementwise ops, evaluated on
-//     each accumulator element where it lives, and masked stores to C.
-// Shared memory layout per stage (1024-B aligned): A as 128 rows of 128 B (K-major), B as
-// BN/64 boxes of 64 K-rows x 128 B (MN-major), then the 2 x stages mbarriers.
+//     each accumulator element where it lives; a 16-bit C goes out by TMA through 64 x 64
+//     staging boxes (two per warpgroup), an f32 C by masked stores from registers.
+// Shared memory (1024-B aligned): per stage A as 128 rows of 128 B (K-major), B as BN/64
+// boxes of 64 K-rows x 128 B (MN-major); then the C staging boxes; then the 2 x stages mbarriers.
 #include "hopper/GemmMatch.h"
 #include "hopper/LaunchPlan.h"
 #include "hopper/Sm90Tiles.h"
@@ -45,6 +46,9 @@ using namespace kiln::tile;
 namespace {
 
 constexpr int64_t kBM = kTileM, kBK = kTileK;
+/// Epilogue column groups evaluated together (4 elements per thread each): more would keep
+/// too many values live beside a 128 x 256 tile's accumulators.
+constexpr int64_t kChunk = 4;
 constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements, 128 B rows
 
 struct Config {
@@ -53,7 +57,8 @@ struct Config {
   bool persistent = true;
   int64_t aBytes() const { return kBM * kBK * 2; }
   int64_t stageBytes() const { return hopper::stageBytes(bn); }
-  int64_t barrierOffset() const { return stages * stageBytes(); }
+  int64_t stagingOffset() const { return stages * stageBytes(); }
+  int64_t barrierOffset() const { return stagingOffset() + kStagingBytes; }
   int64_t smemBytes() const { return sharedBytes(bn, stages); }
 };
 
@@ -141,7 +146,14 @@ private:
   Value kTile(Value kt, Value acc, bool first);
   void release(Value it) { b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), emptyBarrier(slotOf(it).first), Value()); }
   void epilogue(Value acc);
+  /// The sites of column groups [j0, j1) of this thread's fragment (4 per group).
+  SmallVector<Site> chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked);
+  /// f32 C: element by element from registers, masked on edge tiles.
   void epilogueStores(Value acc, Value row0, Value col0, bool masked);
+  /// 16-bit C: 64 x 64 boxes through shared memory, stored by TMA (which clips edge tiles).
+  void epilogueTma(Value acc, Value row0, Value col0, bool masked);
+  /// Column groups [j0, j0 + kChunk) into the staging box `buf` whose first group is `jBox`.
+  void stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox);
   /// Emits the epilogue's loads for `site` into `loaded`, once per distinct element (a
   /// bias is loaded once per column, not once per row).
   void loadInputs(const Site& site, LoadCache& loaded);
@@ -155,7 +167,9 @@ private:
   gpu::GPUFuncOp func_;
   LaunchPlan plan_;
   // Function arguments.
-  Value tmA_, tmB_, cPtr_, cStride_, M_, N_, K_;
+  Value tmA_, tmB_, M_, N_, K_;
+  Value tmC_;            // 16-bit C: stored by TMA from shared memory
+  Value cPtr_, cStride_; // f32 C: stored from registers
   DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)
   SmallVector<Value> epilogueLoads_; // the epilogue's tile.load results, each once
   // Per-CTA values.
@@ -176,8 +190,13 @@ void Emitter::declareParams() {
   };
   param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, kBM}}, generic);
   param({LaunchParam::TensorMap, int(m_.b), 0, {64, kBK}}, generic);
-  param({LaunchParam::Pointer, int(m_.c), 0, {}}, global);
-  param({LaunchParam::Stride, int(m_.c), 0, {}}, b_.getI64Type());
+  const bool cByTma = m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
+  if (cByTma) {
+    param({LaunchParam::TensorMap, int(m_.c), 0, {64, 64}}, generic);
+  } else {
+    param({LaunchParam::Pointer, int(m_.c), 0, {}}, global);
+    param({LaunchParam::Stride, int(m_.c), 0, {}}, b_.getI64Type());
+  }
   for (unsigned in : m_.epilogueInputs) {
     param({LaunchParam::Pointer, int(in), 0, {}}, global);
     for (int d = 0; d < m_.kernel.getArgType(in).getRank(); ++d) param({LaunchParam::Stride, int(in), d, {}}, b_.getI64Type());
@@ -197,8 +216,12 @@ void Emitter::declareParams() {
   unsigned i = 0;
   tmA_ = entry.getArgument(i++);
   tmB_ = entry.getArgument(i++);
-  cPtr_ = entry.getArgument(i++);
-  cStride_ = entry.getArgument(i++);
+  if (cByTma) {
+    tmC_ = entry.getArgument(i++);
+  } else {
+    cPtr_ = entry.getArgument(i++);
+    cStride_ = entry.getArgument(i++);
+  }
   for (unsigned in : m_.epilogueInputs) {
     auto& [ptr, strides] = inputs_[in];
     ptr = entry.getArgument(i++);
@@ -215,6 +238,7 @@ void Emitter::declareParams() {
   plan_.tileN = cfg_.bn;
   plan_.tileK = kBK;
   plan_.stages = cfg_.stages;
+  plan_.output = int(m_.c);
   auto dimName = [&](unsigned arg, unsigned d) {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
@@ -271,8 +295,12 @@ void Emitter::run() {
   ifThenElse(
       eq(wg_, i32(0)), [&] { producer(); },
       [&] {
-        b_.create<NVVM::SetMaxRegisterOp>(loc_, 232, NVVM::SetMaxRegisterAction::increase);
+        b_.create<NVVM::SetMaxRegisterOp>(loc_, 240, NVVM::SetMaxRegisterAction::increase);
         forEachTile([&] { epilogue(consumerMainloop()); });
+        // The last boxes' stores finish before the CTA (and its shared memory) goes away.
+        if (tmC_)
+          ifThen(eq(remu(tid_, i32(128)), i32(0)),
+                 [&] { b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(0), UnitAttr()); });
       });
   b_.create<gpu::ReturnOp>(loc_);
   func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
@@ -301,7 +329,7 @@ template <class F> void Emitter::forEachTile(F&& body) {
 }
 
 void Emitter::producer() {
-  b_.create<NVVM::SetMaxRegisterOp>(loc_, 40, NVVM::SetMaxRegisterAction::decrease);
+  b_.create<NVVM::SetMaxRegisterOp>(loc_, 24, NVVM::SetMaxRegisterAction::decrease);
   ifThen(eq(tid_, i32(0)), [&] { forEachTile([&] {
     auto loop = b_.create<scf::ForOp>(loc_, i32(0), kTiles_, i32(1));
     OpBuilder::InsertionGuard g(b_);
@@ -455,83 +483,125 @@ void Emitter::epilogue(Value acc) {
   Value cw = sub(wg_, i32(1));
   Value row0 = add(add(add(m0_, mul(cw, i32(64))), mul(w, i32(16))), divu(l, i32(4)));
   Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
-  // Tiles inside C (all but the last row and column of tiles) store without clamps or
-  // masks; the edge tiles take the masked path.
+  // Tiles inside C (all but the last row and column of tiles) read their inputs without
+  // clamps and store without masks; the edge tiles take the careful path.
   Value inside = b_.create<arith::AndIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(m0_, i32(kBM)), M_),
                                           b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(n0_, i32(cfg_.bn)), N_));
-  ifThenElse(
-      inside, [&] { epilogueStores(acc, row0, col0, /*masked=*/false); },
-      [&] { epilogueStores(acc, row0, col0, /*masked=*/true); });
+  auto body = [&](bool masked) {
+    if (tmC_) epilogueTma(acc, row0, col0, masked);
+    else epilogueStores(acc, row0, col0, masked);
+  };
+  ifThenElse(inside, [&] { body(false); }, [&] { body(true); });
 }
+
+SmallVector<Site> Emitter::chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked) {
+  Value lastRow = sub(ext64(M_), i64(1)), lastCol = sub(ext64(N_), i64(1));
+  auto clamp = [&](Value v, Value last) { return masked ? b_.create<arith::MinUIOp>(loc_, v, last).getResult() : v; };
+  SmallVector<Site> sites;
+  for (int64_t j = j0; j < j1; ++j)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t e = 0; e < 2; ++e)
+        sites.push_back({4 * j + 2 * h + e, clamp(ext64(add(row0, i32(8 * h))), lastRow),
+                         clamp(ext64(add(col0, i32(8 * j + e))), lastCol), h, 8 * j + e});
+  return sites;
+}
+
+// Both epilogues evaluate kChunk column groups (16 elements per thread) at a time: first every load of the chunk, then its math
+// and stores. Loads issued together overlap their latency; a load after a store could not
+// move above it (C may alias an input as far as the compiler knows). Every element is
+// still read (from an epilogue input) before the same thread writes it, so C may be the
+// residual input itself.
 
 void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
   Value M = ext64(M_), N = ext64(N_);
-  Value lastRow = sub(M, i64(1)), lastCol = sub(N, i64(1));
   Type cElt = m_.kernel.getArgType(m_.c).getElementType();
-  Value out = m_.store.getValue();
   auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
-  auto clampRow = [&](Value r) { return masked ? b_.create<arith::MinUIOp>(loc_, r, lastRow).getResult() : r; };
-  auto clampCol = [&](Value c) { return masked ? b_.create<arith::MinUIOp>(loc_, c, lastCol).getResult() : c; };
-  auto when = [&](Value ok, auto&& body) {
-    if (masked) ifThen(ok, body);
-    else body();
-  };
-
-  // Chunks of kChunk column groups (4 kChunk elements per thread): first every load of the
-  // chunk, then its math and stores. Loads issued together overlap their latency; a load
-  // after a store could not move above it (C may alias an input as far as the compiler
-  // knows). Every element is still read (from an epilogue input) before the same thread
-  // writes it, so C may be the residual input itself.
-  constexpr int64_t kChunk = 4;
   for (int64_t j0 = 0; j0 < cfg_.bn / 8; j0 += kChunk) {
-    SmallVector<Site> sites;
-    for (int64_t j = j0; j < j0 + kChunk; ++j)
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t e = 0; e < 2; ++e)
-          sites.push_back({4 * j + 2 * h + e, clampRow(ext64(add(row0, i32(8 * h)))),
-                           clampCol(ext64(add(col0, i32(8 * j + e)))), h, 8 * j + e});
+    SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
     LoadCache loaded;
     for (const Site& s : sites) loadInputs(s, loaded);
-    for (size_t p = 0; p < sites.size(); p += 2) { // pairs: two adjacent columns of one row
-      Value v[2];
-      for (int e = 0; e < 2; ++e) {
-        DenseMap<Value, Value> memo;
-        v[e] = evalElement(out, acc, sites[p + e], loaded, memo);
-      }
-      int64_t j = sites[p].c / 8, h = sites[p].h;
-      Value row = ext64(add(row0, i32(8 * h)));
-      Value col = ext64(add(col0, i32(8 * j)));
-      Value rowOk = ult(row, M);
-      Value index = add(mul(row, cStride_), col);
-      if (cElt.isF32()) {
-        for (int e = 0; e < 2; ++e)
-          when(b_.create<arith::AndIOp>(loc_, rowOk, ult(add(col, i64(e)), N)), [&] {
-            Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(index, i64(e))});
-            b_.create<LLVM::StoreOp>(loc_, v[e], ptr);
-          });
-        continue;
-      }
-      // 16-bit C: both columns in one 4-byte store (the runtime checked C's alignment and an
-      // even row stride); on edge tiles the last odd column alone.
-      auto storePair = [&] {
-        auto v2 = VectorType::get({2}, b_.getF32Type());
-        Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{v[0], v[1]});
-        Value narrow = b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair);
-        Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(), narrow);
-        Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
-        b_.create<LLVM::StoreOp>(loc_, bits, ptr, /*alignment=*/4);
+    for (const Site& s : sites) {
+      DenseMap<Value, Value> memo;
+      Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
+      Value row = ext64(add(row0, i32(8 * s.h)));
+      Value col = ext64(add(col0, i32(s.c)));
+      auto store = [&] {
+        Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(mul(row, cStride_), col)});
+        b_.create<LLVM::StoreOp>(loc_, v, ptr);
       };
-      if (!masked) {
-        storePair();
-        continue;
-      }
-      ifThenElse(b_.create<arith::AndIOp>(loc_, rowOk, ult(add(col, i64(1)), N)), storePair, [&] {
-        ifThen(b_.create<arith::AndIOp>(loc_, rowOk, ult(col, N)), [&] {
-          Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{index});
-          b_.create<LLVM::StoreOp>(loc_, b_.create<arith::TruncFOp>(loc_, cElt, v[0]), ptr);
-        });
-      });
+      if (masked) ifThen(b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N)), store);
+      else store();
     }
+  }
+}
+
+void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
+  // Each consumer warpgroup stores its 64 rows as 64 x 64 boxes, alternating between its
+  // two staging buffers.
+  Value cw = sub(wg_, i32(1));
+  Value leader = eq(remu(tid_, i32(128)), i32(0));
+  Value myStaging = add(i32(cfg_.stagingOffset()), mul(cw, i32(2 * kStagingBoxBytes)));
+  // Named barriers 1 and 2, one per consumer warpgroup (0 is the CTA's): the two
+  // warpgroups store their boxes independently.
+  auto syncWarpgroup = [&] { b_.create<NVVM::BarrierOp>(loc_, Type(), wg_, i32(128), NVVM::BarrierReductionAttr(), Value()); };
+
+  // Boxes wholly right of C are skipped, so within a tile the stores are boxes 0, 1, ...
+  // in order and the one before last used this buffer: "at most one store still reading"
+  // frees it. The first box waits for none (the last tile's stores may have skipped).
+  for (int64_t q = 0; q < cfg_.bn / 64; ++q) {
+    Value boxRow = add(m0_, mul(cw, i32(64))), boxCol = add(n0_, i32(64 * q));
+    Value buf = add(myStaging, i32((q % 2) * kStagingBoxBytes));
+    auto box = [&] {
+      ifThen(leader, [&] {
+        b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(q == 0 ? 0 : 1), b_.getUnitAttr());
+      });
+      syncWarpgroup();
+      for (int64_t j0 = 8 * q; j0 < 8 * q + 8; j0 += kChunk) stageChunk(acc, j0, row0, col0, masked, buf, 8 * q);
+      // The generic-proxy writes become visible to TMA (the async proxy), then one thread
+      // stores the box; TMA writes only what lies inside C.
+      b_.create<NVVM::FenceProxyOp>(loc_, NVVM::ProxyKind::async_shared,
+                                    NVVM::SharedSpaceAttr::get(b_.getContext(), NVVM::SharedSpace::shared_cta));
+      syncWarpgroup();
+      ifThen(b_.create<arith::AndIOp>(loc_, leader, ult(boxRow, M_)), [&] {
+        b_.create<NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp>(loc_, tmC_, sharedPtr(buf), ValueRange{boxCol, boxRow},
+                                                              Value(), NVVM::TMAStoreMode::TILE, Value());
+        b_.create<NVVM::CpAsyncBulkCommitGroupOp>(loc_);
+      });
+    };
+    if (masked && q > 0) ifThen(ult(boxCol, N_), box); // the same for the whole warpgroup
+    else box();
+  }
+}
+
+void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox) {
+  // A box is laid out as TMA's 128B swizzle expects: row r at r x 128 bytes, its 16-byte
+  // chunk c at chunk c ^ (r % 8). A thread's rows are 16w + l/4 + 8h, so r % 8 = l/4, and a
+  // warp's 4-byte stores for one (j, h) hit 32 different banks.
+  Value t = remu(tid_, i32(128));
+  Value l = remu(t, i32(32));
+  Value rowByte = mul(add(mul(divu(t, i32(32)), i32(16)), divu(l, i32(4))), i32(128)); // h = 0
+  Value swz = divu(l, i32(4));
+  Value laneByte = mul(remu(l, i32(4)), i32(4));
+  Type cElt = m_.kernel.getArgType(m_.c).getElementType();
+  auto shared = LLVM::LLVMPointerType::get(b_.getContext(), 3);
+  SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
+  LoadCache loaded;
+  for (const Site& s : sites) loadInputs(s, loaded);
+  for (size_t p = 0; p < sites.size(); p += 2) {
+    Value v[2];
+    for (int e = 0; e < 2; ++e) {
+      DenseMap<Value, Value> memo;
+      v[e] = evalElement(m_.store.getValue(), acc, sites[p + e], loaded, memo);
+    }
+    auto v2 = VectorType::get({2}, b_.getF32Type());
+    Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{v[0], v[1]});
+    Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(),
+                                            b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair));
+    int64_t jj = sites[p].c / 8 - jBox, h = sites[p].h;
+    Value chunk = b_.create<arith::XOrIOp>(loc_, swz, i32(jj));
+    Value off = add(add(buf, add(rowByte, i32(8 * h * 128))), add(mul(chunk, i32(16)), laneByte));
+    b_.create<LLVM::StoreOp>(loc_, bits, b_.create<LLVM::GEPOp>(loc_, shared, b_.getI8Type(), smem_, ValueRange{off}),
+                             /*alignment=*/4);
   }
 }
 

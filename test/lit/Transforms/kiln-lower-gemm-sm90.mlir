@@ -8,27 +8,29 @@
 // CHECK: tile.kernel @mm
 // CHECK: gpu.module @kiln
 // CHECK: llvm.mlir.global external @kiln_sm90_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
-// The parameters: two tensor maps, C and its row stride, the bias and its stride, M, N, K.
-// CHECK: gpu.func @mm__sm90(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel
+// The parameters: tensor maps of A, B and C (bf16: stored by TMA), the bias and its stride, M, N, K.
+// CHECK: gpu.func @mm__sm90(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel
 // CHECK-SAME: kiln.launch_plan = "{{.*}}\22entry\22:\22mm__sm90\22
+// CHECK-SAME: \22output\22:3
 // CHECK-SAME: \22kind\22:\22tensormap\22
-// CHECK-SAME: \22shared_bytes\22:132160
+// CHECK-SAME: \22shared_bytes\22:230496
+// CHECK-SAME: \22stages\22:6
 // CHECK-SAME: \22threads\22:384
 // CHECK-SAME: \22tile\22:[128,128,64]
 // CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 1 : i32
-// Barriers: 4 full (1 arrival + bytes) and 4 empty (256 consumer threads), by thread 0.
-// CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// Barriers: 6 full (1 arrival + bytes) and 6 empty (256 consumer threads), by thread 0.
+// CHECK-COUNT-12: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK: gpu.barrier
 // The producer warpgroup gives registers away; one thread issues A's box and B's two.
-// CHECK: nvvm.setmaxregister decrease 40
+// CHECK: nvvm.setmaxregister decrease 24
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
 // CHECK-COUNT-3: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // The consumers: k-tile 0 peeled (the first wgmma zeroes the accumulator), then the loop.
-// CHECK: nvvm.setmaxregister increase 232
+// CHECK: nvvm.setmaxregister increase 240
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>]
@@ -37,11 +39,21 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// The epilogue on the fragments: the bias loaded where each column lives, max(x, 0), bf16 pairs.
+// The epilogue on the fragments: the bias loaded where each column lives, max(x, 0), bf16
+// pairs into a swizzled 64 x 64 staging box, then one thread per warpgroup stores it by TMA.
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> bf16
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // CHECK: arith.maximumf
 // CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
-// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
+// CHECK: nvvm.cp.async.bulk.commit.group
+// CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
+// The last stores complete before the CTA exits.
+// CHECK: nvvm.cp.async.bulk.wait_group 0{{ *$}}
+// CHECK: gpu.return
 
 // N256: gpu.func @mm__sm90
 // N256-SAME: \22tile\22:[128,256,64]
