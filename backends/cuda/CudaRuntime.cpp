@@ -256,17 +256,27 @@ public:
                       " bytes of shared memory per CTA; " + state->device.name + " allows " +
                       std::to_string(state->device.max_smem_per_block_optin) + " (use smaller tiles)");
     loadModule(*out, out->binary, image.empty(), kernel.name());
-    if (image.empty()) { // the driver's JIT compiled it: its log has ptxas's report
+    if (image.empty()) {
+      // The driver's JIT compiled it. Its log has ptxas's report, unless the driver found
+      // the machine code in its own cache (then the log is empty): no local memory then
+      // still proves no spills.
       const std::string& log = out->module.jitLog();
+      auto spills = [](const CubinResult& c) {
+        return c.spill_stores < 0 ? -1 : c.spill_stores + std::max(c.spill_loads, 0);
+      };
+      auto noLocalMemory = [](CUfunction f) { return queryFunction(f).local_bytes == 0 ? 0 : -1; };
       CubinResult portable, twin;
-      if (parsePtxasInfo(log, kernel.name(), portable)) {
-        r.registers = portable.registers;
-        if (portable.spill_stores >= 0) r.spill_bytes = portable.spill_stores + std::max(portable.spill_loads, 0);
-      }
+      parsePtxasInfo(log, kernel.name(), portable);
+      if (out->code.sm90) parsePtxasInfo(log, out->code.sm90->entry, twin);
+      r.registers = portable.registers;
+      r.spill_bytes = spills(portable) >= 0 ? spills(portable) : noLocalMemory(out->function);
       for (const std::string& note : ptxasNotes(log)) r.ptxas_notes += (r.ptxas_notes.empty() ? "" : "; ") + note;
-      if (out->code.sm90 && parsePtxasInfo(log, out->code.sm90->entry, twin))
-        r.sm90 = describeSm90(out->code, twin.registers,
-                              twin.spill_stores < 0 ? -1 : twin.spill_stores + std::max(twin.spill_loads, 0));
+      int twinRegisters = twin.registers, twinSpills = spills(twin);
+      if (out->sm90) {
+        if (twinRegisters < 0) twinRegisters = queryFunction(out->sm90).registers;
+        if (twinSpills < 0) twinSpills = noLocalMemory(out->sm90);
+      }
+      if (out->code.sm90) r.sm90 = describeSm90(out->code, twinRegisters, twinSpills);
     }
     if (r.registers < 0) r.registers = queryFunction(out->function).registers;
     out->times.load_ms = kd::msSince(t0);

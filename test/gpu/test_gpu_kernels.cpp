@@ -361,21 +361,23 @@ TEST_CASE("gpu: a GEMM problem's cuBLASLt reference agrees with the f64 host ref
 }
 
 TEST_CASE("gpu: the twin reads and writes through padded row strides, odd N included", "[gpu][sm90]") {
-  // A, B and C inside larger allocations (pitches 16-byte multiples, C's even): the twin
-  // runs, and C's padding is left alone; an odd pitch of C sends the launch to the
+  // A, B and C inside larger allocations: with 16-byte pitches and C's rows a multiple of
+  // 16 bytes the twin runs (its TMA store writes whole 16-byte units), and C's padding is
+  // left alone; otherwise (an odd N, a pitch of 146 elements) the launch goes to the
   // portable kernel, with the same result.
-  const int64_t M = 300, N = 135, K = 72;
-  for (int64_t ldc : {N + 9, N + 10}) { // odd pitch: portable; even: the twin
-    HostTensor a(DType::bf16, {M, K + 8}), b(DType::bf16, {K, N + 17}), bias(DType::bf16, {N}), c(DType::bf16, {M, ldc});
+  const int64_t M = 300, K = 72, kLdb = 152; // B's pitch: 304 bytes, past either N
+  for (auto [N, ldc] : {std::pair<int64_t, int64_t>{136, 144}, {136, 146}, {135, 144}}) {
+    const bool twin = N % 8 == 0 && ldc % 8 == 0;
+    HostTensor a(DType::bf16, {M, K + 8}), b(DType::bf16, {K, kLdb}), bias(DType::bf16, {N}), c(DType::bf16, {M, ldc});
     a.fill_random(1), b.fill_random(2), bias.fill_random(3);
     c.poison();
     DeviceTensor da = gpu().upload(a), db = gpu().upload(b), dbias = gpu().upload(bias), dc = gpu().upload(c);
-    TensorView va{da.view().data, DType::bf16, {M, K}, {K + 8, 1}}, vb{db.view().data, DType::bf16, {K, N}, {N + 17, 1}};
+    TensorView va{da.view().data, DType::bf16, {M, K}, {K + 8, 1}}, vb{db.view().data, DType::bf16, {K, N}, {kLdb, 1}};
     TensorView vc{dc.view().data, DType::bf16, {M, N}, {ldc, 1}};
     CompiledKernel ck = gpu().compile(catalogue::gemm_bias_relu(DType::bf16));
     std::string path = ck.launch_path({va, vb, dbias.view(), vc});
     INFO("ldc " << ldc << ": " << path);
-    if (gpu().fingerprint().target == "sm_90a") CHECK((path.rfind("sm_90a twin", 0) == 0) == (ldc % 2 == 0));
+    if (gpu().fingerprint().target == "sm_90a") CHECK((path.rfind("sm_90a twin", 0) == 0) == twin);
     ck.launch({va, vb, dbias.view(), vc});
     HostTensor out(DType::bf16, {M, ldc});
     gpu().download(dc, out);
@@ -383,7 +385,7 @@ TEST_CASE("gpu: the twin reads and writes through padded row strides, odd N incl
     for (int64_t i = 0; i < M; ++i)
       for (int64_t k = 0; k < K; ++k) ha.set(i * K + k, a.get(i * (K + 8) + k));
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < N; ++j) hb.set(k * N + j, b.get(k * (N + 17) + j));
+      for (int64_t j = 0; j < N; ++j) hb.set(k * N + j, b.get(k * (kLdb) + j));
     TensorView vbias = bias.view();
     std::vector<double> want = reference::gemm(ha.view(), hb.view(), &vbias, reference::Epilogue::bias_relu);
     HostTensor got(DType::bf16, {M, N});

@@ -137,6 +137,10 @@ TEST_CASE("C stored by TMA must be a tensor TMA can write; the bias passed by po
   a[3] = view(770, {64, 64});
   CHECK_FALSE(applies(p, a, &why));
   CHECK_THAT(why, Contains("argument 3's address is not 16-byte aligned"));
+  a = args(64, 64, 64);
+  a[3] = view(768, {64, 63}, {64, 1}); // pitch fine, rows of 126 bytes: TMA would write the 127th and 128th
+  CHECK_FALSE(applies(p, a, &why));
+  CHECK_THAT(why, Contains("C's rows are not a multiple of 16 bytes long"));
 }
 
 TEST_CASE("a plan cached before plans named their output still finds C: its first pointer", "[sm90]") {

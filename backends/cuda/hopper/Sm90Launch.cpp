@@ -68,6 +68,14 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
     if (p.kind == LaunchParam::Dim && (v.dims[size_t(p.dim)] < 1 || v.dims[size_t(p.dim)] > INT32_MAX))
       return refuse(why, p.arg, ("'s dim " + std::to_string(p.dim) + " is 0 or over 2^31").c_str());
   }
+  // C stored by TMA: the store writes whole 16-byte units of a row, so a row must end on one
+  // (else the element after C's last column, in its padding, would be written).
+  for (const LaunchParam& p : plan.params)
+    if (p.kind == LaunchParam::TensorMap && p.arg == plan.output) {
+      const TensorView& c = args[size_t(p.arg)];
+      if ((c.dims[1] * size_of(c.dtype)) % 16 != 0)
+        return *why = "C's rows are not a multiple of 16 bytes long (the twin stores whole 16-byte units)", false;
+    }
   // C passed by pointer takes element pairs in one 4-byte store when its type is 16-bit
   // (passed as a tensor map, the rules above apply).
   for (const LaunchParam& p : plan.params)
