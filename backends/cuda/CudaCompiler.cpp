@@ -2,6 +2,8 @@
 #include "Target.h"
 #include "hopper/Sm90Tiles.h"
 
+#include <algorithm>
+
 #include "Compiler/KernelImpl.h"
 #include "Compiler/Pipeline.h"
 #include "Dialect/Tile/TileDialect.h"
@@ -138,7 +140,9 @@ void readSm90Plan(ModuleOp m, DeviceCode& out) {
   if (!gm) return;
   for (auto f : gm.getOps<gpu::GPUFuncOp>())
     if (auto plan = f->getAttrOfType<StringAttr>(hopper::kLaunchPlanAttr))
-      out.sm90 = hopper::LaunchPlan::fromJson(nlohmann::json::parse(plan.str()));
+      out.sm90.push_back(hopper::LaunchPlan::fromJson(nlohmann::json::parse(plan.str())));
+  std::stable_sort(out.sm90.begin(), out.sm90.end(),
+                   [](const hopper::LaunchPlan& a, const hopper::LaunchPlan& b) { return a.tileN < b.tileN; });
 }
 
 /// A tensor map is a 128-byte kernel parameter read in place (`__grid_constant__`): TMA
@@ -146,11 +150,11 @@ void readSm90Plan(ModuleOp m, DeviceCode& out) {
 /// copied to local memory. convert-gpu-to-nvvm cannot carry these attributes, so they are
 /// set on the lowered function.
 void markTensorMapParams(ModuleOp m, const DeviceCode& code) {
-  if (!code.sm90) return;
+  for (const hopper::LaunchPlan& plan : code.sm90)
   for (auto gm : m.getOps<gpu::GPUModuleOp>())
-    if (auto f = gm.lookupSymbol<LLVM::LLVMFuncOp>(code.sm90->entry)) {
+    if (auto f = gm.lookupSymbol<LLVM::LLVMFuncOp>(plan.entry)) {
       Builder b(m.getContext());
-      for (auto [i, p] : llvm::enumerate(code.sm90->params)) {
+      for (auto [i, p] : llvm::enumerate(plan.params)) {
         if (p.kind != hopper::LaunchParam::TensorMap) continue;
         f.setArgAttr(unsigned(i), LLVM::LLVMDialect::getByValAttrName(),
                      TypeAttr::get(LLVM::LLVMArrayType::get(b.getI64Type(), 16)));
@@ -166,7 +170,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     PassManager pm(m.getContext());
     if (cudaTarget(o.arch).wgmma && o.hopperGemm) {
       KilnLowerGemmSm90Options sm90;
-      sm90.tileN = o.hopperTileN ? o.hopperTileN : 128;
+      sm90.tileN = o.hopperTileN;
       sm90.stages = o.hopperStages;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
     }
@@ -231,11 +235,12 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_n must be 0, 128 or 256, got " +
                                                 std::to_string(options.hopperTileN));
   if (options.hopperStages != 0) {
-    const int64_t most = hopper::maxStages(options.hopperTileN ? options.hopperTileN : 128);
+    // With both widths (hopper_tile_n 0) the ring must fit the wider one.
+    const int64_t most = hopper::maxStages(options.hopperTileN ? options.hopperTileN : 256);
     if (options.hopperStages < 2 || options.hopperStages > most)
       throw Error(ErrorKind::InvalidArgument,
                   "kernel '" + kernel.name() + "': hopper_stages must be 0 or 2.." + std::to_string(most) +
-                      " at hopper_tile_n " + std::to_string(options.hopperTileN ? options.hopperTileN : 128) +
+                      " at hopper_tile_n " + std::to_string(options.hopperTileN) +
                       " (the ring must fit in 227 KiB of shared memory), got " + std::to_string(options.hopperStages));
   }
   const std::string& name = kernel.name();

@@ -19,9 +19,10 @@ struct DeviceCode {
   int64_t threads = 0;      ///< threads per CTA
   detail::GridPlan grid;
   CompileTimes times;       ///< tile passes, lowering, codegen (PTX)
-  /// sm_90a: the TMA + wgmma twin of a GEMM-shaped kernel, in the same PTX module; the
-  /// runtime launches it when its preconditions hold (else the portable kernel above).
-  std::optional<hopper::LaunchPlan> sm90;
+  /// sm_90a: the TMA + wgmma twins of a GEMM-shaped kernel (one per tile width, narrowest
+  /// first), in the same PTX module; the runtime launches the one hopper::choose picks when
+  /// its preconditions hold (else the portable kernel above). Empty: no twin.
+  std::vector<hopper::LaunchPlan> sm90;
   std::string sm90_why_not; ///< sm_90a, no twin: why the kernel did not qualify
 };
 
@@ -30,7 +31,7 @@ struct CompileOptions {
   std::string arch;       ///< "sm_90a"
   int numWarps = 4;       ///< the portable kernel's warps per CTA
   bool hopperGemm = true; ///< sm_90a: a TMA + wgmma twin for GEMM-shaped kernels
-  int hopperTileN = 0;    ///< its columns per CTA (128, 256; 0: kiln's choice)
+  int hopperTileN = 0;    ///< its columns per CTA (128, 256; 0: both, chosen per launch)
   int hopperStages = 0;   ///< its shared-memory ring depth (0: the most that fit)
 };
 

@@ -65,7 +65,14 @@ public:
   DeviceCode code;
   Module module;
   CUfunction function = nullptr;
-  CUfunction sm90 = nullptr; ///< code.sm90's entry, when the kernel has a twin
+  /// code.sm90's entries, one per twin (none when the device cannot host any).
+  std::vector<CUfunction> sm90;
+
+  /// The twin that runs `args` (index into code.sm90), or -1 (`why` says why not).
+  int twinFor(const std::vector<TensorView>& args, std::string* why) const {
+    if (sm90.empty()) return -1;
+    return hopper::choose(code.sm90, args, state->hopperPersistent ? state->device.sm_count : 0, why);
+  }
 
   void launch(const std::vector<TensorView>& args, void* stream, bool wait) override {
     if (state->compile_only)
@@ -82,8 +89,9 @@ public:
       if (g <= 0) return; // an empty problem: nothing to run (as on the CPU)
     auto s = static_cast<CUstream>(stream);
     std::string why;
-    if (sm90 && hopper::applies(*code.sm90, args, &why)) {
-      hopper::launch(sm90, *code.sm90, args, s, sig.name, state->hopperPersistent ? state->device.sm_count : 0);
+    if (int t = twinFor(args, &why); t >= 0) {
+      hopper::launch(sm90[size_t(t)], code.sm90[size_t(t)], args, s, sig.name,
+                     state->hopperPersistent ? state->device.sm_count : 0);
     } else {
       // The portable kernel's grid (the twin's is 1-D and checked by applies()).
       const int64_t limits[3] = {(1ll << 31) - 1, 65535, 65535};
@@ -101,9 +109,13 @@ public:
 
   std::string launchPath(const std::vector<TensorView>& args) override {
     kd::checkLaunchArgs(sig, args);
-    if (!code.sm90) return "portable kernel '" + sig.name + "'";
+    if (code.sm90.empty()) return "portable kernel '" + sig.name + "'";
     std::string why;
-    if (hopper::applies(*code.sm90, args, &why)) return "sm_90a twin '" + code.sm90->entry + "'";
+    if (state->compile_only) { // no device: which twin would run is the GPU's to say
+      if (hopper::applies(code.sm90[0], args, &why)) return "sm_90a twin '" + code.sm90[0].entry + "'";
+    } else if (int t = twinFor(args, &why); t >= 0) {
+      return "sm_90a twin '" + code.sm90[size_t(t)].entry + "'";
+    }
     return "portable kernel '" + sig.name + "' (the sm_90a twin does not apply: " + why + ")";
   }
 };
@@ -182,19 +194,26 @@ public:
   }
 
   /// KernelReport::sm90 for `code`.
-  /// `relocatable`: the counts are nvJitLink's, whose relocatable compile drops setmaxnreg.
-  static std::string describeSm90(const DeviceCode& code, int registers, int spills, bool relocatable = false) {
-    if (!code.sm90) return code.sm90_why_not.empty() ? std::string() : "none: " + code.sm90_why_not;
-    std::string s = code.sm90->str();
-    if (registers >= 0) s += ", " + std::to_string(registers) + " registers";
-    if (spills >= 0) s += ", " + std::to_string(spills) + " spill bytes";
-    if (relocatable && (registers >= 0 || spills >= 0))
+  /// Per twin: its registers and spill bytes (-1: unknown). `relocatable`: the counts are
+  /// nvJitLink's, whose relocatable compile drops setmaxnreg.
+  static std::string describeSm90(const DeviceCode& code, const std::vector<std::pair<int, int>>& counts,
+                                  bool relocatable = false) {
+    if (code.sm90.empty()) return code.sm90_why_not.empty() ? std::string() : "none: " + code.sm90_why_not;
+    std::string s;
+    for (size_t i = 0; i < code.sm90.size(); ++i) {
+      s += (i ? "; " : "") + code.sm90[i].entry + ": " + code.sm90[i].str();
+      auto [registers, spills] = i < counts.size() ? counts[i] : std::pair{-1, -1};
+      if (registers >= 0) s += ", " + std::to_string(registers) + " registers";
+      if (spills >= 0) s += ", " + std::to_string(spills) + " spill bytes";
+    }
+    if (relocatable && !counts.empty())
       s += " (nvJitLink's relocatable compile, without setmaxnreg; on a GPU the driver compiles it as a whole program)";
+    if (code.sm90.size() > 1) s += "; each launch takes the width that leaves the busiest SM least work";
     return s + "; runs when A and B have contiguous rows at 16-byte aligned addresses and pitches";
   }
 
   std::unique_ptr<kd::CompiledImpl> compile(const Kernel& kernel) override {
-    int sm90Registers = -1, sm90Spills = -1;
+    std::vector<std::pair<int, int>> twinCounts; // registers, spill bytes per twin
     auto out = std::make_unique<CudaKernel>();
     out->state = state;
     out->sig = kernel.signature();
@@ -215,7 +234,7 @@ public:
     // relocatable code and drops it (C7504), and a 128 x 256 tile then spills. With a GPU,
     // a module with a twin goes to the driver's JIT (cuModuleLoadDataEx compiles whole
     // programs); the kernel cache keeps its PTX, and the driver caches the machine code.
-    const bool wholeProgram = out->code.sm90 && !state->compile_only && state->twinByDriver;
+    const bool wholeProgram = !out->code.sm90.empty() && !state->compile_only && state->twinByDriver;
     if (wholeProgram) {
       r.compiler = "CUDA driver PTX JIT " + formatDriverVersion(state->device.driver_version) +
                    " (whole program, for the sm_90a twin's register split)";
@@ -227,11 +246,10 @@ public:
       if (cubin.spill_stores >= 0) r.spill_bytes = cubin.spill_stores + std::max(cubin.spill_loads, 0);
       for (const std::string& note : ptxasNotes(cubin.info_log))
         r.ptxas_notes += (r.ptxas_notes.empty() ? "" : "; ") + note;
-      if (out->code.sm90) {
+      for (const hopper::LaunchPlan& plan : out->code.sm90) {
         CubinResult twin;
-        parsePtxasInfo(cubin.info_log, out->code.sm90->entry, twin);
-        sm90Registers = twin.registers;
-        sm90Spills = twin.spill_stores < 0 ? -1 : twin.spill_stores + std::max(twin.spill_loads, 0);
+        parsePtxasInfo(cubin.info_log, plan.entry, twin);
+        twinCounts.push_back({twin.registers, twin.spill_stores < 0 ? -1 : twin.spill_stores + std::max(twin.spill_loads, 0)});
       }
     } else if (state->compile_only) {
       throw Error(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': no cubin without nvJitLink (" + why + ")");
@@ -240,11 +258,15 @@ public:
     }
     out->times.assemble_ms = kd::msSince(t0);
     out->binary.assign(image.begin(), image.end());
-    r.sm90 = describeSm90(out->code, sm90Registers, sm90Spills, !wholeProgram);
+    r.sm90 = describeSm90(out->code, twinCounts, !wholeProgram);
     out->cacheMeta = {{"entry", kernel.name()}, {"threads", out->code.threads},
                       {"shared_bytes", out->code.shared_bytes}, {"grid", out->code.grid.toJson()},
                       {"payload", image.empty() ? "ptx" : "cubin"}};
-    if (out->code.sm90) out->cacheMeta["sm90"] = out->code.sm90->toJson();
+    if (!out->code.sm90.empty()) {
+      nlohmann::json twins = nlohmann::json::array();
+      for (const hopper::LaunchPlan& plan : out->code.sm90) twins.push_back(plan.toJson());
+      out->cacheMeta["sm90"] = twins;
+    }
     if (image.empty()) out->binary = out->code.ptx; // what the cache keeps: the driver JITs it
     if (state->compile_only) return out;
 
@@ -265,18 +287,23 @@ public:
         return c.spill_stores < 0 ? -1 : c.spill_stores + std::max(c.spill_loads, 0);
       };
       auto noLocalMemory = [](CUfunction f) { return queryFunction(f).local_bytes == 0 ? 0 : -1; };
-      CubinResult portable, twin;
+      CubinResult portable;
       parsePtxasInfo(log, kernel.name(), portable);
-      if (out->code.sm90) parsePtxasInfo(log, out->code.sm90->entry, twin);
       r.registers = portable.registers;
       r.spill_bytes = spills(portable) >= 0 ? spills(portable) : noLocalMemory(out->function);
       for (const std::string& note : ptxasNotes(log)) r.ptxas_notes += (r.ptxas_notes.empty() ? "" : "; ") + note;
-      int twinRegisters = twin.registers, twinSpills = spills(twin);
-      if (out->sm90) {
-        if (twinRegisters < 0) twinRegisters = queryFunction(out->sm90).registers;
-        if (twinSpills < 0) twinSpills = noLocalMemory(out->sm90);
+      twinCounts.clear();
+      for (size_t i = 0; i < out->code.sm90.size(); ++i) {
+        CubinResult twin;
+        parsePtxasInfo(log, out->code.sm90[i].entry, twin);
+        int registers = twin.registers, spilled = spills(twin);
+        if (i < out->sm90.size() && out->sm90[i]) {
+          if (registers < 0) registers = queryFunction(out->sm90[i]).registers;
+          if (spilled < 0) spilled = noLocalMemory(out->sm90[i]);
+        }
+        twinCounts.push_back({registers, spilled});
       }
-      if (out->code.sm90) r.sm90 = describeSm90(out->code, twinRegisters, twinSpills);
+      if (!out->code.sm90.empty()) r.sm90 = describeSm90(out->code, twinCounts);
     }
     if (r.registers < 0) r.registers = queryFunction(out->function).registers;
     out->times.load_ms = kd::msSince(t0);
@@ -324,7 +351,13 @@ public:
     out->code.shared_bytes = meta.at("shared_bytes").get<int64_t>();
     out->code.grid = kd::GridPlan::fromJson(meta.at("grid"));
     out->code.arch = state->arch;
-    if (meta.contains("sm90")) out->code.sm90 = hopper::LaunchPlan::fromJson(meta.at("sm90"));
+    if (meta.contains("sm90")) { // one plan (entries before twins came in widths) or a list
+      const nlohmann::json& twins = meta.at("sm90");
+      if (twins.is_array())
+        for (const nlohmann::json& plan : twins) out->code.sm90.push_back(hopper::LaunchPlan::fromJson(plan));
+      else
+        out->code.sm90.push_back(hopper::LaunchPlan::fromJson(twins));
+    }
     if (out->code.name != sig.name)
       throw Error(ErrorKind::InvalidArgument, "cache entry holds kernel '" + out->code.name + "', not '" + sig.name + "'");
     if (state->compile_only) return out;
@@ -373,11 +406,12 @@ public:
     k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
     k.function = k.module.getFunction(name);
     if (k.code.shared_bytes > 0) setMaxDynamicSharedMemory(k.function, int(k.code.shared_bytes), name);
-    if (k.code.sm90) {
-      // A twin the device cannot host (too much shared memory) is simply not used.
-      if (k.code.sm90->sharedBytes > state->device.max_smem_per_block_optin) return;
-      k.sm90 = k.module.getFunction(k.code.sm90->entry);
-      setMaxDynamicSharedMemory(k.sm90, int(k.code.sm90->sharedBytes), k.code.sm90->entry);
+    // A twin the device cannot host (too much shared memory) is simply not used.
+    for (const hopper::LaunchPlan& plan : k.code.sm90)
+      if (plan.sharedBytes > state->device.max_smem_per_block_optin) return;
+    for (const hopper::LaunchPlan& plan : k.code.sm90) {
+      k.sm90.push_back(k.module.getFunction(plan.entry));
+      setMaxDynamicSharedMemory(k.sm90.back(), int(plan.sharedBytes), plan.entry);
     }
   }
 

@@ -87,7 +87,8 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
     `kiln.sm90` string attribute saying why.
   }];
   let options = [
-    Option<"tileN", "tile-n", "int64_t", /*default=*/"128", "columns of C per CTA: 128 or 256">,
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"0",
+           "columns of C per CTA: 128 or 256; 0 emits both (<kernel>__sm90 and <kernel>__sm90_n256)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "shared-memory ring depth (0: the most that fit in 227 KiB)">,
     Option<"persistent", "persistent", "bool", /*default=*/"true",

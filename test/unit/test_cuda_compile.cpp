@@ -206,6 +206,21 @@ TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]
   CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128 or 256, got 192"));
 }
 
+TEST_CASE("by default a GEMM gets both twin widths, and the report names each", "[cuda][sm90]") {
+  Runtime rt = offline("sm_90a");
+  std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
+  CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90_n256("));
+  CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16"));
+  std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
+  CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages") &&
+                         Contains("gemm_bias_relu__sm90_n256: 128x256x64 tiles, 4 stages") &&
+                         Contains("each launch takes the width"));
+  for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256"}) {
+    INFO(entry);
+    CHECK(wholeProgramSpills(ptx, entry) == 0);
+  }
+}
+
 TEST_CASE("the twin's ring is as deep as shared memory allows unless hopper_stages says otherwise", "[cuda][sm90]") {
   auto twin = [](int tileN, int stages) {
     return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = tileN,

@@ -151,6 +151,31 @@ TEST_CASE("a plan cached before plans named their output still finds C: its firs
   CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("malformed launch plan: no output argument"));
 }
 
+TEST_CASE("each launch takes the twin width that leaves the busiest SM least work", "[sm90]") {
+  LaunchPlan narrow = gemmPlan(), wide = gemmPlan();
+  narrow.persistent = wide.persistent = true;
+  wide.tileN = 256;
+  wide.gridDims[1].tile = 256;
+  std::vector<LaunchPlan> twins = {narrow, wide};
+  std::string why;
+  auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), 132, &why); };
+  // Enough tiles for several rounds on 132 SMs: the wide tile (fewer, faster rounds).
+  CHECK(pick(4096, 4096, 4096) == 1);
+  CHECK(pick(4097, 4096, 4096) == 1);
+  CHECK(pick(8192, 8192, 64) == 1);
+  CHECK(pick(2048, 2048, 64) == 1); // 256 narrow tiles take 2 rounds, 128 wide ones 1
+  // Fewer tiles than SMs: the narrow tile (more SMs busy).
+  CHECK(pick(1000, 1000, 1000) == 0);
+  CHECK(pick(128, 12288, 4096) == 0);
+  CHECK(pick(16, 4096, 4096) == 0);
+  // One twin, or none that applies.
+  CHECK(choose({narrow}, args(4096, 4096, 4096), 132, &why) == 0);
+  CHECK(choose(twins, args(64, 64, 33), 132, &why) == -1);
+  CHECK_THAT(why, Contains("argument 0's row pitch is not a multiple of 16 bytes"));
+  // One CTA per tile (smCount 0): rounds are tiles; the wide tile still halves them.
+  CHECK(choose(twins, args(4096, 4096, 64), 0, &why) == 1);
+}
+
 TEST_CASE("a launch plan naming arguments or dims the launch lacks is refused, not read out of bounds", "[sm90][errors]") {
   std::string why;
   LaunchPlan p = gemmPlan();

@@ -55,6 +55,7 @@ struct Config {
   int64_t bn = 128;
   int64_t stages = 4;
   bool persistent = true;
+  std::string suffix = "__sm90"; ///< the twin's name: the kernel's + this
   int64_t aBytes() const { return kBM * kBK * 2; }
   int64_t stageBytes() const { return hopper::stageBytes(bn); }
   int64_t stagingOffset() const { return stages * stageBytes(); }
@@ -206,7 +207,7 @@ void Emitter::declareParams() {
   param({LaunchParam::Dim, int(m_.a), 1, {}}, b_.getI32Type()); // K
 
   b_.setInsertionPointToEnd(gm_.getBody());
-  std::string name = m_.kernel.getSymName().str() + "__sm90";
+  std::string name = m_.kernel.getSymName().str() + cfg_.suffix;
   func_ = b_.create<gpu::GPUFuncOp>(loc_, name, b_.getFunctionType(types, {}));
   func_->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
   // .maxntid + .minnctapersm: without both, ptxas ignores setmaxnreg.
@@ -609,15 +610,21 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
   using KilnLowerGemmSm90Base::KilnLowerGemmSm90Base;
   void runOnOperation() override {
     ModuleOp m = getOperation();
-    if (tileN != 128 && tileN != 256) {
-      m.emitError("tile-n must be 128 or 256, got ") << tileN;
+    if (tileN != 0 && tileN != 128 && tileN != 256) {
+      m.emitError("tile-n must be 0 (both), 128 or 256, got ") << tileN;
       return signalPassFailure();
     }
-    Config cfg{tileN, stages ? stages : maxStages(tileN), persistent};
-    if (cfg.stages < 2 || cfg.stages > maxStages(tileN)) {
-      m.emitError("stages must be 2..") << maxStages(tileN) << " at tile-n " << tileN
-                                        << " (227 KiB of shared memory), got " << stages;
-      return signalPassFailure();
+    // tile-n 0: both widths, the narrow one named <kernel>__sm90, the wide <kernel>__sm90_n256.
+    SmallVector<Config> configs;
+    for (int64_t n : {int64_t(128), int64_t(256)}) {
+      if (tileN != 0 && tileN != n) continue;
+      Config cfg{n, stages ? stages : maxStages(n), persistent, tileN == 0 && n == 256 ? "__sm90_n256" : "__sm90"};
+      if (cfg.stages < 2 || cfg.stages > maxStages(n)) {
+        m.emitError("stages must be 2..") << maxStages(n) << " at tile-n " << n
+                                          << " (227 KiB of shared memory), got " << stages;
+        return signalPassFailure();
+      }
+      configs.push_back(cfg);
     }
     for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {
       GemmMatch match;
@@ -633,7 +640,10 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
         b.setInsertionPointToEnd(m.getBody());
         gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
       }
-      Emitter(match, cfg, gm).run();
+      for (const Config& cfg : configs) {
+        GemmMatch copy = match; // the emitter reads the match; each twin its own
+        Emitter(copy, cfg, gm).run();
+      }
     }
   }
 };

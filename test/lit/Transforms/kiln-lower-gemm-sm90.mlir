@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90 | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=256 stages=3" | FileCheck %s --check-prefix=N256
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=ONE
 
 // A GEMM with a bias + ReLU epilogue, as the DSL traces it (composites already expanded):
 // it gets a TMA + wgmma twin beside the tile kernel, which stays for the portable lowering.
@@ -54,10 +55,21 @@
 // The last stores complete before the CTA exits.
 // CHECK: nvvm.cp.async.bulk.wait_group 0{{ *$}}
 // CHECK: gpu.return
+// Without tile-n, the 128 x 256 twin follows, for launches with enough tiles to fill the GPU.
+// CHECK: gpu.func @mm__sm90_n256(
+// CHECK-SAME: \22stages\22:4
+// CHECK-SAME: \22tile\22:[128,256,64]
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>
 
-// N256: gpu.func @mm__sm90
+// N256: gpu.func @mm__sm90(
+// N256-SAME: \22stages\22:3
 // N256-SAME: \22tile\22:[128,256,64]
 // N256: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>
+// N256-NOT: gpu.func @mm__sm90_n256
+
+// A width asked for: that twin alone.
+// ONE: gpu.func @mm__sm90(
+// ONE-NOT: gpu.func @mm__sm90_n256
 module {
   tile.kernel @mm(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N], bf16>, in %bias: !tile.tensor<[N], bf16>, out %C: !tile.tensor<[M, N], bf16>) {
     %M = tile.dim "M"
