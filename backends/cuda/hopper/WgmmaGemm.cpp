@@ -331,7 +331,13 @@ template <class F> void Emitter::forEachTile(F&& body) {
 
 void Emitter::producer() {
   b_.create<NVVM::SetMaxRegisterOp>(loc_, 24, NVVM::SetMaxRegisterAction::decrease);
-  ifThen(eq(tid_, i32(0)), [&] { forEachTile([&] {
+  ifThen(eq(tid_, i32(0)), [&] {
+  // The tensor maps live in parameter space: fetch their lines now rather than at the first
+  // copy of each (CUTLASS does the same).
+  for (Value map : {tmA_, tmB_, tmC_})
+    if (map) b_.create<NVVM::PrefetchOp>(loc_, NVVM::PrefetchCacheLevelAttr(), NVVM::CacheEvictionPriorityAttr(), map,
+                                         Value(), /*tensormap=*/true, /*uniform=*/false, /*in_param_space=*/true);
+  forEachTile([&] {
     auto loop = b_.create<scf::ForOp>(loc_, i32(0), kTiles_, i32(1));
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(loop.getBody()->getTerminator());

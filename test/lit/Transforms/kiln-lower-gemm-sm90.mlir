@@ -26,6 +26,7 @@
 // CHECK: gpu.barrier
 // The producer warpgroup gives registers away; one thread issues A's box and B's two.
 // CHECK: nvvm.setmaxregister decrease 24
+// CHECK-COUNT-3: nvvm.prefetch tensormap in_param_space
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
