@@ -219,18 +219,20 @@ TEST_CASE("a database that is not one is refused and left alone", "[tune][errors
   std::remove(db.c_str());
 }
 
-TEST_CASE("a config's warps, hopper_gemm and hopper_tile_n select runtime options; its tile sizes do not", "[tune]") {
+TEST_CASE("a config's warps, hopper_gemm, hopper_tile_n and hopper_stages select runtime options; its tile sizes do not", "[tune]") {
   RuntimeOptions base;
   base.cache_dir = "off";
   base.num_warps = 4;
-  tune::Config c{{{"m", 128}, {"n", 64}, {"warps", 8}, {"hopper_gemm", 0}, {"hopper_tile_n", 256}}};
+  tune::Config c{{{"m", 128}, {"n", 64}, {"warps", 8}, {"hopper_gemm", 0}, {"hopper_tile_n", 256}, {"hopper_stages", 3}}};
   RuntimeOptions o = tune::options_for(base, c);
   CHECK(o.num_warps == 8);
   CHECK_FALSE(o.hopper_gemm);
   CHECK(o.hopper_tile_n == 256);
+  CHECK(o.hopper_stages == 3);
   CHECK(o.cache_dir == "off"); // the rest of the base is kept
   RuntimeOptions same = tune::options_for(base, tune::Config{{{"m", 64}}});
   CHECK(same.num_warps == 4);
   CHECK(same.hopper_gemm);
   CHECK(same.hopper_tile_n == 0);
+  CHECK(same.hopper_stages == 0);
 }

@@ -44,8 +44,14 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
         }
         return true;
       });
+  // The twin: each width with the deepest ring that fits (its default), and one stage less
+  // (a shallower ring leaves L2 more room on some shapes).
   if (twin)
-    for (int64_t n : {128, 256}) s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_n", n}}});
+    for (auto [n, stages] : {std::pair<int64_t, int64_t>{256, 3}, {128, 4}, {256, 0}, {128, 0}}) {
+      Config c{{{"hopper_tile_n", n}}};
+      if (stages) c.params["hopper_stages"] = stages;
+      s.configs.insert(s.configs.begin(), c);
+    }
   return s;
 }
 
