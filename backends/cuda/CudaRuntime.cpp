@@ -229,7 +229,7 @@ public:
     auto t0 = std::chrono::steady_clock::now();
     std::string why;
     std::vector<char> image;
-    // The twin's setmaxnreg (producer down to 40 registers, consumers up to 232) holds only
+    // The twin's setmaxnreg (producer down to 24 registers, consumers up to 240) holds only
     // in a whole-program compile: nvJitLink, like the driver's cuLink, compiles PTX as
     // relocatable code and drops it (C7504), and a 128 x 256 tile then spills. With a GPU,
     // a module with a twin goes to the driver's JIT (cuModuleLoadDataEx compiles whole
