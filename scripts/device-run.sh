@@ -67,7 +67,8 @@ if want mlptuned; then
 fi
 if want suite; then
   run cuda-support cuda-support.log $K/kiln-cuda-support-tests
-  run gpu-suite gpu-tests.log $K/kiln-gpu-tests --durations yes
+  # Under a timeout: a kernel that hangs (a new barrier protocol) must not eat the call.
+  run gpu-suite gpu-tests.log timeout 480 $K/kiln-gpu-tests --durations yes
   run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
 fi
 if want gemm; then

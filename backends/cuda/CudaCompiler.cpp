@@ -172,6 +172,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       KilnLowerGemmSm90Options sm90;
       sm90.tileN = o.hopperTileN;
       sm90.stages = o.hopperStages;
+      sm90.cluster = o.hopperCluster == 2 ? 2 : 1;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
     }
     KilnAssignLayoutsOptions layouts;
@@ -234,6 +235,9 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   if (options.hopperTileN != 0 && options.hopperTileN != 128 && options.hopperTileN != 256)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_n must be 0, 128 or 256, got " +
                                                 std::to_string(options.hopperTileN));
+  if (options.hopperCluster < 0 || options.hopperCluster > 2)
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_cluster must be 0, 1 or 2, got " +
+                                                std::to_string(options.hopperCluster));
   if (options.hopperStages != 0) {
     // With both widths (hopper_tile_n 0) the ring must fit the wider one.
     const int64_t most = hopper::maxStages(options.hopperTileN ? options.hopperTileN : 256);

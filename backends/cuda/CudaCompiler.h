@@ -33,6 +33,7 @@ struct CompileOptions {
   bool hopperGemm = true; ///< sm_90a: a TMA + wgmma twin for GEMM-shaped kernels
   int hopperTileN = 0;    ///< its columns per CTA (128, 256; 0: both, chosen per launch)
   int hopperStages = 0;   ///< its shared-memory ring depth (0: the most that fit)
+  int hopperCluster = 0;  ///< its CTAs per cluster (0 or 1: none; 2: pairs sharing A)
 };
 
 /// Compiles `kernel` to PTX. When `stop` is Stage::mlir or Stage::llvm, returns that

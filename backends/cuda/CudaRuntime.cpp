@@ -190,7 +190,7 @@ public:
 
   CompileOptions compileOptions() const {
     return {state->arch, state->options.num_warps, state->options.hopper_gemm, state->options.hopper_tile_n,
-            state->options.hopper_stages};
+            state->options.hopper_stages, state->options.hopper_cluster};
   }
 
   /// KernelReport::sm90 for `code`.
@@ -339,6 +339,7 @@ public:
     return {{"backend", "cuda"}, {"arch", state->arch}, {"num_warps", state->options.num_warps},
             {"hopper_gemm", state->options.hopper_gemm}, {"hopper_tile_n", state->options.hopper_tile_n},
             {"hopper_stages", state->options.hopper_stages},
+            {"hopper_cluster", state->options.hopper_cluster},
             {"ptx_compiler", ptxCompiler}};
   }
 
@@ -573,6 +574,12 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     if (v != "0" && v != "128" && v != "256")
       throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_TILE_N is '" + v + "'; expected 0, 128 or 256");
     state->options.hopper_tile_n = std::stoi(v);
+  }
+  if (const char* e = std::getenv("KILN_HOPPER_CLUSTER"); e && options.hopper_cluster == 0) {
+    std::string v = e;
+    if (v != "0" && v != "1" && v != "2")
+      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_CLUSTER is '" + v + "'; expected 0, 1 or 2");
+    state->options.hopper_cluster = v[0] - '0';
   }
   if (const char* e = std::getenv("KILN_HOPPER_STAGES"); e && options.hopper_stages == 0) {
     std::string v = e;

@@ -555,6 +555,31 @@ void launchKernel(CUfunction f, const std::string& kernelName, std::array<unsign
   }
 }
 
+void launchKernelClustered(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
+                           std::array<unsigned, 3> block, unsigned cluster, unsigned dynamicSmemBytes,
+                           CUstream stream, void** params) {
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cluster;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid[0], config.gridDimY = grid[1], config.gridDimZ = grid[2];
+  config.blockDimX = block[0], config.blockDimY = block[1], config.blockDimZ = block[2];
+  config.sharedMemBytes = dynamicSmemBytes;
+  config.hStream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  const CUresult r = driver().cuLaunchKernelEx(&config, f, params, nullptr);
+  if (r != CUDA_SUCCESS) {
+    std::ostringstream ctx;
+    ctx << "launching kernel '" << kernelName << "' with grid (" << grid[0] << ", " << grid[1] << ", " << grid[2]
+        << ") in clusters of " << cluster << ", block (" << block[0] << ", " << block[1] << ", " << block[2] << "), "
+        << dynamicSmemBytes << " bytes dynamic shared memory";
+    detail::throwCuError(r, "cuLaunchKernelEx", __FILE__, __LINE__, ctx.str());
+  }
+}
+
 int pointerDeviceOrdinal(CUdeviceptr p) {
   const Driver& d = driver();
   int ordinal = -1;

@@ -272,6 +272,10 @@ void setMaxDynamicSharedMemory(CUfunction f, int bytes, const std::string& kerne
 void launchKernel(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
                   std::array<unsigned, 3> block, unsigned dynamicSmemBytes, CUstream stream,
                   void** params);
+/// cuLaunchKernelEx with grid.x split into clusters of `cluster` CTAs (grid[0] a multiple).
+void launchKernelClustered(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
+                           std::array<unsigned, 3> block, unsigned cluster, unsigned dynamicSmemBytes,
+                           CUstream stream, void** params);
 
 /// The device ordinal `p` was allocated on, or -1 when CUDA does not know the pointer
 /// (host memory, garbage). Never throws for an unknown pointer.

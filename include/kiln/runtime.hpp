@@ -46,6 +46,11 @@ struct KILN_API RuntimeOptions {
   /// 227 KiB (6 at width 128, 4 at 256); 0 lets kiln choose (the most that fit), or
   /// KILN_HOPPER_STAGES when set.
   int hopper_stages = 0;
+  /// The twin's CTAs per thread-block cluster: 1, or 2 (two CTAs take adjacent tiles and
+  /// share A's tile by TMA multicast: less L2 traffic); 0 lets kiln choose (1), or
+  /// KILN_HOPPER_CLUSTER when set. EXPERIMENTAL: 2 is compiled and checked without a GPU
+  /// but has not yet run on one (docs/cuda.md); leave it at 0 in production.
+  int hopper_cluster = 0;
   /// CPU backend: the x86-64 CPU the JIT generates code for. Empty means $KILN_CPU, and
   /// when that is unset too, "host" (this machine's CPU and every feature it has). Else a
   /// baseline ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4") or an LLVM CPU name

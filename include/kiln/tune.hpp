@@ -20,11 +20,11 @@
 
 namespace kiln::tune {
 
-/// One point of a search space: named integer parameters. Four select runtime options
+/// One point of a search space: named integer parameters. Five select runtime options
 /// for that candidate (see options_for): `warps` (RuntimeOptions::num_warps), and for the
 /// sm_90a GEMM twin `hopper_gemm` (0: the portable kernel only), `hopper_tile_n` (its
-/// width) and `hopper_stages` (its ring depth); the others are the kernel's own (tile
-/// sizes, stages).
+/// width), `hopper_stages` (its ring depth) and `hopper_cluster` (CTAs per cluster); the
+/// others are the kernel's own (tile sizes, stages).
 struct KILN_API Config {
   std::map<std::string, int64_t> params;
   int64_t get(const std::string& name, int64_t fallback) const;
@@ -88,7 +88,7 @@ struct KILN_API Result {
 };
 
 /// `base` with the runtime options `config` selects (`warps`, `hopper_gemm`, `hopper_tile_n`,
-/// `hopper_stages`).
+/// `hopper_stages`, `hopper_cluster`).
 KILN_API RuntimeOptions options_for(const RuntimeOptions& base, const Config& config);
 
 /// Tunes `make` (a kernel for each config) on `problem`. Throws kiln::Error(InvalidArgument)

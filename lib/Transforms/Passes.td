@@ -91,6 +91,8 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
            "columns of C per CTA: 128 or 256; 0 emits both (<kernel>__sm90 and <kernel>__sm90_n256)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "shared-memory ring depth (0: the most that fit in 227 KiB)">,
+    Option<"cluster", "cluster", "int64_t", /*default=*/"1",
+           "CTAs per cluster: 1, or 2 (adjacent tiles share A's tile by TMA multicast)">,
     Option<"persistent", "persistent", "bool", /*default=*/"true",
            "launch one CTA per SM looping over tiles (else one CTA per tile)">,
   ];

@@ -318,11 +318,15 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
                                                    {128, 256, 4096}, {2049, 2056, 136}};
   Runtime portable = Runtime::create(Backend::cuda, {.hopper_gemm = false});
   Runtime wide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
+  // Pairs of CTAs sharing A by multicast, both widths (odd tile columns leave a CTA of the
+  // last pair without a tile: it loads zeros and stores nothing).
+  Runtime paired = Runtime::create(Backend::cuda, {.hopper_tile_n = 128, .hopper_cluster = 2});
+  Runtime pairedWide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2});
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
     for (DType d : {DType::bf16, DType::f16}) {
       const catalogue::Entry& e = catalogue::find(name);
-      for (const Runtime* rt : std::initializer_list<const Runtime*>{&gpu(), &wide, &portable}) {
+      for (const Runtime* rt : std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &portable}) {
         CompiledKernel ck = rt->compile(e.make(d));
         INFO(name << " " << to_string(d) << ": " << ck.report().str());
         if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper

@@ -221,6 +221,23 @@ TEST_CASE("by default a GEMM gets both twin widths, and the report names each", 
   }
 }
 
+TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTAs by TMA multicast", "[cuda][sm90]") {
+  Runtime rt = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 2});
+  Kernel k = catalogue::gemm_bias_relu(DType::bf16);
+  std::string ptx = rt.emit(k, Stage::ptx);
+  CHECK_THAT(ptx, Contains(".multicast::cluster") && Contains("mapa.shared::cluster") &&
+                      Contains("mbarrier.arrive.release.cluster.shared::cluster") && Contains("barrier.cluster.wait"));
+  CHECK_THAT(rt.compile(k).report().sm90, Contains("clusters of 2 (A multicast)"));
+  for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256"}) {
+    INFO(entry);
+    CHECK(wholeProgramSpills(ptx, entry) == 0);
+  }
+  // Without it, no cluster instruction at all.
+  CHECK_THAT(offline("sm_90a").emit(k, Stage::ptx), !Contains("multicast") && !Contains("barrier.cluster"));
+  Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 4});
+  CHECK_THROWS_WITH(bad.compile(k), Contains("hopper_cluster must be 0, 1 or 2, got 4"));
+}
+
 TEST_CASE("the twin's ring is as deep as shared memory allows unless hopper_stages says otherwise", "[cuda][sm90]") {
   auto twin = [](int tileN, int stages) {
     return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = tileN,

@@ -52,8 +52,14 @@ TEST_CASE("a launch plan survives JSON, as the kernel cache stores it", "[sm90]"
   CHECK(q.str() == "128x128x64 tiles, 4 stages, 384 threads, 132160 B smem, one CTA per ceildiv(M, 128) x ceildiv(arg1.1, 128) tiles");
   nlohmann::json older = p.toJson(); // cache entries written before plans recorded their stages
   older.erase("stages");
+  older.erase("cluster");
+  CHECK(LaunchPlan::fromJson(older).cluster == 1);
   CHECK(LaunchPlan::fromJson(older).stages == 0);
   CHECK_THAT(LaunchPlan::fromJson(older).str(), StartsWith("128x128x64 tiles, 384 threads"));
+  LaunchPlan clustered = p;
+  clustered.cluster = 2;
+  CHECK(LaunchPlan::fromJson(clustered.toJson()).cluster == 2);
+  CHECK_THAT(clustered.str(), Contains("4 stages, clusters of 2 (A multicast), 384 threads"));
   p.persistent = true;
   CHECK(LaunchPlan::fromJson(p.toJson()).persistent);
   CHECK_THAT(LaunchPlan::fromJson(p.toJson()).str(), Contains("persistent over ceildiv(M, 128)"));
@@ -73,7 +79,8 @@ TEST_CASE("a malformed launch plan is refused with InvalidArgument, never truste
                                   broken([](auto& j) { j["grid"] = nlohmann::json::array(); }),
                                   broken([](auto& j) { j["tile"] = {128, 128}; }),
                                   broken([](auto& j) { j["shared_bytes"] = "lots"; }),
-                                  broken([](auto& j) { j["ctas_per_sm"] = 0; })}) {
+                                  broken([](auto& j) { j["ctas_per_sm"] = 0; }),
+                                  broken([](auto& j) { j["cluster"] = 0; })}) {
     INFO(j.dump());
     try {
       LaunchPlan::fromJson(j);

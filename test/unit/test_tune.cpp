@@ -219,16 +219,17 @@ TEST_CASE("a database that is not one is refused and left alone", "[tune][errors
   std::remove(db.c_str());
 }
 
-TEST_CASE("a config's warps, hopper_gemm, hopper_tile_n and hopper_stages select runtime options; its tile sizes do not", "[tune]") {
+TEST_CASE("a config's warps and hopper_* parameters select runtime options; its tile sizes do not", "[tune]") {
   RuntimeOptions base;
   base.cache_dir = "off";
   base.num_warps = 4;
-  tune::Config c{{{"m", 128}, {"n", 64}, {"warps", 8}, {"hopper_gemm", 0}, {"hopper_tile_n", 256}, {"hopper_stages", 3}}};
+  tune::Config c{{{"m", 128}, {"n", 64}, {"warps", 8}, {"hopper_gemm", 0}, {"hopper_tile_n", 256}, {"hopper_stages", 3}, {"hopper_cluster", 2}}};
   RuntimeOptions o = tune::options_for(base, c);
   CHECK(o.num_warps == 8);
   CHECK_FALSE(o.hopper_gemm);
   CHECK(o.hopper_tile_n == 256);
   CHECK(o.hopper_stages == 3);
+  CHECK(o.hopper_cluster == 2);
   CHECK(o.cache_dir == "off"); // the rest of the base is kept
   RuntimeOptions same = tune::options_for(base, tune::Config{{{"m", 64}}});
   CHECK(same.num_warps == 4);

@@ -16,6 +16,8 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     plan.stages = j.value("stages", int64_t(0));
     if (plan.stages < 0 || plan.stages > 64) throw std::out_of_range("bad stages");
     plan.persistent = j.at("persistent").get<bool>();
+    plan.cluster = j.value("cluster", int64_t(1));
+    if (plan.cluster < 1 || plan.cluster > 8) throw std::out_of_range("bad cluster size");
     plan.ctasPerSm = j.at("ctas_per_sm").get<int64_t>();
     if (plan.ctasPerSm < 1 || plan.ctasPerSm > 32) throw std::out_of_range("bad ctas_per_sm");
     for (const auto& g : j.at("grid")) {
@@ -58,6 +60,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
 std::string LaunchPlan::str() const {
   std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +
                   (stages ? std::to_string(stages) + " stages, " : std::string()) +
+                  (cluster > 1 ? "clusters of " + std::to_string(cluster) + " (A multicast), " : std::string()) +
                   std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, " + (persistent ? "persistent over " : "one CTA per ");
   for (size_t i = 0; i < gridDims.size(); ++i)
     s += (i ? " x " : "") + std::string("ceildiv(") +

@@ -51,6 +51,9 @@ struct LaunchPlan {
   int64_t ctasPerSm = 1;
   std::vector<LaunchParam> params;
   int output = -1; ///< the argument the kernel writes (C)
+  /// CTAs per cluster along grid.x (launched with cuLaunchKernelEx when above 1). A cluster
+  /// takes `cluster` horizontally adjacent tiles at once.
+  int64_t cluster = 1;
 
   nlohmann::json toJson() const;  // inline below: the compiler (built without RTTI) writes plans too
   /// Throws kiln::Error(InvalidArgument) on a malformed plan (a corrupt cache entry).
@@ -68,7 +71,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
   return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
-          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}};
+          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}};
 }
 
 } // namespace kiln::hopper

@@ -17,6 +17,19 @@ int64_t tileCount(const LaunchPlan& plan, const std::vector<TensorView>& args) {
   return n;
 }
 
+/// A clustered plan's work units: its clusters take `cluster` adjacent tiles along the last
+/// grid dim (C's columns) at once.
+int64_t unitCount(const LaunchPlan& plan, const std::vector<TensorView>& args) {
+  if (plan.cluster <= 1) return tileCount(plan, args);
+  int64_t n = 1;
+  for (size_t i = 0; i < plan.gridDims.size(); ++i) {
+    const GridDim& g = plan.gridDims[i];
+    int64_t tiles = (args[size_t(g.arg)].dims[size_t(g.dim)] + g.tile - 1) / g.tile;
+    n *= i + 1 == plan.gridDims.size() ? (tiles + plan.cluster - 1) / plan.cluster : tiles;
+  }
+  return n;
+}
+
 /// The stride of `v` along `d` in elements (row-major when `v` gives none), without the
 /// allocation of TensorView::effective_strides: this runs at every launch.
 int64_t strideOf(const TensorView& v, int d) {
@@ -159,6 +172,14 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
       break;
     }
     }
+  }
+  if (plan.cluster > 1) {
+    int64_t clusters = unitCount(plan, args);
+    if (plan.persistent && smCount > 0)
+      clusters = std::min<int64_t>(clusters, std::max<int64_t>(1, int64_t(smCount) * plan.ctasPerSm / plan.cluster));
+    cuda::launchKernelClustered(f, kernelName, {unsigned(clusters * plan.cluster), 1, 1}, {unsigned(plan.threads), 1, 1},
+                                unsigned(plan.cluster), unsigned(plan.sharedBytes), stream, params.data());
+    return;
   }
   int64_t ctas = tileCount(plan, args);
   if (plan.persistent && smCount > 0) ctas = std::min<int64_t>(ctas, int64_t(smCount) * plan.ctasPerSm);

@@ -56,6 +56,12 @@ struct Config {
   int64_t stages = 4;
   bool persistent = true;
   std::string suffix = "__sm90"; ///< the twin's name: the kernel's + this
+  /// CTAs per cluster (1 or 2). With 2, the CTAs of a cluster take horizontally adjacent
+  /// tiles (the same rows of A): each loads half of the A tile and multicasts it to both.
+  int64_t cluster = 1;
+  /// Arrivals that free a ring slot: every consumer thread (one CTA), or each consumer
+  /// warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
+  int64_t emptyArrivals() const { return cluster == 1 ? 256 : 8 * cluster; }
   int64_t aBytes() const { return kBM * kBK * 2; }
   int64_t stageBytes() const { return hopper::stageBytes(bn); }
   int64_t stagingOffset() const { return stages * stageBytes(); }
@@ -136,6 +142,8 @@ private:
 
   void declareParams();
   template <class F> void forEachTile(F&& body);
+  /// barrier.cluster arrive + wait, by every thread of both CTAs.
+  void clusterSync();
   /// Ring slot and phase bit of k-iteration `it` (counted across this CTA's tiles).
   std::pair<Value, Value> slotOf(Value it) {
     return {remu(it, i32(cfg_.stages)), b_.create<arith::AndIOp>(loc_, divu(it, i32(cfg_.stages)), i32(1))};
@@ -145,7 +153,22 @@ private:
   void producer();
   Value consumerMainloop();
   Value kTile(Value kt, Value acc, bool first);
-  void release(Value it) { b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), emptyBarrier(slotOf(it).first), Value()); }
+  void release(Value it) {
+    Value bar = emptyBarrier(slotOf(it).first);
+    if (cfg_.cluster == 1) {
+      b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), bar, Value());
+      return;
+    }
+    // The slot is free for a producer once every consumer warp of the cluster is done with
+    // it (wgmma.wait_group is warp-wide): lane 0 arrives on that slot's barrier in each CTA.
+    ifThen(eq(remu(tid_, i32(32)), i32(0)), [&] {
+      auto clusterPtr = LLVM::LLVMPointerType::get(b_.getContext(), 7);
+      for (int64_t r = 0; r < cfg_.cluster; ++r) {
+        Value there = b_.create<NVVM::MapaOp>(loc_, clusterPtr, bar, i32(r));
+        b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), there, Value(), NVVM::MemScopeKind::CLUSTER);
+      }
+    });
+  }
   void epilogue(Value acc);
   /// The sites of column groups [j0, j1) of this thread's fragment (4 per group).
   SmallVector<Site> chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked);
@@ -176,6 +199,7 @@ private:
   // Per-CTA values.
   Value tid_, wg_, kTiles_, smem_, sbase_;
   Value tilesM_, tilesN_, numTiles_; // C's tiles, walked by the persistent loop
+  Value rank_;                        // this CTA's rank in its cluster (0 when no cluster)
   // Per tile (set inside forEachTile): its corner and the ring position of its first k-tile.
   Value m0_, n0_, base_;
 };
@@ -189,7 +213,7 @@ void Emitter::declareParams() {
     plan_.params.push_back(p);
     types.push_back(t);
   };
-  param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, kBM}}, generic);
+  param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, kBM / cfg_.cluster}}, generic);
   param({LaunchParam::TensorMap, int(m_.b), 0, {64, kBK}}, generic);
   const bool cByTma = m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
   if (cByTma) {
@@ -240,6 +264,7 @@ void Emitter::declareParams() {
   plan_.tileK = kBK;
   plan_.stages = cfg_.stages;
   plan_.output = int(m_.c);
+  plan_.cluster = cfg_.cluster;
   auto dimName = [&](unsigned arg, unsigned d) {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
@@ -271,6 +296,10 @@ void Emitter::run() {
   tilesM_ = divu(add(M_, i32(kBM - 1)), i32(kBM));
   tilesN_ = divu(add(N_, i32(cfg_.bn - 1)), i32(cfg_.bn));
   numTiles_ = mul(tilesM_, tilesN_);
+  // A cluster of 2 is CTAs 2c and 2c + 1 of the 1-D grid; its work units are pairs of
+  // horizontally adjacent tiles.
+  Value bidx = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
+  rank_ = cfg_.cluster == 1 ? i32(0) : remu(bidx, i32(cfg_.cluster));
   kTiles_ = divu(add(K_, i32(kBK - 1)), i32(kBK));
 
   // The dynamic shared memory, rounded up to 1024 B: 128B-swizzle atoms and the wgmma
@@ -286,12 +315,14 @@ void Emitter::run() {
   ifThen(isThread0, [&] {
     for (int64_t s = 0; s < cfg_.stages; ++s) {
       b_.create<NVVM::MBarrierInitOp>(loc_, sharedPtr(i32(cfg_.barrierOffset() + 8 * s)), i32(1), Value());
-      b_.create<NVVM::MBarrierInitOp>(loc_, sharedPtr(i32(cfg_.barrierOffset() + 8 * (cfg_.stages + s))), i32(256),
-                                      Value());
+      b_.create<NVVM::MBarrierInitOp>(loc_, sharedPtr(i32(cfg_.barrierOffset() + 8 * (cfg_.stages + s))),
+                                      i32(cfg_.emptyArrivals()), Value());
     }
     b_.create<NVVM::FenceMbarrierInitOp>(loc_);
   });
   b_.create<gpu::BarrierOp>(loc_);
+  // The peer's barriers are initialised before anyone arrives on them or multicasts to them.
+  if (cfg_.cluster > 1) clusterSync();
 
   ifThenElse(
       eq(wg_, i32(0)), [&] { producer(); },
@@ -303,6 +334,8 @@ void Emitter::run() {
           ifThen(eq(remu(tid_, i32(128)), i32(0)),
                  [&] { b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(0), UnitAttr()); });
       });
+  // No CTA leaves while its peer may still arrive on its barriers or multicast into it.
+  if (cfg_.cluster > 1) clusterSync();
   b_.create<gpu::ReturnOp>(loc_);
   func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
 }
@@ -310,23 +343,38 @@ void Emitter::run() {
 /// The persistent loop: CTA b takes tiles b, b + grid, b + 2 grid, ... of C (a grid of one
 /// CTA per tile takes exactly one). Tiles are numbered in groups of 8 M-tiles, column by
 /// column inside a group, so the CTAs running at once share A and B tiles in L2.
+///
+/// With a cluster of 2 the loop runs over clusters and work units instead: cluster c takes
+/// units c, c + clusters, ...; a unit is a pair of horizontally adjacent tiles, the CTA of
+/// rank r taking tile column 2u + r. Past C's last column that CTA still loads (zeros) and
+/// multiplies, so both keep the same ring schedule, and stores nothing.
 template <class F> void Emitter::forEachTile(F&& body) {
+  const int64_t cl = cfg_.cluster;
   Value bid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
   Value grid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::GridDimOp>(loc_, gpu::Dimension::x));
-  auto loop = b_.create<scf::ForOp>(loc_, bid, numTiles_, grid);
+  Value first = cl == 1 ? bid : divu(bid, i32(cl)), step = cl == 1 ? grid : divu(grid, i32(cl));
+  Value unitsN = cl == 1 ? tilesN_ : divu(add(tilesN_, i32(cl - 1)), i32(cl));
+  auto loop = b_.create<scf::ForOp>(loc_, first, mul(tilesM_, unitsN), step);
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPoint(loop.getBody()->getTerminator());
   Value t = loop.getInductionVar();
   constexpr int64_t kGroup = 8;
-  Value perGroup = mul(tilesN_, i32(kGroup));
+  Value perGroup = mul(unitsN, i32(kGroup));
   Value group = divu(t, perGroup);
   Value firstM = mul(group, i32(kGroup));
   Value groupRows = b_.create<arith::MinUIOp>(loc_, sub(tilesM_, firstM), i32(kGroup));
   Value local = remu(t, perGroup);
   m0_ = mul(add(firstM, remu(local, groupRows)), i32(kBM));
-  n0_ = mul(divu(local, groupRows), i32(cfg_.bn));
-  base_ = mul(divu(sub(t, bid), grid), kTiles_);
+  Value column = divu(local, groupRows);
+  n0_ = mul(cl == 1 ? column : add(mul(column, i32(cl)), rank_), i32(cfg_.bn));
+  base_ = mul(divu(sub(t, first), step), kTiles_);
   body();
+}
+
+void Emitter::clusterSync() {
+  // Not .aligned: at the end the producer warp's lanes reconverge from divergent paths.
+  b_.create<NVVM::ClusterArriveOp>(loc_, UnitAttr());
+  b_.create<NVVM::ClusterWaitOp>(loc_, UnitAttr());
 }
 
 void Emitter::producer() {
@@ -361,7 +409,19 @@ void Emitter::producer() {
                                                                 NVVM::CTAGroupKindAttr(), Value());
     };
     // Coordinates are innermost first: A's box at (k0, m0), B's boxes at (n0 + 64h, k0).
-    tma(stage, tmA_, {k0, m0_});
+    if (cfg_.cluster == 1) {
+      tma(stage, tmA_, {k0, m0_});
+    } else {
+      // This CTA's share of A's rows, multicast into the same place in every CTA of the
+      // cluster (each full[s] counts the whole stage's bytes, its peer's share included).
+      const int64_t rows = kBM / cfg_.cluster;
+      Value dst = b_.create<LLVM::AddrSpaceCastOp>(loc_, cluster,
+                                                   sharedPtr(add(stage, mul(rank_, i32(rows * 128)))));
+      Value mask = b_.create<arith::ConstantIntOp>(loc_, (1 << cfg_.cluster) - 1, 16);
+      b_.create<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(
+          loc_, dst, tmA_, ValueRange{k0, add(m0_, mul(rank_, i32(rows)))}, full, ValueRange{}, mask, Value(),
+          NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
+    }
     for (int64_t h = 0; h < cfg_.bn / 64; ++h)
       tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0});
   }); });
@@ -498,7 +558,9 @@ void Emitter::epilogue(Value acc) {
     if (tmC_) epilogueTma(acc, row0, col0, masked);
     else epilogueStores(acc, row0, col0, masked);
   };
-  ifThenElse(inside, [&] { body(false); }, [&] { body(true); });
+  auto both = [&] { ifThenElse(inside, [&] { body(false); }, [&] { body(true); }); };
+  if (cfg_.cluster > 1) ifThen(ult(n0_, N_), both); // a cluster's tile past C's last column
+  else both();
 }
 
 SmallVector<Site> Emitter::chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked) {
@@ -616,6 +678,10 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
   using KilnLowerGemmSm90Base::KilnLowerGemmSm90Base;
   void runOnOperation() override {
     ModuleOp m = getOperation();
+    if (cluster != 1 && cluster != 2) {
+      m.emitError("cluster must be 1 or 2, got ") << cluster;
+      return signalPassFailure();
+    }
     if (tileN != 0 && tileN != 128 && tileN != 256) {
       m.emitError("tile-n must be 0 (both), 128 or 256, got ") << tileN;
       return signalPassFailure();
@@ -624,7 +690,8 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
     SmallVector<Config> configs;
     for (int64_t n : {int64_t(128), int64_t(256)}) {
       if (tileN != 0 && tileN != n) continue;
-      Config cfg{n, stages ? stages : maxStages(n), persistent, tileN == 0 && n == 256 ? "__sm90_n256" : "__sm90"};
+      Config cfg{n, stages ? stages : maxStages(n), persistent, tileN == 0 && n == 256 ? "__sm90_n256" : "__sm90",
+                 cluster};
       if (cfg.stages < 2 || cfg.stages > maxStages(n)) {
         m.emitError("stages must be 2..") << maxStages(n) << " at tile-n " << n
                                           << " (227 KiB of shared memory), got " << stages;

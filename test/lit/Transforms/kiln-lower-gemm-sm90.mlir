@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90 | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=256 stages=3" | FileCheck %s --check-prefix=N256
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=ONE
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=256 cluster=2" | FileCheck %s --check-prefix=CL
 
 // A GEMM with a bias + ReLU epilogue, as the DSL traces it (composites already expanded):
 // it gets a TMA + wgmma twin beside the tile kernel, which stays for the portable lowering.
@@ -71,6 +72,22 @@
 // A width asked for: that twin alone.
 // ONE: gpu.func @mm__sm90(
 // ONE-NOT: gpu.func @mm__sm90_n256
+
+// Clusters of 2: A's tensor map box is half the rows; the peers' barriers are set up before
+// any use; each CTA multicasts its half of A to both; consumer warps free a slot in both CTAs.
+// CL: gpu.func @mm__sm90(
+// CL-SAME: \22cluster\22:2
+// CL-SAME: \22params\22:[{\22arg\22:0,\22box\22:[64,64],\22dim\22:0,\22kind\22:\22tensormap\22}
+// CL: nvvm.fence.mbarrier.init
+// CL: gpu.barrier
+// CL-NEXT: nvvm.cluster.arrive
+// CL-NEXT: nvvm.cluster.wait
+// CL: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// CL: nvvm.mapa
+// CL: nvvm.mbarrier.arrive {{.*}} {scope = #nvvm.mem_scope<cluster>}
+// CL: nvvm.cluster.arrive
+// CL-NEXT: nvvm.cluster.wait
+// CL-NEXT: gpu.return
 module {
   tile.kernel @mm(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N], bf16>, in %bias: !tile.tensor<[N], bf16>, out %C: !tile.tensor<[M, N], bf16>) {
     %M = tile.dim "M"
