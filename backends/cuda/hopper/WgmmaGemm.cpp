@@ -1,6 +1,8 @@
 // kiln-lower-gemm-sm90: the Hopper GEMM. A tile kernel that GemmMatch recognises gets a
-// second kernel, `<name>__sm90`, beside the portable one kiln-lower-to-gpu makes; the
-// runtime launches it whenever its TMA preconditions hold (hopper/LaunchPlan.h).
+// second kernel, `<name>__sm90` (and `<name>__sm90_n256` when both widths are made), beside
+// the portable one kiln-lower-to-gpu makes; the runtime launches one whenever its TMA
+// preconditions hold (hopper/Sm90Launch.h). This file: parameters, warp roles, the TMA ring
+// and the wgmma main loop, the pass; Epilogue.cpp: the epilogue and the stores of C.
 //
 // One CTA computes a BM x BN tile of C (BM = 128; BN = 128 or 256) with 384 threads:
 //   warpgroup 0 (producer): one thread issues TMA loads of A (BM x 64) and B (64 x BN) into
@@ -16,193 +18,25 @@
 //     staging boxes (two per warpgroup), an f32 C by masked stores from registers.
 // Shared memory (1024-B aligned): per stage A as 128 rows of 128 B (K-major), B as BN/64
 // boxes of 64 K-rows x 128 B (MN-major); then the C staging boxes; then the 2 x stages mbarriers.
-#include "hopper/GemmMatch.h"
-#include "hopper/LaunchPlan.h"
-#include "hopper/Sm90Tiles.h"
+#include "hopper/Emitter.h"
 #include "Transforms/Passes.h"
-#include "Transforms/ScalarMath.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "llvm/ADT/APFloat.h"
-
-#include <map>
-#include <tuple>
+#include "llvm/ADT/DenseSet.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNLOWERGEMMSM90
 #include "Transforms/Passes.h.inc"
 } // namespace kiln
 
-namespace kiln::hopper {
-
-using namespace mlir;
-using namespace kiln::tile;
+namespace kiln::hopper::detail {
 
 namespace {
-
-constexpr int64_t kBM = kTileM, kBK = kTileK;
-/// Epilogue column groups evaluated together (4 elements per thread each): more would keep
-/// too many values live beside a 128 x 256 tile's accumulators.
-constexpr int64_t kChunk = 4;
-constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements, 128 B rows
-
-struct Config {
-  int64_t bn = 128;
-  int64_t stages = 4;
-  bool persistent = true;
-  std::string suffix = "__sm90"; ///< the twin's name: the kernel's + this
-  /// CTAs per cluster (1 or 2). With 2, the CTAs of a cluster take horizontally adjacent
-  /// tiles (the same rows of A): each loads half of the A tile and multicasts it to both.
-  int64_t cluster = 1;
-  /// Arrivals that free a ring slot: every consumer thread (one CTA), or each consumer
-  /// warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
-  int64_t emptyArrivals() const { return cluster == 1 ? 256 : 8 * cluster; }
-  int64_t aBytes() const { return kBM * kBK * 2; }
-  int64_t stageBytes() const { return hopper::stageBytes(bn); }
-  int64_t stagingOffset() const { return stages * stageBytes(); }
-  int64_t barrierOffset() const { return stagingOffset() + kStagingBytes; }
-  int64_t smemBytes() const { return sharedBytes(bn, stages); }
-};
-
 /// wgmma shared-memory descriptor, all but the start address (bits 0-13):
 /// bits 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128B).
 int64_t descriptorBits(int64_t lbo, int64_t sbo) {
   return int64_t((uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) | (uint64_t(1) << 62));
 }
-
-/// One accumulator element in the epilogue: its index in the fragment struct, its global
-/// row and column in C (clamped to C's last row/column on edge tiles), and the offsets
-/// (h, c) of that row and column from the thread's first: two elements with the same h
-/// are in the same row, with the same c in the same column.
-struct Site {
-  int64_t accIndex;
-  Value row, col;
-  int64_t h, c;
-};
-/// A loaded epilogue input element, keyed by (load, h or -1, c or -1): -1 where the input
-/// does not vary along that axis.
-using LoadCache = std::map<std::tuple<void*, int64_t, int64_t>, Value>;
-
-class Emitter {
-public:
-  Emitter(GemmMatch& m, Config cfg, gpu::GPUModuleOp gm)
-      : loc_(m.kernel.getLoc()), m_(m), cfg_(cfg), gm_(gm), b_(m.kernel.getContext()) {}
-
-  void run();
-
-private:
-  Location loc_;
-
-  Value i32(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
-  Value i64(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 64); }
-  Value add(Value a, Value b) { return b_.create<arith::AddIOp>(loc_, a, b); }
-  Value sub(Value a, Value b) { return b_.create<arith::SubIOp>(loc_, a, b); }
-  Value mul(Value a, Value b) { return b_.create<arith::MulIOp>(loc_, a, b); }
-  Value divu(Value a, Value b) { return b_.create<arith::DivUIOp>(loc_, a, b); }
-  Value remu(Value a, Value b) { return b_.create<arith::RemUIOp>(loc_, a, b); }
-  Value ult(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, a, b); }
-  Value eq(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b); }
-  Value ext64(Value v) { return b_.create<arith::ExtUIOp>(loc_, b_.getI64Type(), v); }
-  Value byteAt(Value base, Value off) {
-    return b_.create<LLVM::GEPOp>(loc_, base.getType(), b_.getI8Type(), base, ValueRange{off});
-  }
-  Value sharedPtr(Value off) { return byteAt(smem_, off); }
-  /// scf.if with `then` (and `otherwise`) emitted through b_ inside the regions.
-  template <class F> void ifThen(Value cond, F&& then) {
-    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPoint(op.thenBlock()->getTerminator());
-    then();
-  }
-  template <class F, class G> void ifThenElse(Value cond, F&& then, G&& otherwise) {
-    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPoint(op.thenBlock()->getTerminator());
-    then();
-    b_.setInsertionPoint(op.elseBlock()->getTerminator());
-    otherwise();
-  }
-  template <class F, class G> Value ifValue(Type t, Value cond, F&& then, G&& otherwise) {
-    auto op = b_.create<scf::IfOp>(loc_, TypeRange{t}, cond, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPointToStart(op.thenBlock());
-    b_.create<scf::YieldOp>(loc_, then());
-    b_.setInsertionPointToStart(op.elseBlock());
-    b_.create<scf::YieldOp>(loc_, otherwise());
-    return op.getResult(0);
-  }
-  LLVM::LLVMStructType accType() {
-    return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(cfg_.bn / 2, b_.getF32Type()));
-  }
-
-  void declareParams();
-  template <class F> void forEachTile(F&& body);
-  /// barrier.cluster arrive + wait, by every thread of both CTAs.
-  void clusterSync();
-  /// Ring slot and phase bit of k-iteration `it` (counted across this CTA's tiles).
-  std::pair<Value, Value> slotOf(Value it) {
-    return {remu(it, i32(cfg_.stages)), b_.create<arith::AndIOp>(loc_, divu(it, i32(cfg_.stages)), i32(1))};
-  }
-  Value fullBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset()))); }
-  Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset() + 8 * cfg_.stages))); }
-  void producer();
-  Value consumerMainloop();
-  Value kTile(Value kt, Value acc, bool first);
-  void release(Value it) {
-    Value bar = emptyBarrier(slotOf(it).first);
-    if (cfg_.cluster == 1) {
-      b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), bar, Value());
-      return;
-    }
-    // The slot is free for a producer once every consumer warp of the cluster is done with
-    // it (wgmma.wait_group is warp-wide): lane 0 arrives on that slot's barrier in each CTA.
-    ifThen(eq(remu(tid_, i32(32)), i32(0)), [&] {
-      auto clusterPtr = LLVM::LLVMPointerType::get(b_.getContext(), 7);
-      for (int64_t r = 0; r < cfg_.cluster; ++r) {
-        Value there = b_.create<NVVM::MapaOp>(loc_, clusterPtr, bar, i32(r));
-        b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), there, Value(), NVVM::MemScopeKind::CLUSTER);
-      }
-    });
-  }
-  void epilogue(Value acc);
-  /// The sites of column groups [j0, j1) of this thread's fragment (4 per group).
-  SmallVector<Site> chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked);
-  /// f32 C: element by element from registers, masked on edge tiles.
-  void epilogueStores(Value acc, Value row0, Value col0, bool masked);
-  /// 16-bit C: 64 x 64 boxes through shared memory, stored by TMA (which clips edge tiles).
-  void epilogueTma(Value acc, Value row0, Value col0, bool masked);
-  /// Column groups [j0, j0 + kChunk) into the staging box `buf` whose first group is `jBox`.
-  void stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox);
-  /// Emits the epilogue's loads for `site` into `loaded`, once per distinct element (a
-  /// bias is loaded once per column, not once per row).
-  void loadInputs(const Site& site, LoadCache& loaded);
-  /// Epilogue value `v` at `site`; its loads come from `loaded`.
-  Value evalElement(Value v, Value acc, const Site& site, LoadCache& loaded, DenseMap<Value, Value>& memo);
-
-  GemmMatch& m_;
-  Config cfg_;
-  gpu::GPUModuleOp gm_;
-  OpBuilder b_;
-  gpu::GPUFuncOp func_;
-  LaunchPlan plan_;
-  // Function arguments.
-  Value tmA_, tmB_, M_, N_, K_;
-  Value tmC_;            // 16-bit C: stored by TMA from shared memory
-  Value cPtr_, cStride_; // f32 C: stored from registers
-  DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)
-  SmallVector<Value> epilogueLoads_; // the epilogue's tile.load results, each once
-  // Per-CTA values.
-  Value tid_, wg_, kTiles_, smem_, sbase_;
-  Value tilesM_, tilesN_, numTiles_; // C's tiles, walked by the persistent loop
-  Value rank_;                        // this CTA's rank in its cluster (0 when no cluster)
-  // Per tile (set inside forEachTile): its corner and the ring position of its first k-tile.
-  Value m0_, n0_, base_;
-};
+} // namespace
 
 void Emitter::declareParams() {
   MLIRContext* ctx = b_.getContext();
@@ -484,195 +318,16 @@ Value Emitter::consumerMainloop() {
       [&] { return Value(b_.create<LLVM::ZeroOp>(loc_, accType())); });
 }
 
-/// Rounds an f32 value to `t`'s precision and back (a no-op for f32): what storing an
-/// intermediate tile of that type does in every other backend.
-Value roundTo(OpBuilder& b, Location loc, Value v, Type t) {
-  if (t.isF32()) return v;
-  Value narrow = b.create<arith::TruncFOp>(loc, t, v);
-  return b.create<arith::ExtFOp>(loc, b.getF32Type(), narrow);
-}
+} // namespace kiln::hopper::detail
 
-std::tuple<void*, int64_t, int64_t> loadKey(Value load, const SmallVector<Axis, 2>& axes, const Site& site) {
-  bool row = llvm::is_contained(axes, Axis::Row), col = llvm::is_contained(axes, Axis::Col);
-  return {load.getAsOpaquePointer(), row ? site.h : -1, col ? site.c : -1};
-}
+namespace kiln::hopper {
 
-void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
-  for (Value v : epilogueLoads_) {
-    const auto& axes = m_.axes.lookup(v);
-    auto key = loadKey(v, axes, site);
-    if (loaded.count(key)) continue;
-    auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
-    unsigned arg = cast<BlockArgument>(view.getTensor()).getArgNumber();
-    auto& [ptr, strides] = inputs_[arg];
-    Type elt = cast<TileType>(v.getType()).getElementType();
-    Value off = i64(0);
-    for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? site.row : site.col, strides[d]));
-    Value p = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
-    Value x = b_.create<LLVM::LoadOp>(loc_, elt, p);
-    loaded[key] = elt.isF32() ? x : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), x);
-  }
-}
+using namespace mlir;
+using namespace kiln::tile;
+using detail::Config;
+using detail::Emitter;
 
-Value Emitter::evalElement(Value v, Value acc, const Site& site, LoadCache& loaded, DenseMap<Value, Value>& memo) {
-  if (auto it = memo.find(v); it != memo.end()) return it->second;
-  Value out;
-  Type elt = cast<TileType>(v.getType()).getElementType();
-  if (v == m_.loop.getResult(0)) {
-    out = b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{site.accIndex});
-  } else if (auto f = v.getDefiningOp<FullOp>()) {
-    llvm::APFloat x(f.getValue().convertToDouble());
-    bool lost;
-    x.convert(elt.isF32() ? llvm::APFloat::IEEEsingle() : cast<FloatType>(elt).getFloatSemantics(),
-              llvm::APFloat::rmNearestTiesToEven, &lost);
-    x.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
-    out = b_.create<arith::ConstantOp>(loc_, b_.getF32FloatAttr(x.convertToFloat()));
-  } else if (auto bc = v.getDefiningOp<BroadcastOp>()) {
-    out = evalElement(bc.getInput(), acc, site, loaded, memo);
-  } else if (v.getDefiningOp<LoadOp>()) {
-    out = loaded.at(loadKey(v, m_.axes.lookup(v), site));
-  } else {
-    Operation* op = v.getDefiningOp();
-    SmallVector<Value> x;
-    for (Value in : op->getOperands()) x.push_back(evalElement(in, acc, site, loaded, memo));
-    out = roundTo(b_, loc_, emitScalar(b_, loc_, op, x), elt);
-  }
-  memo[v] = out;
-  return out;
-}
-
-void Emitter::epilogue(Value acc) {
-  // Accumulator fragment of m64nNk16 (per warpgroup): thread t = tid % 128, warp w = t / 32,
-  // lane l = t % 32; struct element 4j + 2h + e holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e.
-  Value t = remu(tid_, i32(128));
-  Value w = divu(t, i32(32));
-  Value l = remu(t, i32(32));
-  Value cw = sub(wg_, i32(1));
-  Value row0 = add(add(add(m0_, mul(cw, i32(64))), mul(w, i32(16))), divu(l, i32(4)));
-  Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
-  // Tiles inside C (all but the last row and column of tiles) read their inputs without
-  // clamps and store without masks; the edge tiles take the careful path.
-  Value inside = b_.create<arith::AndIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(m0_, i32(kBM)), M_),
-                                          b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(n0_, i32(cfg_.bn)), N_));
-  auto body = [&](bool masked) {
-    if (tmC_) epilogueTma(acc, row0, col0, masked);
-    else epilogueStores(acc, row0, col0, masked);
-  };
-  auto both = [&] { ifThenElse(inside, [&] { body(false); }, [&] { body(true); }); };
-  if (cfg_.cluster > 1) ifThen(ult(n0_, N_), both); // a cluster's tile past C's last column
-  else both();
-}
-
-SmallVector<Site> Emitter::chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked) {
-  Value lastRow = sub(ext64(M_), i64(1)), lastCol = sub(ext64(N_), i64(1));
-  auto clamp = [&](Value v, Value last) { return masked ? b_.create<arith::MinUIOp>(loc_, v, last).getResult() : v; };
-  SmallVector<Site> sites;
-  for (int64_t j = j0; j < j1; ++j)
-    for (int64_t h = 0; h < 2; ++h)
-      for (int64_t e = 0; e < 2; ++e)
-        sites.push_back({4 * j + 2 * h + e, clamp(ext64(add(row0, i32(8 * h))), lastRow),
-                         clamp(ext64(add(col0, i32(8 * j + e))), lastCol), h, 8 * j + e});
-  return sites;
-}
-
-// Both epilogues evaluate kChunk column groups (16 elements per thread) at a time: first every load of the chunk, then its math
-// and stores. Loads issued together overlap their latency; a load after a store could not
-// move above it (C may alias an input as far as the compiler knows). Every element is
-// still read (from an epilogue input) before the same thread writes it, so C may be the
-// residual input itself.
-
-void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
-  Value M = ext64(M_), N = ext64(N_);
-  Type cElt = m_.kernel.getArgType(m_.c).getElementType();
-  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
-  for (int64_t j0 = 0; j0 < cfg_.bn / 8; j0 += kChunk) {
-    SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
-    LoadCache loaded;
-    for (const Site& s : sites) loadInputs(s, loaded);
-    for (const Site& s : sites) {
-      DenseMap<Value, Value> memo;
-      Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
-      Value row = ext64(add(row0, i32(8 * s.h)));
-      Value col = ext64(add(col0, i32(s.c)));
-      auto store = [&] {
-        Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(mul(row, cStride_), col)});
-        b_.create<LLVM::StoreOp>(loc_, v, ptr);
-      };
-      if (masked) ifThen(b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N)), store);
-      else store();
-    }
-  }
-}
-
-void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
-  // Each consumer warpgroup stores its 64 rows as 64 x 64 boxes, alternating between its
-  // two staging buffers.
-  Value cw = sub(wg_, i32(1));
-  Value leader = eq(remu(tid_, i32(128)), i32(0));
-  Value myStaging = add(i32(cfg_.stagingOffset()), mul(cw, i32(2 * kStagingBoxBytes)));
-  // Named barriers 1 and 2, one per consumer warpgroup (0 is the CTA's): the two
-  // warpgroups store their boxes independently.
-  auto syncWarpgroup = [&] { b_.create<NVVM::BarrierOp>(loc_, Type(), wg_, i32(128), NVVM::BarrierReductionAttr(), Value()); };
-
-  // Boxes wholly right of C are skipped, so within a tile the stores are boxes 0, 1, ...
-  // in order and the one before last used this buffer: "at most one store still reading"
-  // frees it. The first box waits for none (the last tile's stores may have skipped).
-  for (int64_t q = 0; q < cfg_.bn / 64; ++q) {
-    Value boxRow = add(m0_, mul(cw, i32(64))), boxCol = add(n0_, i32(64 * q));
-    Value buf = add(myStaging, i32((q % 2) * kStagingBoxBytes));
-    auto box = [&] {
-      ifThen(leader, [&] {
-        b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(q == 0 ? 0 : 1), b_.getUnitAttr());
-      });
-      syncWarpgroup();
-      for (int64_t j0 = 8 * q; j0 < 8 * q + 8; j0 += kChunk) stageChunk(acc, j0, row0, col0, masked, buf, 8 * q);
-      // The generic-proxy writes become visible to TMA (the async proxy), then one thread
-      // stores the box; TMA writes only what lies inside C.
-      b_.create<NVVM::FenceProxyOp>(loc_, NVVM::ProxyKind::async_shared,
-                                    NVVM::SharedSpaceAttr::get(b_.getContext(), NVVM::SharedSpace::shared_cta));
-      syncWarpgroup();
-      ifThen(b_.create<arith::AndIOp>(loc_, leader, ult(boxRow, M_)), [&] {
-        b_.create<NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp>(loc_, tmC_, sharedPtr(buf), ValueRange{boxCol, boxRow},
-                                                              Value(), NVVM::TMAStoreMode::TILE, Value());
-        b_.create<NVVM::CpAsyncBulkCommitGroupOp>(loc_);
-      });
-    };
-    if (masked && q > 0) ifThen(ult(boxCol, N_), box); // the same for the whole warpgroup
-    else box();
-  }
-}
-
-void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox) {
-  // A box is laid out as TMA's 128B swizzle expects: row r at r x 128 bytes, its 16-byte
-  // chunk c at chunk c ^ (r % 8). A thread's rows are 16w + l/4 + 8h, so r % 8 = l/4, and a
-  // warp's 4-byte stores for one (j, h) hit 32 different banks.
-  Value t = remu(tid_, i32(128));
-  Value l = remu(t, i32(32));
-  Value rowByte = mul(add(mul(divu(t, i32(32)), i32(16)), divu(l, i32(4))), i32(128)); // h = 0
-  Value swz = divu(l, i32(4));
-  Value laneByte = mul(remu(l, i32(4)), i32(4));
-  Type cElt = m_.kernel.getArgType(m_.c).getElementType();
-  auto shared = LLVM::LLVMPointerType::get(b_.getContext(), 3);
-  SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
-  LoadCache loaded;
-  for (const Site& s : sites) loadInputs(s, loaded);
-  for (size_t p = 0; p < sites.size(); p += 2) {
-    Value v[2];
-    for (int e = 0; e < 2; ++e) {
-      DenseMap<Value, Value> memo;
-      v[e] = evalElement(m_.store.getValue(), acc, sites[p + e], loaded, memo);
-    }
-    auto v2 = VectorType::get({2}, b_.getF32Type());
-    Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{v[0], v[1]});
-    Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(),
-                                            b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair));
-    int64_t jj = sites[p].c / 8 - jBox, h = sites[p].h;
-    Value chunk = b_.create<arith::XOrIOp>(loc_, swz, i32(jj));
-    Value off = add(add(buf, add(rowByte, i32(8 * h * 128))), add(mul(chunk, i32(16)), laneByte));
-    b_.create<LLVM::StoreOp>(loc_, bits, b_.create<LLVM::GEPOp>(loc_, shared, b_.getI8Type(), smem_, ValueRange{off}),
-                             /*alignment=*/4);
-  }
-}
+namespace {
 
 struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> {
   using KilnLowerGemmSm90Base::KilnLowerGemmSm90Base;

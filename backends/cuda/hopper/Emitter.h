@@ -1,0 +1,178 @@
+#pragma once
+// Internal: the state and methods of the sm_90a twin's emitter (kiln-lower-gemm-sm90), shared
+// by its two halves: WgmmaGemm.cpp (parameters, the warp roles, the TMA ring and the wgmma
+// main loop, the pass) and Epilogue.cpp (the kernel's epilogue on the accumulator fragments
+// and the stores of C). Included only by those files.
+#include "hopper/GemmMatch.h"
+#include "hopper/LaunchPlan.h"
+#include "hopper/Sm90Tiles.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+
+namespace kiln::hopper::detail {
+
+using namespace mlir;
+using namespace kiln::tile;
+
+constexpr int64_t kBM = kTileM, kBK = kTileK;
+/// Epilogue column groups evaluated together (4 elements per thread each): more would keep
+/// too many values live beside a 128 x 256 tile's accumulators.
+constexpr int64_t kChunk = 4;
+constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements, 128 B rows
+
+struct Config {
+  int64_t bn = 128;
+  int64_t stages = 4;
+  bool persistent = true;
+  std::string suffix = "__sm90"; ///< the twin's name: the kernel's + this
+  /// CTAs per cluster (1 or 2). With 2, the CTAs of a cluster take horizontally adjacent
+  /// tiles (the same rows of A): each loads half of the A tile and multicasts it to both.
+  int64_t cluster = 1;
+  /// Arrivals that free a ring slot: every consumer thread (one CTA), or each consumer
+  /// warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
+  int64_t emptyArrivals() const { return cluster == 1 ? 256 : 8 * cluster; }
+  int64_t aBytes() const { return kBM * kBK * 2; }
+  int64_t stageBytes() const { return hopper::stageBytes(bn); }
+  int64_t stagingOffset() const { return stages * stageBytes(); }
+  int64_t barrierOffset() const { return stagingOffset() + kStagingBytes; }
+  int64_t smemBytes() const { return sharedBytes(bn, stages); }
+};
+
+/// One accumulator element in the epilogue: its index in the fragment struct, its global
+/// row and column in C (clamped to C's last row/column on edge tiles), and the offsets
+/// (h, c) of that row and column from the thread's first: two elements with the same h
+/// are in the same row, with the same c in the same column.
+struct Site {
+  int64_t accIndex;
+  Value row, col;
+  int64_t h, c;
+};
+/// A loaded epilogue input element, keyed by (load, h or -1, c or -1): -1 where the input
+/// does not vary along that axis.
+using LoadCache = std::map<std::tuple<void*, int64_t, int64_t>, Value>;
+
+class Emitter {
+public:
+  Emitter(GemmMatch& m, Config cfg, gpu::GPUModuleOp gm)
+      : loc_(m.kernel.getLoc()), m_(m), cfg_(cfg), gm_(gm), b_(m.kernel.getContext()) {}
+
+  void run();
+
+private:
+  Location loc_;
+
+  Value i32(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
+  Value i64(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 64); }
+  Value add(Value a, Value b) { return b_.create<arith::AddIOp>(loc_, a, b); }
+  Value sub(Value a, Value b) { return b_.create<arith::SubIOp>(loc_, a, b); }
+  Value mul(Value a, Value b) { return b_.create<arith::MulIOp>(loc_, a, b); }
+  Value divu(Value a, Value b) { return b_.create<arith::DivUIOp>(loc_, a, b); }
+  Value remu(Value a, Value b) { return b_.create<arith::RemUIOp>(loc_, a, b); }
+  Value ult(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, a, b); }
+  Value eq(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b); }
+  Value ext64(Value v) { return b_.create<arith::ExtUIOp>(loc_, b_.getI64Type(), v); }
+  Value byteAt(Value base, Value off) {
+    return b_.create<LLVM::GEPOp>(loc_, base.getType(), b_.getI8Type(), base, ValueRange{off});
+  }
+  Value sharedPtr(Value off) { return byteAt(smem_, off); }
+  /// scf.if with `then` (and `otherwise`) emitted through b_ inside the regions.
+  template <class F> void ifThen(Value cond, F&& then) {
+    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(op.thenBlock()->getTerminator());
+    then();
+  }
+  template <class F, class G> void ifThenElse(Value cond, F&& then, G&& otherwise) {
+    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(op.thenBlock()->getTerminator());
+    then();
+    b_.setInsertionPoint(op.elseBlock()->getTerminator());
+    otherwise();
+  }
+  template <class F, class G> Value ifValue(Type t, Value cond, F&& then, G&& otherwise) {
+    auto op = b_.create<scf::IfOp>(loc_, TypeRange{t}, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(op.thenBlock());
+    b_.create<scf::YieldOp>(loc_, then());
+    b_.setInsertionPointToStart(op.elseBlock());
+    b_.create<scf::YieldOp>(loc_, otherwise());
+    return op.getResult(0);
+  }
+  LLVM::LLVMStructType accType() {
+    return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(cfg_.bn / 2, b_.getF32Type()));
+  }
+
+  void declareParams();
+  template <class F> void forEachTile(F&& body);
+  /// barrier.cluster arrive + wait, by every thread of both CTAs.
+  void clusterSync();
+  /// Ring slot and phase bit of k-iteration `it` (counted across this CTA's tiles).
+  std::pair<Value, Value> slotOf(Value it) {
+    return {remu(it, i32(cfg_.stages)), b_.create<arith::AndIOp>(loc_, divu(it, i32(cfg_.stages)), i32(1))};
+  }
+  Value fullBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset()))); }
+  Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset() + 8 * cfg_.stages))); }
+  void producer();
+  Value consumerMainloop();
+  Value kTile(Value kt, Value acc, bool first);
+  void release(Value it) {
+    Value bar = emptyBarrier(slotOf(it).first);
+    if (cfg_.cluster == 1) {
+      b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), bar, Value());
+      return;
+    }
+    // The slot is free for a producer once every consumer warp of the cluster is done with
+    // it (wgmma.wait_group is warp-wide): lane 0 arrives on that slot's barrier in each CTA.
+    ifThen(eq(remu(tid_, i32(32)), i32(0)), [&] {
+      auto clusterPtr = LLVM::LLVMPointerType::get(b_.getContext(), 7);
+      for (int64_t r = 0; r < cfg_.cluster; ++r) {
+        Value there = b_.create<NVVM::MapaOp>(loc_, clusterPtr, bar, i32(r));
+        b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), there, Value(), NVVM::MemScopeKind::CLUSTER);
+      }
+    });
+  }
+  void epilogue(Value acc);
+  /// The sites of column groups [j0, j1) of this thread's fragment (4 per group).
+  SmallVector<Site> chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked);
+  /// f32 C: element by element from registers, masked on edge tiles.
+  void epilogueStores(Value acc, Value row0, Value col0, bool masked);
+  /// 16-bit C: 64 x 64 boxes through shared memory, stored by TMA (which clips edge tiles).
+  void epilogueTma(Value acc, Value row0, Value col0, bool masked);
+  /// Column groups [j0, j0 + kChunk) into the staging box `buf` whose first group is `jBox`.
+  void stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox);
+  /// Emits the epilogue's loads for `site` into `loaded`, once per distinct element (a
+  /// bias is loaded once per column, not once per row).
+  void loadInputs(const Site& site, LoadCache& loaded);
+  /// Epilogue value `v` at `site`; its loads come from `loaded`.
+  Value evalElement(Value v, Value acc, const Site& site, LoadCache& loaded, DenseMap<Value, Value>& memo);
+
+  GemmMatch& m_;
+  Config cfg_;
+  gpu::GPUModuleOp gm_;
+  OpBuilder b_;
+  gpu::GPUFuncOp func_;
+  LaunchPlan plan_;
+  // Function arguments.
+  Value tmA_, tmB_, M_, N_, K_;
+  Value tmC_;            // 16-bit C: stored by TMA from shared memory
+  Value cPtr_, cStride_; // f32 C: stored from registers
+  DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)
+  SmallVector<Value> epilogueLoads_; // the epilogue's tile.load results, each once
+  // Per-CTA values.
+  Value tid_, wg_, kTiles_, smem_, sbase_;
+  Value tilesM_, tilesN_, numTiles_; // C's tiles, walked by the persistent loop
+  Value rank_;                        // this CTA's rank in its cluster (0 when no cluster)
+  // Per tile (set inside forEachTile): its corner and the ring position of its first k-tile.
+  Value m0_, n0_, base_;
+};
+
+} // namespace kiln::hopper::detail

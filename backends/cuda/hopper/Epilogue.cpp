@@ -1,0 +1,206 @@
+// The sm_90a twin's epilogue: the tile kernel's own elementwise ops evaluated on each
+// accumulator element where it lives, a chunk at a time, and C stored from registers (f32)
+// or through swizzled staging boxes by TMA (16-bit). See WgmmaGemm.cpp for the whole kernel.
+#include "hopper/Emitter.h"
+#include "Transforms/ScalarMath.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/APFloat.h"
+
+namespace kiln::hopper::detail {
+
+namespace {
+
+/// Rounds an f32 value to `t`'s precision and back (a no-op for f32): what storing an
+/// intermediate tile of that type does in every other backend.
+Value roundTo(OpBuilder& b, Location loc, Value v, Type t) {
+  if (t.isF32()) return v;
+  Value narrow = b.create<arith::TruncFOp>(loc, t, v);
+  return b.create<arith::ExtFOp>(loc, b.getF32Type(), narrow);
+}
+
+std::tuple<void*, int64_t, int64_t> loadKey(Value load, const SmallVector<Axis, 2>& axes, const Site& site) {
+  bool row = llvm::is_contained(axes, Axis::Row), col = llvm::is_contained(axes, Axis::Col);
+  return {load.getAsOpaquePointer(), row ? site.h : -1, col ? site.c : -1};
+}
+
+} // namespace
+
+void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
+  for (Value v : epilogueLoads_) {
+    const auto& axes = m_.axes.lookup(v);
+    auto key = loadKey(v, axes, site);
+    if (loaded.count(key)) continue;
+    auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
+    unsigned arg = cast<BlockArgument>(view.getTensor()).getArgNumber();
+    auto& [ptr, strides] = inputs_[arg];
+    Type elt = cast<TileType>(v.getType()).getElementType();
+    Value off = i64(0);
+    for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? site.row : site.col, strides[d]));
+    Value p = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
+    Value x = b_.create<LLVM::LoadOp>(loc_, elt, p);
+    loaded[key] = elt.isF32() ? x : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), x);
+  }
+}
+
+Value Emitter::evalElement(Value v, Value acc, const Site& site, LoadCache& loaded, DenseMap<Value, Value>& memo) {
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
+  Value out;
+  Type elt = cast<TileType>(v.getType()).getElementType();
+  if (v == m_.loop.getResult(0)) {
+    out = b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{site.accIndex});
+  } else if (auto f = v.getDefiningOp<FullOp>()) {
+    llvm::APFloat x(f.getValue().convertToDouble());
+    bool lost;
+    x.convert(elt.isF32() ? llvm::APFloat::IEEEsingle() : cast<FloatType>(elt).getFloatSemantics(),
+              llvm::APFloat::rmNearestTiesToEven, &lost);
+    x.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    out = b_.create<arith::ConstantOp>(loc_, b_.getF32FloatAttr(x.convertToFloat()));
+  } else if (auto bc = v.getDefiningOp<BroadcastOp>()) {
+    out = evalElement(bc.getInput(), acc, site, loaded, memo);
+  } else if (v.getDefiningOp<LoadOp>()) {
+    out = loaded.at(loadKey(v, m_.axes.lookup(v), site));
+  } else {
+    Operation* op = v.getDefiningOp();
+    SmallVector<Value> x;
+    for (Value in : op->getOperands()) x.push_back(evalElement(in, acc, site, loaded, memo));
+    out = roundTo(b_, loc_, emitScalar(b_, loc_, op, x), elt);
+  }
+  memo[v] = out;
+  return out;
+}
+
+void Emitter::epilogue(Value acc) {
+  // Accumulator fragment of m64nNk16 (per warpgroup): thread t = tid % 128, warp w = t / 32,
+  // lane l = t % 32; struct element 4j + 2h + e holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e.
+  Value t = remu(tid_, i32(128));
+  Value w = divu(t, i32(32));
+  Value l = remu(t, i32(32));
+  Value cw = sub(wg_, i32(1));
+  Value row0 = add(add(add(m0_, mul(cw, i32(64))), mul(w, i32(16))), divu(l, i32(4)));
+  Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
+  // Tiles inside C (all but the last row and column of tiles) read their inputs without
+  // clamps and store without masks; the edge tiles take the careful path.
+  Value inside = b_.create<arith::AndIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(m0_, i32(kBM)), M_),
+                                          b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(n0_, i32(cfg_.bn)), N_));
+  auto body = [&](bool masked) {
+    if (tmC_) epilogueTma(acc, row0, col0, masked);
+    else epilogueStores(acc, row0, col0, masked);
+  };
+  auto both = [&] { ifThenElse(inside, [&] { body(false); }, [&] { body(true); }); };
+  if (cfg_.cluster > 1) ifThen(ult(n0_, N_), both); // a cluster's tile past C's last column
+  else both();
+}
+
+SmallVector<Site> Emitter::chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked) {
+  Value lastRow = sub(ext64(M_), i64(1)), lastCol = sub(ext64(N_), i64(1));
+  auto clamp = [&](Value v, Value last) { return masked ? b_.create<arith::MinUIOp>(loc_, v, last).getResult() : v; };
+  SmallVector<Site> sites;
+  for (int64_t j = j0; j < j1; ++j)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t e = 0; e < 2; ++e)
+        sites.push_back({4 * j + 2 * h + e, clamp(ext64(add(row0, i32(8 * h))), lastRow),
+                         clamp(ext64(add(col0, i32(8 * j + e))), lastCol), h, 8 * j + e});
+  return sites;
+}
+
+// Both epilogues evaluate kChunk column groups (16 elements per thread) at a time: first every load of the chunk, then its math
+// and stores. Loads issued together overlap their latency; a load after a store could not
+// move above it (C may alias an input as far as the compiler knows). Every element is
+// still read (from an epilogue input) before the same thread writes it, so C may be the
+// residual input itself.
+
+void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
+  Value M = ext64(M_), N = ext64(N_);
+  Type cElt = m_.kernel.getArgType(m_.c).getElementType();
+  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
+  for (int64_t j0 = 0; j0 < cfg_.bn / 8; j0 += kChunk) {
+    SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
+    LoadCache loaded;
+    for (const Site& s : sites) loadInputs(s, loaded);
+    for (const Site& s : sites) {
+      DenseMap<Value, Value> memo;
+      Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
+      Value row = ext64(add(row0, i32(8 * s.h)));
+      Value col = ext64(add(col0, i32(s.c)));
+      auto store = [&] {
+        Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(mul(row, cStride_), col)});
+        b_.create<LLVM::StoreOp>(loc_, v, ptr);
+      };
+      if (masked) ifThen(b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N)), store);
+      else store();
+    }
+  }
+}
+
+void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
+  // Each consumer warpgroup stores its 64 rows as 64 x 64 boxes, alternating between its
+  // two staging buffers.
+  Value cw = sub(wg_, i32(1));
+  Value leader = eq(remu(tid_, i32(128)), i32(0));
+  Value myStaging = add(i32(cfg_.stagingOffset()), mul(cw, i32(2 * kStagingBoxBytes)));
+  // Named barriers 1 and 2, one per consumer warpgroup (0 is the CTA's): the two
+  // warpgroups store their boxes independently.
+  auto syncWarpgroup = [&] { b_.create<NVVM::BarrierOp>(loc_, Type(), wg_, i32(128), NVVM::BarrierReductionAttr(), Value()); };
+
+  // Boxes wholly right of C are skipped, so within a tile the stores are boxes 0, 1, ...
+  // in order and the one before last used this buffer: "at most one store still reading"
+  // frees it. The first box waits for none (the last tile's stores may have skipped).
+  for (int64_t q = 0; q < cfg_.bn / 64; ++q) {
+    Value boxRow = add(m0_, mul(cw, i32(64))), boxCol = add(n0_, i32(64 * q));
+    Value buf = add(myStaging, i32((q % 2) * kStagingBoxBytes));
+    auto box = [&] {
+      ifThen(leader, [&] {
+        b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(q == 0 ? 0 : 1), b_.getUnitAttr());
+      });
+      syncWarpgroup();
+      for (int64_t j0 = 8 * q; j0 < 8 * q + 8; j0 += kChunk) stageChunk(acc, j0, row0, col0, masked, buf, 8 * q);
+      // The generic-proxy writes become visible to TMA (the async proxy), then one thread
+      // stores the box; TMA writes only what lies inside C.
+      b_.create<NVVM::FenceProxyOp>(loc_, NVVM::ProxyKind::async_shared,
+                                    NVVM::SharedSpaceAttr::get(b_.getContext(), NVVM::SharedSpace::shared_cta));
+      syncWarpgroup();
+      ifThen(b_.create<arith::AndIOp>(loc_, leader, ult(boxRow, M_)), [&] {
+        b_.create<NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp>(loc_, tmC_, sharedPtr(buf), ValueRange{boxCol, boxRow},
+                                                              Value(), NVVM::TMAStoreMode::TILE, Value());
+        b_.create<NVVM::CpAsyncBulkCommitGroupOp>(loc_);
+      });
+    };
+    if (masked && q > 0) ifThen(ult(boxCol, N_), box); // the same for the whole warpgroup
+    else box();
+  }
+}
+
+void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox) {
+  // A box is laid out as TMA's 128B swizzle expects: row r at r x 128 bytes, its 16-byte
+  // chunk c at chunk c ^ (r % 8). A thread's rows are 16w + l/4 + 8h, so r % 8 = l/4, and a
+  // warp's 4-byte stores for one (j, h) hit 32 different banks.
+  Value t = remu(tid_, i32(128));
+  Value l = remu(t, i32(32));
+  Value rowByte = mul(add(mul(divu(t, i32(32)), i32(16)), divu(l, i32(4))), i32(128)); // h = 0
+  Value swz = divu(l, i32(4));
+  Value laneByte = mul(remu(l, i32(4)), i32(4));
+  Type cElt = m_.kernel.getArgType(m_.c).getElementType();
+  auto shared = LLVM::LLVMPointerType::get(b_.getContext(), 3);
+  SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
+  LoadCache loaded;
+  for (const Site& s : sites) loadInputs(s, loaded);
+  for (size_t p = 0; p < sites.size(); p += 2) {
+    Value v[2];
+    for (int e = 0; e < 2; ++e) {
+      DenseMap<Value, Value> memo;
+      v[e] = evalElement(m_.store.getValue(), acc, sites[p + e], loaded, memo);
+    }
+    auto v2 = VectorType::get({2}, b_.getF32Type());
+    Value pair = b_.create<vector::FromElementsOp>(loc_, v2, ValueRange{v[0], v[1]});
+    Value bits = b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(),
+                                            b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair));
+    int64_t jj = sites[p].c / 8 - jBox, h = sites[p].h;
+    Value chunk = b_.create<arith::XOrIOp>(loc_, swz, i32(jj));
+    Value off = add(add(buf, add(rowByte, i32(8 * h * 128))), add(mul(chunk, i32(16)), laneByte));
+    b_.create<LLVM::StoreOp>(loc_, bits, b_.create<LLVM::GEPOp>(loc_, shared, b_.getI8Type(), smem_, ValueRange{off}),
+                             /*alignment=*/4);
+  }
+}
+
+} // namespace kiln::hopper::detail
