@@ -147,9 +147,16 @@ TEST_CASE("the disk cache round-trips a cubin with its report and launch plan", 
   CHECK(ck.report().registers == report.registers);
   CHECK(ck.report().shared_bytes == report.shared_bytes);
   CHECK(ck.report().grid == report.grid);
-  CHECK_THAT(report.sm90, Contains("128x128x64 tiles")); // the sm_90a twin and its launch plan
+  CHECK_THAT(report.sm90, Contains("128x128x64 tiles")); // the sm_90a twins and their launch plans
   CHECK(ck.report().sm90 == report.sm90);
   CHECK(cache::list(dir.path).at(0).target == "sm_90a");
+  // The plans came back too: the loaded kernel knows its twins' rules (16-byte rows).
+  alignas(256) static char memory[1 << 16];
+  auto at = [&](size_t offset, std::vector<int64_t> dims) { return TensorView{memory + offset, DType::bf16, dims, {}}; };
+  CHECK_THAT(ck.launch_path({at(0, {64, 64}), at(8192, {64, 64}), at(16384, {64}), at(16640, {64, 64})}),
+             Contains("sm_90a twin 'gemm_bias_relu__sm90'"));
+  CHECK_THAT(ck.launch_path({at(0, {64, 36}), at(8192, {36, 64}), at(16384, {64}), at(16640, {64, 64})}),
+             Contains("portable kernel") && Contains("row pitch is not a multiple of 16 bytes"));
 }
 
 TEST_CASE("the key changes with anything that changes the code, and only then", "[cache][cuda]") {
@@ -163,13 +170,16 @@ TEST_CASE("the key changes with anything that changes the code, and only then", 
   CHECK(key(catalogue::gemm(DType::bf16, {128, 64, 32, 3}), 4, "sm_90a") != base); // other tiles
   CHECK(key(catalogue::gemm(DType::bf16), 8, "sm_90a") != base);      // other warps
   CHECK(key(catalogue::gemm(DType::bf16), 4, "sm_80") != base);       // other target
-  auto hopper = [&](bool on, int tileN) {
-    RuntimeOptions o{.compile_only = true, .arch = "sm_90a", .hopper_gemm = on, .hopper_tile_n = tileN, .cache_dir = dir.path};
+  auto hopper = [&](bool on, int tileN, int stages = 0, int cluster = 0) {
+    RuntimeOptions o{.compile_only = true, .arch = "sm_90a", .hopper_gemm = on, .hopper_tile_n = tileN,
+                     .hopper_stages = stages, .hopper_cluster = cluster, .cache_dir = dir.path};
     return Runtime::create(Backend::cuda, o).compile(catalogue::gemm(DType::bf16)).cache().key;
   };
   CHECK(hopper(true, 0) == base);
   CHECK(hopper(false, 0) != base); // no sm_90a twin
   CHECK(hopper(true, 256) != base); // a wider twin
+  CHECK(hopper(true, 0, 3) != base); // a shallower ring
+  CHECK(hopper(true, 0, 0, 2) != base); // clusters
   CHECK(cpuWith(dir.path).compile(catalogue::gemm(DType::bf16)).cache().key != base); // other backend
   CHECK(base.size() == 64);
 }
