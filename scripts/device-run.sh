@@ -23,7 +23,8 @@ run() { # name, log, command...
   tail -n 4 "$RES/$log"
 }
 # Steps (arguments; default: all): hopper (the sm_90a GEMM twin per width vs cuBLASLt; not
-# in the default set), bench (issue 4: kiln bench + kiln-mlp), suite (GPU
+# in the default set), profile (ncu of the twin and of cuBLASLt's kernel; not in the default
+# set), bench (issue 4: kiln bench + kiln-mlp), suite (GPU
 # tests), gemm (kiln-bench-gemm + CLI runs), cache (issue 5: cold/warm compiles), tune
 # (issue 5: kiln tune 4096^3 and its replay), tunedbench (kiln bench --tuned: the price of
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set).
@@ -49,6 +50,26 @@ if want hopper; then
       run hopper-$k-$n hopper-$k-$n.log env $env $K/kiln bench $k --backend=cuda --dtype bf16 $SHAPES \
         --routes kiln,framework --reps 30 --warmup 5 --no-progress \
         --csv "$RES/hopper-$k-$n.csv" --json "$RES/hopper-$k-$n.json" --html "$RES/hopper-$k-$n.html"
+    done
+  done
+fi
+if want profile; then
+  # ncu (full set, one launch) of kiln's twin and of cuBLASLt's kernel on PROFILE_SHAPES,
+  # bf16 gemm_bias_relu: reports, per-instruction stall samples and raw metrics under $RES.
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for s in ${PROFILE_SHAPES:-1000x1000x1000 4096x4096x4096}; do
+    KILN_CACHE_DIR=off timeout 200 $NCU --kernel-name regex:sm90 --launch-count 1 --set full -o "$RES/kiln-$s" \
+      $K/kiln run gemm_bias_relu --backend=cuda --shape $s --dtype bf16 > "$RES/ncu-kiln-$s.log" 2>&1
+    KILN_CACHE_DIR=off timeout 200 $NCU --kernel-name regex:"^(sm90_xmma|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
+      --set full -o "$RES/cublas-$s" $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 --routes framework \
+      --shape $s --reps 3 --warmup 1 --no-progress > "$RES/ncu-cublas-$s.log" 2>&1
+    for r in kiln cublas; do
+      [ -f "$RES/$r-$s.ncu-rep" ] || { result[profile-$r-$s]="no report"; continue; }
+      $NCU --import "$RES/$r-$s.ncu-rep" --page source --csv --print-source sass > "$RES/src-$r-$s.csv" 2>&1
+      $NCU --import "$RES/$r-$s.ncu-rep" --page raw --csv > "$RES/raw-$r-$s.csv" 2>&1
+      $NCU --import "$RES/$r-$s.ncu-rep" --page details --section SpeedOfLight --section LaunchStats 2>&1 |
+        grep -E "^  [a-z_]|Duration|SM Frequency|Compute \(SM\)|Memory Throughput|Registers|Grid Size|Cluster Size" > "$RES/sol-$r-$s.txt"
+      result[profile-$r-$s]="$(grep -m1 Duration "$RES/sol-$r-$s.txt" | awk '{print $NF, $(NF-1)}')"
     done
   done
 fi
@@ -117,6 +138,7 @@ fi
 if want hopper; then
   for f in "$RES"/hopper-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(kiln|framework) " "$f" | awk '{print $1, $2, $8, $9}'; done
 fi
+want profile && for f in "$RES"/sol-*.txt; do echo "== $(basename "$f" .txt)"; cat "$f"; done
 want cache && cat "$RES/compile.csv"
 want tunedbench && grep -E "^(route|kiln|framework)|compile" "$RES/tuned-bench.log"
 want mlptuned && tail -n 20 "$RES/mlp-tuned.log"
