@@ -82,10 +82,8 @@ LogicalResult GpuKernelLowering::run() {
                                                 << warps << " (run kiln-assign-layouts with the same num-warps)";
   };
   WalkResult checked = kernel_.walk([&](Operation* op) {
-    if (failed(fits(op, op->getAttr(kLayoutAttr)))) return WalkResult::interrupt();
-    if (auto carried = op->getAttrOfType<ArrayAttr>(kCarriedLayoutsAttr))
-      for (Attribute a : carried)
-        if (failed(fits(op, a))) return WalkResult::interrupt();
+    for (Type t : op->getResultTypes())
+      if (auto tile = dyn_cast<TileType>(t); tile && failed(fits(op, tile.getEncoding()))) return WalkResult::interrupt();
     return WalkResult::advance();
   });
   if (checked.wasInterrupted()) return failure();
@@ -208,6 +206,17 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
       .Case<DotOp>([&](DotOp d) {
         if (auto l = mmaLayoutFor(d)) tiles_[d.getResult()] = dotMma(d, *l);
         else tiles_[d.getResult()] = dotSimt(d);
+        return success();
+      })
+      .Case<ConvertLayoutOp>([&](ConvertLayoutOp c) {
+        // A uniform tile is in every layout already; others move through shared memory.
+        const Dist& src = tiles_.at(c.getInput());
+        if (src.uniform) {
+          tiles_[c.getResult()] = src;
+          return success();
+        }
+        Layout l = layoutFrom(c.getType().getEncoding());
+        tiles_[c.getResult()] = Dist{as(src, c.getType(), l), l, false};
         return success();
       })
       .Case<BroadcastOp>([&](BroadcastOp bc) {

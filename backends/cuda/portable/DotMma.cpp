@@ -20,8 +20,8 @@ Layout GpuKernelLowering::layoutFrom(Attribute a) {
 }
 
 std::optional<Layout> GpuKernelLowering::mmaLayoutFor(DotOp d) {
-  // kiln-assign-layouts' decision, or the same decision made here when it did not run.
-  Attribute a = d->getAttr(kLayoutAttr);
+  // kiln-assign-layouts' decision (the result's encoding), or the same made here.
+  Attribute a = d.getType().getEncoding();
   if (!a) a = portable::mmaLayoutFor(d, T_ / 32);
   Layout l = layoutFrom(a);
   if (l.kind != Layout::Mma) return std::nullopt;

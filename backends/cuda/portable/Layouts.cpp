@@ -54,18 +54,91 @@ Attribute predictLayout(Value v, int64_t warps) {
   return BlockedLayoutAttr::get(v.getContext());
 }
 
-void assignLayouts(KernelOp kernel, int64_t warps) {
-  MLIRContext* ctx = kernel.getContext();
-  kernel.walk([&](DotOp d) {
-    Attribute l = mmaLayoutFor(d, warps);
-    d->setAttr(kLayoutAttr, l ? l : BlockedLayoutAttr::get(ctx));
-  });
-  kernel.walk([&](LoopOp l) {
+namespace {
+
+/// Sets the encodings of one kernel's tiles, in program order, as kiln-lower-to-gpu lays
+/// them out: loads, broadcasts (of a tile that varies) and reductions are blocked; a dot is
+/// mma when it runs on the tensor cores, else blocked; an elementwise op takes its operands'
+/// layout, an mma one before a blocked one; a loop's carried tiles take the layout their body
+/// yields. Constants and splats (and what is computed from them alone) stay uniform: no
+/// encoding. Where an operand's encoding differs from the one its user wants, a
+/// tile.convert_layout goes in front of the user. (Without the encodings, kiln-lower-to-gpu
+/// makes the same decisions itself.)
+class Assigner {
+public:
+  Assigner(int64_t warps, MLIRContext* ctx) : warps_(warps), blocked_(BlockedLayoutAttr::get(ctx)) {}
+
+  void block(Block& b) {
+    for (Operation& op : llvm::make_early_inc_range(b)) visit(&op);
+  }
+
+private:
+  static Attribute encodingOf(Value v) { return cast<TileType>(v.getType()).getEncoding(); }
+  static void setEncoding(Value v, Attribute e) { v.setType(cast<TileType>(v.getType()).withEncoding(e)); }
+
+  /// Operand `i` of `user` in encoding `e`, through a tile.convert_layout if it is not.
+  void want(Operation* user, unsigned i, Attribute e) {
+    Value v = user->getOperand(i);
+    if (encodingOf(v) == e) return;
+    OpBuilder b(user);
+    auto cvt = b.create<ConvertLayoutOp>(user->getLoc(), cast<TileType>(v.getType()).withEncoding(e), v);
+    user->setOperand(i, cvt.getResult());
+  }
+
+  void visit(Operation* op) {
+    if (auto l = dyn_cast<LoopOp>(op)) return loop(l);
+    if (isa<GridOp>(op)) {
+      for (Region& r : op->getRegions())
+        for (Block& b : r) block(b);
+      return;
+    }
+    if (isa<LoadOp, ReduceSumOp, ReduceMaxOp>(op)) return setEncoding(op->getResult(0), blocked_);
+    if (auto bc = dyn_cast<BroadcastOp>(op))
+      return setEncoding(bc.getResult(), encodingOf(bc.getInput()) ? blocked_ : Attribute());
+    if (auto d = dyn_cast<DotOp>(op)) {
+      Attribute e = mmaLayoutFor(d, warps_);
+      if (!e) e = blocked_;
+      setEncoding(d.getResult(), e);
+      want(op, d.getAccMutable().getOperandNumber(), e);
+      return;
+    }
+    if (op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 && isa<TileType>(op->getResult(0).getType())) {
+      Attribute e; // the walker's rule: the last operand that varies, an mma one winning
+      for (Value v : op->getOperands())
+        if (Attribute x = encodingOf(v); x && (isa<MmaLayoutAttr>(x) || !isa_and_nonnull<MmaLayoutAttr>(e))) e = x;
+      if (!e) return; // all uniform
+      for (unsigned i = 0; i < op->getNumOperands(); ++i) want(op, i, e);
+      setEncoding(op->getResult(0), e);
+    }
+  }
+
+  void loop(LoopOp l) {
+    auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
+    // An mma accumulator stays in mma layout across iterations; anything else keeps the
+    // layout of its initial value (blocked when that is uniform).
     SmallVector<Attribute> carried;
-    for (Value y : cast<YieldOp>(l.getBody().front().getTerminator()).getValues())
-      carried.push_back(predictLayout(y, warps));
-    l->setAttr(kCarriedLayoutsAttr, ArrayAttr::get(ctx, carried));
-  });
+    for (auto [y, init] : llvm::zip(yield.getValues(), l.getInits())) {
+      Attribute e = predictLayout(y, warps_);
+      if (!isa<MmaLayoutAttr>(e) && encodingOf(init)) e = encodingOf(init);
+      carried.push_back(e);
+    }
+    for (auto [i, e] : llvm::enumerate(carried)) {
+      want(l, l.getInitsMutable()[i].getOperandNumber(), e);
+      setEncoding(l.getCarried()[i], e);
+      setEncoding(l.getResult(i), e);
+    }
+    block(l.getBody().front());
+    for (auto [i, e] : llvm::enumerate(carried)) want(yield, unsigned(i), e);
+  }
+
+  int64_t warps_;
+  Attribute blocked_;
+};
+
+} // namespace
+
+void assignLayouts(KernelOp kernel, int64_t warps) {
+  Assigner(warps, kernel.getContext()).block(kernel.getBody().front());
 }
 
 namespace {

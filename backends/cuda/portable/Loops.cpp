@@ -7,16 +7,16 @@ LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
   // A carried tile takes the layout its body yields (an mma accumulator stays in
   // registers in mma layout across iterations), else its initial value's.
   auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
-  auto assigned = l->getAttrOfType<ArrayAttr>(kCarriedLayoutsAttr);
   SmallVector<Layout> layouts;
   SmallVector<Value> inits;
   SmallVector<size_t> sizes;
   for (auto [i, init] : llvm::enumerate(l.getInits())) {
     auto t = cast<TileType>(init.getType());
-    Layout lay = layoutFrom(assigned && i < assigned.size() ? assigned[i]
-                                                           : portable::predictLayout(yield.getValues()[i], T_ / 32));
+    // kiln-assign-layouts' decision (the carried tile's encoding), or the same made here.
     const Dist& d = tiles_.at(init);
-    if (lay.kind != Layout::Mma && !d.uniform) lay = d.layout;
+    Attribute assigned = cast<TileType>(l.getCarried()[i].getType()).getEncoding();
+    Layout lay = layoutFrom(assigned ? assigned : portable::predictLayout(yield.getValues()[i], T_ / 32));
+    if (!assigned && lay.kind != Layout::Mma && !d.uniform) lay = d.layout;
     Elems e = as(d, t, lay);
     inits.append(e.begin(), e.end());
     sizes.push_back(e.size());

@@ -4,9 +4,10 @@
 include "TileDialect.td"
 include "mlir/IR/AttrTypeBase.td"
 
-// Layouts: how a backend spreads a tile's elements over threads. A CUDA layout pass
-// (kiln-assign-layouts) attaches them to the ops that make tiles, as the discardable
-// attribute `tile.layout`; the lowering then follows them. Nothing else reads them.
+// Layouts: how a backend spreads a tile's elements over threads. The CUDA layout pass
+// (kiln-assign-layouts) puts them on tile types as encodings
+// (`!tile.tile<64x64xf32, #tile.blocked>`), with tile.convert_layout between them; the
+// lowering then follows them. Nothing before that pass sees them.
 
 class Tile_Attr<string name, string attrMnemonic> : AttrDef<Tile_Dialect, name> {
   let mnemonic = attrMnemonic;

@@ -142,12 +142,23 @@ LogicalResult ViewType::verify(function_ref<InFlightDiagnostic()> emitError,
 Type TileType::parse(AsmParser& p) {
   SmallVector<int64_t> shape;
   Type elt;
-  if (parseShapeAndType(p, shape, elt)) return {};
-  return p.getChecked<TileType>(p.getContext(), shape, elt);
+  Attribute encoding;
+  if (p.parseLess() || p.parseDimensionList(shape, /*allowDynamic=*/false) || p.parseType(elt)) return {};
+  if (succeeded(p.parseOptionalComma()) && p.parseAttribute(encoding)) return {};
+  if (p.parseGreater()) return {};
+  return p.getChecked<TileType>(p.getContext(), shape, elt, encoding);
 }
-void TileType::print(AsmPrinter& p) const { printShapeAndType(p, getShape(), getElementType()); }
+void TileType::print(AsmPrinter& p) const {
+  p << "<";
+  for (int64_t d : getShape()) p << d << "x";
+  p << getElementType();
+  if (getEncoding()) p << ", " << getEncoding();
+  p << ">";
+}
 LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
-                               ArrayRef<int64_t> shape, Type elt) {
+                               ArrayRef<int64_t> shape, Type elt, Attribute encoding) {
+  if (encoding && !isa<BlockedLayoutAttr, MmaLayoutAttr>(encoding))
+    return emitError() << "tile encoding must be #tile.blocked or #tile.mma<...>, got " << encoding;
   return verifyShape(emitError, shape, elt, "tile");
 }
 int64_t TileType::getNumElements() const {

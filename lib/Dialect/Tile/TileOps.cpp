@@ -360,6 +360,13 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
   return {};
 }
 
+LogicalResult ConvertLayoutOp::verify() {
+  TileType in = getInput().getType(), out = getResult().getType();
+  if (in.getShape() != out.getShape() || in.getElementType() != out.getElementType())
+    return emitOpError("changes more than the encoding: ") << in << " to " << out;
+  return success();
+}
+
 LogicalResult BroadcastOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
   ArrayRef<int64_t> dims = getDims();

@@ -222,6 +222,21 @@ def Tile_CastOp : Tile_Op<"cast", [Pure, Elementwise]> {
   let hasFolder = 1;
 }
 
+def Tile_ConvertLayoutOp : Tile_Op<"convert_layout", [Pure]> {
+  let summary = "the same tile in another encoding (how its elements are spread over threads)";
+  let description = [{
+    Made by a backend's layout pass where a value meets an op that wants it in another
+    layout: `tile.convert_layout %x : !tile.tile<64x64xf32, #tile.blocked> to
+    !tile.tile<64x64xf32, #tile.mma<warps = [2, 2], frags = [2, 4]>>`. The CUDA lowering
+    moves the elements through shared memory; converting a uniform tile (no encoding) costs
+    nothing. Shape and element type are unchanged.
+  }];
+  let arguments = (ins Tile_AnyTile:$input);
+  let results = (outs Tile_AnyTile:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
   let summary = "repeats a tile along new dims: input dim i becomes result dim dims[i]";
   let description = [{

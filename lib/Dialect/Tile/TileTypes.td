@@ -46,14 +46,33 @@ def Tile_TileType : Tile_Type<"Tile", "tile"> {
   let description = [{
     `!tile.tile<128x128xf32>`, or rank 1 `!tile.tile<128xf32>`. Backends decide where a
     tile lives (registers, shared memory, a stack buffer).
+
+    A backend's layout pass may give it an encoding, how its elements are spread over
+    threads: `!tile.tile<64x64xf32, #tile.mma<warps = [2, 2], frags = [2, 4]>>`. Once the
+    CUDA layout pass has run, every tile that varies has one, and a tile without one is
+    uniform (a constant or a splat: it stands for every element in any layout); values
+    change encoding only through `tile.convert_layout`.
   }];
-  let parameters = (ins ArrayRefParameter<"int64_t">:$shape, "::mlir::Type":$elementType);
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape, "::mlir::Type":$elementType,
+                        OptionalParameter<"::mlir::Attribute">:$encoding);
+  let builders = [
+    TypeBuilder<(ins "::llvm::ArrayRef<int64_t>":$shape, "::mlir::Type":$elementType,
+                     CArg<"::mlir::Attribute", "{}">:$encoding), [{
+      return $_get($_ctxt, shape, elementType, encoding);
+    }]>
+  ];
+  let skipDefaultBuilders = 1;
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getRank() const { return getShape().size(); }
     int64_t getNumElements() const;
-    TileType withElementType(::mlir::Type t) const { return get(getContext(), getShape(), t); }
+    /// The same tile with element type `t` (and the same encoding).
+    TileType withElementType(::mlir::Type t) const { return get(getContext(), getShape(), t, getEncoding()); }
+    /// The same tile with `encoding` (null: none).
+    TileType withEncoding(::mlir::Attribute encoding) const {
+      return get(getContext(), getShape(), getElementType(), encoding);
+    }
   }];
 }
 

@@ -26,6 +26,19 @@ func.func private @tile_zero_dim(!tile.tile<4x0xf32>)
 
 // -----
 
+// expected-error @+1 {{tile encoding must be #tile.blocked or #tile.mma<...>, got 42 : i64}}
+func.func private @tile_bad_encoding(!tile.tile<4x4xf32, 42>)
+
+// -----
+
+tile.kernel @convert_changes_shape(in %X : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N], f32>) {
+  %t = tile.full 1.0 : !tile.tile<4xf32>
+  // expected-error @+1 {{'tile.convert_layout' op changes more than the encoding}}
+  %u = tile.convert_layout %t : !tile.tile<4xf32> to !tile.tile<8xf32, #tile.blocked>
+}
+
+// -----
+
 // A negative or dynamic extent never reaches the verifier: the shape parser refuses it.
 // expected-error @+1 {{expected static shape}}
 func.func private @tile_dynamic_dim(!tile.tile<?x4xf32>)

@@ -192,3 +192,21 @@ tile.kernel @structure(in %T : !tile.tensor<[B, 16, 0], f16>, out %U : !tile.ten
 // GENERIC: "tile.loop"(%{{.*}}) <{stages = 1 : i64}>
 // GENERIC: "tile.loop"(%{{.*}}, %{{.*}}, %{{.*}}) <{stages = 2 : i64}> ({
 // GENERIC-NEXT: ^bb0(%{{.*}}: index, %{{.*}}: !tile.tile<2x16x8xf32>, %{{.*}}: !tile.tile<2x16x8xf16>):
+
+// -----
+// Encodings (a backend's layouts) on tile types, and the explicit conversion between them.
+// CHECK-LABEL: tile.kernel @encodings
+tile.kernel @encodings(in %X : !tile.tensor<[N, N], f32>, out %Y : !tile.tensor<[N, N], f32>) {
+  %n = tile.dim "N"
+  tile.grid (%i, %j) in (%n, %n) {
+    %v = tile.view %X[%i, %j] : !tile.tensor<[N, N], f32> -> !tile.view<32x32xf32>
+    // CHECK: tile.load %{{.*}} : <32x32xf32> -> <32x32xf32, #tile.blocked>
+    %x = tile.load %v : !tile.view<32x32xf32> -> !tile.tile<32x32xf32, #tile.blocked>
+    // CHECK-NEXT: tile.convert_layout %{{.*}} : <32x32xf32, #tile.blocked> to <32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>
+    %m = tile.convert_layout %x : !tile.tile<32x32xf32, #tile.blocked> to !tile.tile<32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>
+    // CHECK-NEXT: tile.add %{{.*}}, %{{.*}} : <32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>
+    %s = tile.add %m, %m : !tile.tile<32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>
+    %w = tile.view %Y[%i, %j] : !tile.tensor<[N, N], f32> -> !tile.view<32x32xf32>
+    tile.store %s, %w : !tile.tile<32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>, !tile.view<32x32xf32>
+  }
+}

@@ -3,17 +3,23 @@
 // RUN: kiln-opt %s --split-input-file --kiln-assign-layouts="num-warps=4" | kiln-opt --split-input-file --kiln-lower-to-gpu="num-warps=4" | FileCheck %s --check-prefix=LOWERED
 // RUN: kiln-opt %s --split-input-file --kiln-assign-layouts="num-warps=8" | not kiln-opt --split-input-file --kiln-lower-to-gpu="num-warps=4" 2>&1 | FileCheck %s --check-prefix=MISMATCH
 
-// The layouts of a bf16 GEMM tile with an epilogue: the dot runs on the tensor cores, so
-// the loop carries its accumulator in the mma layout; the f32 dot below runs as SIMT code.
+// The layouts of a bf16 GEMM tile with an epilogue, as encodings on the tile types: the dot
+// runs on the tensor cores, so the loop carries its accumulator in the mma layout (its zero
+// start converted explicitly, which is free for a constant) and the cast stays in it; the
+// loads feeding the dot are blocked. The f32 dot below runs as SIMT code: blocked.
 
 // CHECK-LABEL: tile.kernel @mm
-// CHECK: tile.loop {{.*}} attributes {tile.carried_layouts = [#tile.mma<warps = [2, 2], frags = [2, 4]>]}
-// CHECK: tile.dot {{.*}} {tile.layout = #tile.mma<warps = [2, 2], frags = [2, 4]>}
-// W8: tile.carried_layouts = [#tile.mma<warps = [2, 4], frags = [2, 2]>]
-// W8: tile.dot {{.*}} {tile.layout = #tile.mma<warps = [2, 4], frags = [2, 2]>}
+// CHECK: %[[Z:.+]] = tile.full 0.000000e+00 : <64x64xf32>
+// CHECK-NEXT: %[[Z2:.+]] = tile.convert_layout %[[Z]] : <64x64xf32> to <64x64xf32, #tile.mma<warps = [2, 2], frags = [2, 4]>>
+// CHECK-NEXT: tile.loop {{.*}} carry(%{{.*}} = %[[Z2]] : !tile.tile<64x64xf32, #tile.mma<warps = [2, 2], frags = [2, 4]>>)
+// CHECK: tile.load {{.*}} -> <64x32xbf16, #tile.blocked>
+// CHECK: tile.dot {{.*}} -> <64x64xf32, #tile.mma<warps = [2, 2], frags = [2, 4]>>
+// CHECK: tile.cast {{.*}} -> <64x64xbf16, #tile.mma<warps = [2, 2], frags = [2, 4]>>
+// W8: tile.loop {{.*}} !tile.tile<64x64xf32, #tile.mma<warps = [2, 4], frags = [2, 2]>>
+// W8: tile.dot {{.*}} -> <64x64xf32, #tile.mma<warps = [2, 4], frags = [2, 2]>>
 // LOWERED: gpu.func @mm
 // LOWERED: mma.sync
-// MISMATCH: 'tile.dot' op has a layout for 8 warps, but the kernel is lowered with 4 (run kiln-assign-layouts with the same num-warps)
+// MISMATCH: op has a layout for 8 warps, but the kernel is lowered with 4 (run kiln-assign-layouts with the same num-warps)
 module {
   tile.kernel @mm(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N], bf16>, out %C: !tile.tensor<[M, N], bf16>) {
     %M = tile.dim "M"
@@ -44,8 +50,8 @@ module {
 // -----
 
 // CHECK-LABEL: tile.kernel @simt
-// CHECK: tile.carried_layouts = [#tile.blocked]
-// CHECK: tile.dot {{.*}} {tile.layout = #tile.blocked}
+// CHECK: tile.loop {{.*}} carry(%{{.*}} : !tile.tile<16x16xf32, #tile.blocked>)
+// CHECK: tile.dot {{.*}} -> <16x16xf32, #tile.blocked>
 module {
   tile.kernel @simt(in %A: !tile.tensor<[M, K], f32>, in %B: !tile.tensor<[K, N], f32>, out %C: !tile.tensor<[M, N], f32>) {
     %M = tile.dim "M"
@@ -67,6 +73,49 @@ module {
       }
       %vc = tile.view %C[%i, %j] : <[M, N], f32> -> <16x16xf32>
       tile.store %acc, %vc : <16x16xf32>, <16x16xf32>
+    }
+  }
+}
+
+// -----
+
+// A bias row meets the mma accumulator: the broadcast is blocked and converted to the
+// accumulator's layout right before the add (through shared memory, once lowered); the
+// ReLU's zero is a constant and converts for free.
+// CHECK-LABEL: tile.kernel @bias
+// CHECK: %[[BC:.+]] = tile.broadcast {{.*}} -> <64x64xf32, #tile.blocked>
+// CHECK-NEXT: %[[BM:.+]] = tile.convert_layout %[[BC]] : <64x64xf32, #tile.blocked> to <64x64xf32, #tile.mma<warps = [2, 2], frags = [2, 4]>>
+// CHECK-NEXT: tile.add %{{.*}}, %[[BM]] : <64x64xf32, #tile.mma<warps = [2, 2], frags = [2, 4]>>
+// CHECK: tile.convert_layout %{{.*}} : <64x64xf32> to <64x64xf32, #tile.mma<warps = [2, 2], frags = [2, 4]>>
+// CHECK-NEXT: tile.max
+module {
+  tile.kernel @bias(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N], bf16>, in %bias: !tile.tensor<[N], f32>, out %C: !tile.tensor<[M, N], f32>) {
+    %M = tile.dim "M"
+    %N = tile.dim "N"
+    %K = tile.dim "K"
+    %c64 = arith.constant 64 : index
+    %c32 = arith.constant 32 : index
+    %gm = arith.ceildivsi %M, %c64 : index
+    %gn = arith.ceildivsi %N, %c64 : index
+    tile.grid (%i, %j) in (%gm, %gn) {
+      %kt = arith.ceildivsi %K, %c32 : index
+      %z = tile.full 0.000000e+00 : <64x64xf32>
+      %acc = tile.loop %kk to %kt stages 2 carry(%c = %z : !tile.tile<64x64xf32>) {
+        %va = tile.view %A[%i, %kk] : <[M, K], bf16> -> <64x32xbf16>
+        %a = tile.load %va : <64x32xbf16> -> <64x32xbf16>
+        %vb = tile.view %B[%kk, %j] : <[K, N], bf16> -> <32x64xbf16>
+        %b = tile.load %vb : <32x64xbf16> -> <32x64xbf16>
+        %d = tile.dot %a, %b, %c : <64x32xbf16>, <32x64xbf16> -> <64x64xf32>
+        tile.yield %d : !tile.tile<64x64xf32>
+      }
+      %vbias = tile.view %bias[%j] : <[N], f32> -> <64xf32>
+      %bias1 = tile.load %vbias : <64xf32> -> <64xf32>
+      %bc = tile.broadcast %bias1 [1] : <64xf32> -> <64x64xf32>
+      %s = tile.add %acc, %bc : <64x64xf32>
+      %zero = tile.full 0.000000e+00 : <64x64xf32>
+      %r = tile.max %s, %zero : <64x64xf32>
+      %vc = tile.view %C[%i, %j] : <[M, N], f32> -> <64x64xf32>
+      tile.store %r, %vc : <64x64xf32>, <64x64xf32>
     }
   }
 }
