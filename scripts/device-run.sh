@@ -24,7 +24,8 @@ run() { # name, log, command...
 }
 # Steps (arguments; default: all): hopper (the sm_90a GEMM twin per width vs cuBLASLt; not
 # in the default set), profile (ncu of the twin and of cuBLASLt's kernel; not in the default
-# set), bench (issue 4: kiln bench + kiln-mlp), suite (GPU
+# set), tunetwin (kiln tune over the twin's configs vs the untuned default; not in the
+# default set), bench (issue 4: kiln bench + kiln-mlp), suite (GPU
 # tests), gemm (kiln-bench-gemm + CLI runs), cache (issue 5: cold/warm compiles), tune
 # (issue 5: kiln tune 4096^3 and its replay), tunedbench (kiln bench --tuned: the price of
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set).
@@ -71,6 +72,15 @@ if want profile; then
         grep -E "^  [a-z_]|Duration|SM Frequency|Compute \(SM\)|Memory Throughput|Registers|Grid Size|Cluster Size" > "$RES/sol-$r-$s.txt"
       result[profile-$r-$s]="$(grep -m1 Duration "$RES/sol-$r-$s.txt" | awk '{print $NF, $(NF-1)}')"
     done
+  done
+fi
+if want tunetwin; then
+  # kiln tune over the twin's own configs (scripts/twin-space.json: widths, ring depths,
+  # clusters) on the target shapes: is the untuned default within 10% of the best?
+  for s in ${TUNE_SHAPES:-4096x4096x4096 8192x8192x8192 4097x4096x4096 1000x1000x1000 128x12288x4096}; do
+    rm -f "$RES/tunetwin-$s.json"
+    run tunetwin-$s tunetwin-$s.log timeout 240 $K/kiln tune gemm_bias_relu --backend cuda --shape $s --dtype bf16 \
+      --reps 20 --space scripts/twin-space.json --db "$RES/tunetwin-$s.json" --no-progress
   done
 fi
 if want tunedbench; then
@@ -140,6 +150,9 @@ if want hopper; then
 fi
 want profile && for f in "$RES"/sol-*.txt; do echo "== $(basename "$f" .txt)"; cat "$f"; done
 want cache && cat "$RES/compile.csv"
+if want tunetwin; then
+  for f in "$RES"/tunetwin-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(chosen|runner-up|default|search cost)" "$f"; done
+fi
 want tunedbench && grep -E "^(route|kiln|framework)|compile" "$RES/tuned-bench.log"
 want mlptuned && tail -n 20 "$RES/mlp-tuned.log"
 if want tune; then

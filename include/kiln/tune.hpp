@@ -28,7 +28,7 @@ namespace kiln::tune {
 struct KILN_API Config {
   std::map<std::string, int64_t> params;
   int64_t get(const std::string& name, int64_t fallback) const;
-  std::string str() const; ///< "k=32 m=128 n=64 stages=3 warps=4"
+  std::string str() const; ///< "k=32 m=128 n=64 stages=3 warps=4"; "defaults" when empty
   bool operator==(const Config& o) const { return params == o.params; }
 };
 

@@ -126,7 +126,7 @@ int64_t Config::get(const std::string& name, int64_t fallback) const {
 std::string Config::str() const {
   std::string s;
   for (const auto& [k, v] : params) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
-  return s;
+  return s.empty() ? "defaults" : s;
 }
 
 Space Space::list(std::vector<Config> configs) {

@@ -52,6 +52,7 @@ TEST_CASE("a generated space is the product of its axes minus what the constrain
   CHECK(s.configs.size() + s.rejected.size() == 8);
   CHECK(s.rejected.size() == 1);
   CHECK(s.rejected[0].first.str() == "m=128 n=128 stages=3");
+  CHECK(tune::Config{}.str() == "defaults"); // no parameter: the kernel and options as given
   CHECK(s.rejected[0].second == "too much shared memory");
 }
 

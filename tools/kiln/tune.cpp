@@ -46,12 +46,15 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
       });
   // The twin: each width with the deepest ring that fits (its default), and one stage less
   // (a shallower ring leaves L2 more room on some shapes).
-  if (twin)
+  // First of all, kiln's untuned default (no parameter: both widths, chosen per launch).
+  if (twin) {
     for (auto [n, stages] : {std::pair<int64_t, int64_t>{256, 3}, {128, 4}, {256, 0}, {128, 0}}) {
       Config c{{{"hopper_tile_n", n}}};
       if (stages) c.params["hopper_stages"] = stages;
       s.configs.insert(s.configs.begin(), c);
     }
+    s.configs.insert(s.configs.begin(), Config{});
+  }
   return s;
 }
 
@@ -131,14 +134,17 @@ int cmdTune(const TuneOptions& o) {
               r.best_time.median, r.best_time.p10, r.best_time.p90, p.flops / (r.best_time.median * 1e9));
   if (r.runner_up)
     std::printf("runner-up: %s  median %.4f ms\n", r.runner_up->str().c_str(), r.runner_up_time->median);
-  const Config def{{{"m", 64}, {"n", 64}, {"k", 32}, {"stages", 3}, {"warps", 4}}};
+  // The untuned default: the empty config when the space has it (what compile() gives with
+  // no options: on sm_90a both twin widths), else the catalogue's default tiles.
+  Config def{{{"m", 64}, {"n", 64}, {"k", 32}, {"stages", 3}, {"warps", 4}}};
+  if (backend != kiln::Backend::cuda) def.params.erase("warps");
+  for (const auto& c : r.candidates)
+    if (c.config.params.empty() && c.time) def = Config{};
   for (const auto& c : r.candidates) {
     Config cc = c.config;
     if (backend != kiln::Backend::cuda) cc.params.erase("warps");
-    Config d = def;
-    if (backend != kiln::Backend::cuda) d.params.erase("warps");
-    if (cc == d && c.time)
-      std::printf("default:   %s  median %.4f ms: the chosen config is %.2fx faster\n", d.str().c_str(),
+    if (cc == def && c.time)
+      std::printf("default:   %s  median %.4f ms: the chosen config is %.2fx faster\n", def.str().c_str(),
                   c.time->median, c.time->median / r.best_time.median);
   }
   size_t hits = 0;
