@@ -208,8 +208,8 @@ std::string describe(const CpuTarget& target) { return "cpu (" + target.describe
 
 std::string emit(const Kernel& kernel, Stage stage) {
   if (stage == Stage::tile) return kernel.tile_ir();
-  if (stage == Stage::ptx || stage == Stage::cubin)
-    throw Error(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': ptx and cubin are CUDA "
+  if (stage == Stage::ptx || stage == Stage::cubin || stage == Stage::layouts)
+    throw Error(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': layouts, ptx and cubin are CUDA "
                                         "stages; use --backend=cuda (it compiles without a GPU)");
   auto priv = detail::privateCopy(kernel);
   auto& m = priv.module;

@@ -178,6 +178,15 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     KilnAssignLayoutsOptions layouts;
     layouts.numWarps = o.numWarps;
     pm.addPass(kiln::createKilnAssignLayouts(layouts));
+    if (failed(pm.run(m)))
+      diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': assigning layouts failed");
+  }
+  if (stop == Stage::layouts && dump) {
+    *dump = detail::printOp(m);
+    return;
+  }
+  {
+    PassManager pm(m.getContext());
     KilnLowerToGPUOptions opts;
     opts.numWarps = o.numWarps;
     pm.addPass(kiln::createKilnLowerToGPU(opts));
@@ -187,7 +196,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to GPU kernels failed");
   }
   readSm90Plan(m, code);
-  if (stop == Stage::mlir && dump) {
+  if ((stop == Stage::mlir || stop == Stage::layouts) && dump) {
     *dump = detail::printOp(m);
     return;
   }
@@ -267,7 +276,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   t0 = Clock::now();
   lowerToNVVM(m, options, diags, name, stop, dump, out);
   out.times.lowering_ms = detail::msSince(t0);
-  if (stop == Stage::mlir) return out;
+  if (stop == Stage::mlir || stop == Stage::layouts) return out;
 
   auto gms = llvm::to_vector(m.getOps<gpu::GPUModuleOp>());
   for (auto f : gms[0].getOps<LLVM::LLVMFuncOp>()) {

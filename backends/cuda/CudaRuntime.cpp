@@ -420,7 +420,7 @@ public:
     if (stage == Stage::tile) return kernel.tile_ir();
     std::string dump;
     DeviceCode code = compileToPtx(kernel, compileOptions(), stage, &dump);
-    if (stage == Stage::mlir || stage == Stage::llvm) return dump;
+    if (stage == Stage::mlir || stage == Stage::llvm || stage == Stage::layouts) return dump;
     if (stage == Stage::ptx) return code.ptx;
     CubinResult cubin = ptxToCubin(code.ptx, state->arch, kernel.name());
     return std::string(cubin.cubin.begin(), cubin.cubin.end());

@@ -23,12 +23,12 @@ Backend parse_backend(const std::string& name) {
 
 Stage parse_stage(const std::string& name) {
   static const std::pair<const char*, Stage> stages[] = {
-      {"tile", Stage::tile}, {"mlir", Stage::mlir}, {"llvm", Stage::llvm},
-      {"ptx", Stage::ptx},   {"cubin", Stage::cubin}};
+      {"tile", Stage::tile}, {"layouts", Stage::layouts}, {"mlir", Stage::mlir},
+      {"llvm", Stage::llvm}, {"ptx", Stage::ptx},         {"cubin", Stage::cubin}};
   for (auto& [n, s] : stages)
     if (name == n) return s;
   throw Error(ErrorKind::NotFound,
-              "unknown stage '" + name + "' (expected tile, mlir, llvm, ptx or cubin)");
+              "unknown stage '" + name + "' (expected tile, layouts, mlir, llvm, ptx or cubin)");
 }
 
 std::string KernelReport::str() const {

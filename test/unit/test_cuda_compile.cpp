@@ -206,6 +206,16 @@ TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]
   CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128 or 256, got 192"));
 }
 
+TEST_CASE("the layouts stage shows the tile IR with its encodings and conversions, beside the twins", "[cuda][sm90]") {
+  std::string ir = offline("sm_90a").emit(catalogue::gemm_bias_relu(DType::bf16), Stage::layouts);
+  CHECK_THAT(ir, Contains("tile.dot") && Contains("#tile.mma<warps = [2, 2], frags = [2, 4]>"));
+  CHECK_THAT(ir, Contains("tile.convert_layout") && Contains("#tile.blocked"));
+  CHECK_THAT(ir, Contains("gpu.func @gemm_bias_relu__sm90("));
+  CHECK(parse_stage("layouts") == Stage::layouts);
+  Runtime cpu = Runtime::create(Backend::cpu, {});
+  CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
+}
+
 TEST_CASE("by default a GEMM gets both twin widths, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);

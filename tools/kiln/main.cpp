@@ -106,7 +106,10 @@ int cmdCompile(const std::string& kernel, const std::string& emit, const std::st
   kiln::Kernel k = entry.make(dtypeOf(dtype));
   // ptx, cubin and --arch mean CUDA; compiling for CUDA needs no GPU.
   if (backend.empty())
-    backend = (stage == kiln::Stage::ptx || stage == kiln::Stage::cubin || !arch.empty()) ? "cuda" : "cpu";
+    backend = (stage == kiln::Stage::ptx || stage == kiln::Stage::cubin || stage == kiln::Stage::layouts ||
+               !arch.empty())
+                  ? "cuda"
+                  : "cpu";
   kiln::RuntimeOptions options;
   options.arch = arch;
   options.compile_only = true;
@@ -182,7 +185,7 @@ int main(int argc, char** argv) {
   auto* compile = app.add_subcommand("compile", "trace a catalogue kernel and print the IR of one stage");
   std::string ckernel, emit = "tile", cdtype = "f32", cbackend, arch, output;
   compile->add_option("kernel", ckernel, "catalogue kernel (see `kiln list`)")->required();
-  compile->add_option("--emit", emit, "stage: tile | mlir | llvm | ptx | cubin")->capture_default_str();
+  compile->add_option("--emit", emit, "stage: tile | layouts (CUDA) | mlir | llvm | ptx | cubin")->capture_default_str();
   compile->add_option("--arch", arch, "CUDA target: sm_90a | sm_80 | ... (default sm_90a)");
   compile->add_option("-o,--output", output, "write the stage's output to this file");
   compile->add_option("--dtype", cdtype, "element type: f32 | f16 | bf16")->capture_default_str();
