@@ -18,10 +18,10 @@ KILN_API Backend parse_backend(const std::string& name);
 /// A stage of the compile pipeline whose output can be printed.
 enum class Stage {
   tile,  ///< tile IR as traced from the DSL
-  mlir,  ///< after kiln's tile passes and the backend's lowering to upstream dialects
   /// CUDA: the tile IR with the backend's layouts (tile encodings, tile.convert_layout),
   /// beside the sm_90a twins, before the lowering to GPU kernels
   layouts,
+  mlir,  ///< after kiln's tile passes and the backend's lowering to upstream dialects
   llvm,  ///< LLVM IR handed to code generation
   ptx,   ///< CUDA: PTX text
   cubin, ///< CUDA: the cubin (ELF bytes)
