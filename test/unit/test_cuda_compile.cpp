@@ -211,6 +211,7 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THAT(ir, Contains("tile.dot") && Contains("#tile.mma<warps = [2, 2], frags = [2, 4]>"));
   CHECK_THAT(ir, Contains("tile.convert_layout") && Contains("#tile.blocked"));
   CHECK_THAT(ir, Contains("gpu.func @gemm_bias_relu__sm90("));
+  CHECK_THAT(ir, Contains("kiln.layouts = {a = #tile.nvmma_shared<swizzle = 128, major = \"k\">, acc = #tile.wgmma<m = 64, n = 128>"));
   CHECK(parse_stage("layouts") == Stage::layouts);
   Runtime cpu = Runtime::create(Backend::cpu, {});
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));

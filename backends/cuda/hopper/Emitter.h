@@ -62,7 +62,11 @@ using LoadCache = std::map<std::tuple<void*, int64_t, int64_t>, Value>;
 class Emitter {
 public:
   Emitter(GemmMatch& m, Config cfg, gpu::GPUModuleOp gm)
-      : loc_(m.kernel.getLoc()), m_(m), cfg_(cfg), gm_(gm), b_(m.kernel.getContext()) {}
+      : loc_(m.kernel.getLoc()), m_(m), cfg_(cfg), gm_(gm), b_(m.kernel.getContext()),
+        aShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "k")),
+        bShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")),
+        cShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")),
+        acc_(WgmmaLayoutAttr::get(b_.getContext(), 64, cfg.bn)) {}
 
   void run();
 
@@ -160,6 +164,10 @@ private:
   gpu::GPUModuleOp gm_;
   OpBuilder b_;
   gpu::GPUFuncOp func_;
+  // The twin's layouts (recorded on its gpu.func as `kiln.layouts`): A's and B's ring
+  // stages, C's staging boxes, the accumulator fragments.
+  NvmmaSharedLayoutAttr aShared_, bShared_, cShared_;
+  WgmmaLayoutAttr acc_;
   LaunchPlan plan_;
   // Function arguments.
   Value tmA_, tmB_, M_, N_, K_;

@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/APFloat.h"
 
+#include <cassert>
+
 namespace kiln::hopper::detail {
 
 namespace {
@@ -172,12 +174,15 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
 }
 
 void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox) {
-  // A box is laid out as TMA's 128B swizzle expects: row r at r x 128 bytes, its 16-byte
-  // chunk c at chunk c ^ (r % 8). A thread's rows are 16w + l/4 + 8h, so r % 8 = l/4, and a
+  // A box is laid out as cShared_ (#tile.nvmma_shared<swizzle = 128, major = "mn">) says:
+  // row r at r x 128 bytes, its 16-byte chunk c at chunk c ^ (r % 8). A thread's rows in the
+  // #tile.wgmma fragment are 16w + l/4 + 8h, so r % 8 = l/4 (for an 8-row pattern), and a
   // warp's 4-byte stores for one (j, h) hit 32 different banks.
+  assert(cShared_.period() == 8 && "the fragment's rows mod the swizzle period are lane / 4 only for 8 rows");
+  const int64_t rowBytes = cShared_.getSwizzle();
   Value t = remu(tid_, i32(128));
   Value l = remu(t, i32(32));
-  Value rowByte = mul(add(mul(divu(t, i32(32)), i32(16)), divu(l, i32(4))), i32(128)); // h = 0
+  Value rowByte = mul(add(mul(divu(t, i32(32)), i32(16)), divu(l, i32(4))), i32(rowBytes)); // h = 0
   Value swz = divu(l, i32(4));
   Value laneByte = mul(remu(l, i32(4)), i32(4));
   Type cElt = m_.kernel.getArgType(m_.c).getElementType();
@@ -197,7 +202,7 @@ void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool mas
                                             b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, cElt), pair));
     int64_t jj = sites[p].c / 8 - jBox, h = sites[p].h;
     Value chunk = b_.create<arith::XOrIOp>(loc_, swz, i32(jj));
-    Value off = add(add(buf, add(rowByte, i32(8 * h * 128))), add(mul(chunk, i32(16)), laneByte));
+    Value off = add(add(buf, add(rowByte, i32(8 * h * rowBytes))), add(mul(chunk, i32(16)), laneByte));
     b_.create<LLVM::StoreOp>(loc_, bits, b_.create<LLVM::GEPOp>(loc_, shared, b_.getI8Type(), smem_, ValueRange{off}),
                              /*alignment=*/4);
   }

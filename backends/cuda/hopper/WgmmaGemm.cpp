@@ -30,14 +30,6 @@ namespace kiln {
 
 namespace kiln::hopper::detail {
 
-namespace {
-/// wgmma shared-memory descriptor, all but the start address (bits 0-13):
-/// bits 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128B).
-int64_t descriptorBits(int64_t lbo, int64_t sbo) {
-  return int64_t((uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) | (uint64_t(1) << 62));
-}
-} // namespace
-
 void Emitter::declareParams() {
   MLIRContext* ctx = b_.getContext();
   auto generic = LLVM::LLVMPointerType::get(ctx);
@@ -172,6 +164,9 @@ void Emitter::run() {
   if (cfg_.cluster > 1) clusterSync();
   b_.create<gpu::ReturnOp>(loc_);
   func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
+  func_->setAttr("kiln.layouts", b_.getDictionaryAttr({b_.getNamedAttr("a", aShared_), b_.getNamedAttr("b", bShared_),
+                                                        b_.getNamedAttr("acc", acc_),
+                                                        b_.getNamedAttr("c", tmC_ ? Attribute(cShared_) : Attribute(acc_))}));
 }
 
 /// The persistent loop: CTA b takes tiles b, b + grid, b + 2 grid, ... of C (a grid of one
@@ -273,8 +268,8 @@ Value Emitter::kTile(Value kt, Value acc, bool first) {
   auto field = [&](Value addr) {
     return ext64(b_.create<arith::AndIOp>(loc_, b_.create<arith::ShRUIOp>(loc_, addr, i32(4)), i32(0x3FFF)));
   };
-  Value descA = b_.create<arith::OrIOp>(loc_, i64(descriptorBits(16, 1024)), field(aAddr));
-  Value descB = b_.create<arith::OrIOp>(loc_, i64(descriptorBits(kBoxBytes, 1024)), field(bAddr));
+  Value descA = b_.create<arith::OrIOp>(loc_, i64(aShared_.descriptorBits(kBoxBytes)), field(aAddr));
+  Value descB = b_.create<arith::OrIOp>(loc_, i64(bShared_.descriptorBits(kBoxBytes)), field(bAddr));
   b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
   auto type = m_.inElt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   auto shape = NVVM::MMAShapeAttr::get(b_.getContext(), 64, int(cfg_.bn), 16);

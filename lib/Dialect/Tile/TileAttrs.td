@@ -32,4 +32,43 @@ def Tile_MmaLayoutAttr : Tile_Attr<"MmaLayout", "mma"> {
   let assemblyFormat = "`<` `warps` `=` `[` $warpsM `,` $warpsN `]` `,` `frags` `=` `[` $fragsM `,` $fragsN `]` `>`";
 }
 
+// The sm_90a twins' layouts. The twin is emitted straight to NVVM (no tile values), so these
+// describe its buffers and registers: its gpu.func records them (`kiln.layouts`), and the
+// emitter derives the wgmma descriptors and the staging addresses from them.
+
+def Tile_WgmmaLayoutAttr : Tile_Attr<"WgmmaLayout", "wgmma"> {
+  let summary = "the accumulator fragments of wgmma.mma_async m64nNk16, per warpgroup";
+  let description = [{
+    `#tile.wgmma<m = 64, n = 256>`: thread t of the warpgroup (warp w = t / 32, lane l) holds
+    f32 element 4j + 2h + e at row 16w + l/4 + 8h, column 8j + 2(l % 4) + e, for j < n / 8.
+  }];
+  let parameters = (ins "int64_t":$m, "int64_t":$n);
+  let assemblyFormat = "`<` `m` `=` $m `,` `n` `=` $n `>`";
+}
+
+def Tile_NvmmaSharedLayoutAttr : Tile_Attr<"NvmmaSharedLayout", "nvmma_shared"> {
+  let summary = "a tile in shared memory as TMA writes it and wgmma reads it: swizzled rows";
+  let description = [{
+    `#tile.nvmma_shared<swizzle = 128, major = "k">`: rows of `swizzle` bytes, the 16-byte
+    chunk c of row r stored at chunk c ^ (r % (swizzle / 16)); 8 rows make a 1024-byte atom.
+    `major` names the contiguous dim: "k" (A, K-major) or "mn" (B and C, rows along N, in
+    boxes of swizzle / element-size columns).
+  }];
+  let parameters = (ins "int64_t":$swizzle, StringRefParameter<>:$major);
+  let assemblyFormat = "`<` `swizzle` `=` $swizzle `,` `major` `=` $major `>`";
+  let extraClassDeclaration = [{
+    /// How many rows the XOR pattern spans (8 for 128-byte rows).
+    int64_t period() const { return getSwizzle() / 16; }
+    /// The wgmma shared-memory descriptor's fixed bits (all but the start address) for a
+    /// tile in this layout whose column boxes are `boxBytes` apart: leading byte offset
+    /// (the box stride when MN-major, 16 when K-major), stride byte offset (one atom, 8 rows),
+    /// swizzle mode (1 = 128B).
+    int64_t descriptorBits(int64_t boxBytes) const {
+      int64_t lbo = getMajor() == "k" ? 16 : boxBytes, sbo = 8 * getSwizzle();
+      uint64_t mode = getSwizzle() == 128 ? 1 : getSwizzle() == 64 ? 2 : getSwizzle() == 32 ? 3 : 0;
+      return int64_t((uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) | (mode << 62));
+    }
+  }];
+}
+
 #endif // KILN_TILE_ATTRS

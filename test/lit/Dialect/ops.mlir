@@ -210,3 +210,9 @@ tile.kernel @encodings(in %X : !tile.tensor<[N, N], f32>, out %Y : !tile.tensor<
     tile.store %s, %w : !tile.tile<32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>, !tile.view<32x32xf32>
   }
 }
+
+// The sm_90a twins' layouts, as attributes.
+// CHECK-LABEL: func.func private @twin_layouts()
+// CHECK-SAME: acc = #tile.wgmma<m = 64, n = 256>
+// CHECK-SAME: b = #tile.nvmma_shared<swizzle = 128, major = "mn">
+func.func private @twin_layouts() attributes {acc = #tile.wgmma<m = 64, n = 256>, b = #tile.nvmma_shared<swizzle = 128, major = "mn">}

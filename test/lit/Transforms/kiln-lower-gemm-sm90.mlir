@@ -2,6 +2,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=256 stages=3" | FileCheck %s --check-prefix=N256
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=ONE
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=256 cluster=2" | FileCheck %s --check-prefix=CL
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=DESC
 
 // A GEMM with a bias + ReLU epilogue, as the DSL traces it (composites already expanded):
 // it gets a TMA + wgmma twin beside the tile kernel, which stays for the portable lowering.
@@ -19,6 +20,9 @@
 // CHECK-SAME: \22stages\22:6
 // CHECK-SAME: \22threads\22:384
 // CHECK-SAME: \22tile\22:[128,128,64]
+// Its layouts: A's stages K-major and B's MN-major in 128-byte swizzled rows, the wgmma
+// accumulator, C's staging boxes.
+// CHECK-SAME: kiln.layouts = {a = #tile.nvmma_shared<swizzle = 128, major = "k">, acc = #tile.wgmma<m = 64, n = 128>, b = #tile.nvmma_shared<swizzle = 128, major = "mn">, c = #tile.nvmma_shared<swizzle = 128, major = "mn">}
 // CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 1 : i32
 // Barriers: 6 full (1 arrival + bytes) and 6 empty (256 consumer threads), by thread 0.
@@ -68,6 +72,12 @@
 // N256-SAME: \22tile\22:[128,256,64]
 // N256: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>
 // N256-NOT: gpu.func @mm__sm90_n256
+
+// The wgmma descriptors' fixed bits come from the shared layouts: A K-major (leading byte
+// offset 16, stride 1024 = one 8-row atom, 128B swizzle: 2^62 + 64 * 2^32 + 1 * 2^16), B
+// MN-major (leading byte offset 8192, the distance between its 64-column boxes: 512 * 2^16).
+// DESC: arith.constant 4611686293305360384 : i64
+// DESC: arith.constant 4611686293338849280 : i64
 
 // A width asked for: that twin alone.
 // ONE: gpu.func @mm__sm90(
