@@ -286,7 +286,7 @@ TEST_CASE("a GEMM written in the DSL with its own epilogue gets the twin", "[cud
   CHECK(wholeProgramSpills(offline("sm_90a").emit(k, Stage::ptx), "mine__sm90") == 0);
 }
 
-TEST_CASE("KILN_HOPPER_GEMM and KILN_HOPPER_TILE_N set the twin where the options leave the defaults", "[cuda][sm90]") {
+TEST_CASE("KILN_HOPPER_* set the twin where the options leave the defaults", "[cuda][sm90]") {
   auto twinOf = [](RuntimeOptions o) {
     o.compile_only = true;
     o.arch = "sm_90a";
@@ -304,6 +304,21 @@ TEST_CASE("KILN_HOPPER_GEMM and KILN_HOPPER_TILE_N set the twin where the option
   CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_GEMM is 'maybe'; expected on or off"));
   ::unsetenv("KILN_HOPPER_GEMM");
   CHECK_THAT(twinOf({}), Contains("128x128x64 tiles"));
+  // The ring depth and the clusters: the same rules, each bad value named.
+  ::setenv("KILN_HOPPER_STAGES", "3", 1);
+  CHECK_THAT(twinOf({}), Contains("3 stages"));
+  CHECK_THAT(twinOf({.hopper_stages = 2}), Contains("2 stages")); // the option wins
+  ::setenv("KILN_HOPPER_STAGES", "many", 1);
+  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_STAGES is 'many'"));
+  ::unsetenv("KILN_HOPPER_STAGES");
+  ::setenv("KILN_HOPPER_CLUSTER", "2", 1);
+  CHECK_THAT(twinOf({}), Contains("clusters of 2"));
+  ::setenv("KILN_HOPPER_CLUSTER", "3", 1);
+  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_CLUSTER is '3'; expected 0, 1 or 2"));
+  ::unsetenv("KILN_HOPPER_CLUSTER");
+  ::setenv("KILN_HOPPER_JIT", "ptxas", 1);
+  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_JIT is 'ptxas'; expected driver or nvjitlink"));
+  ::unsetenv("KILN_HOPPER_JIT");
 }
 
 TEST_CASE("every supported architecture compiles to PTX of the version it needs and to a cubin", "[cuda][compile]") {
