@@ -144,51 +144,8 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
         views_[v.getResult()] = info;
         return success();
       })
-      .Case<LoadOp>([&](LoadOp l) {
-        const ViewInfo& v = views_.at(l.getView());
-        if (l->hasOneUse() && l.getPadding().isZero()) {
-          auto dot = dyn_cast<DotOp>(*l->user_begin());
-          // Deferring the read to the dot is safe only if nothing in between writes.
-          auto writesBefore = [&](Operation* end) {
-            for (Operation* o = l->getNextNode(); o && o != end; o = o->getNextNode())
-              if (isa<StoreOp>(o) || o->getNumRegions() > 0) return true;
-            return false;
-          };
-          if (dot && dot.getAcc() != l.getResult() && dot->getBlock() == l->getBlock() &&
-              !writesBefore(dot)) {
-            direct_[l.getResult()] = v;
-            return success();
-          }
-        }
-        TileType t = l.getType();
-        SmallVector<Value> dims = dimsOf(v.base, v.shape.size());
-        Elems out;
-        for (int64_t k = 0; k < perThread(t.getShape()); ++k)
-          out.push_back(maskedLoad(v, slot(t.getShape(), k), dims, t.getElementType(),
-                                   l.getPadding().convertToDouble()));
-        tiles_[l.getResult()] = Dist{out, {}, false};
-        return success();
-      })
-      .Case<StoreOp>([&](StoreOp st) {
-        const ViewInfo& v = views_.at(st.getView());
-        TileType t = st.getValue().getType();
-        const Dist& d = tiles_.at(st.getValue());
-        Layout layout = d.uniform ? Layout{} : d.layout;
-        Elems src = as(d, t, layout);
-        if (layout.kind == Layout::Mma) {
-          storeMmaPairs(v, t, layout, src);
-          return success();
-        }
-        SmallVector<Value> dims = dimsOf(v.base, v.shape.size());
-        for (int64_t k = 0; k < (int64_t)src.size(); ++k) {
-          auto [g, inb] = globalSlot(v, slot(t.getShape(), k, layout), dims);
-          auto ifOp = b_.create<scf::IfOp>(loc_, inb, /*withElse=*/false);
-          OpBuilder::InsertionGuard guard(b_);
-          b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
-          b_.create<memref::StoreOp>(loc_, src[k], v.base, g);
-        }
-        return success();
-      })
+      .Case<LoadOp>([&](LoadOp l) { return lowerLoad(l); })
+      .Case<StoreOp>([&](StoreOp st) { return lowerStore(st); })
       .Case<FullOp>([&](FullOp f) {
         Value c = constOf(f.getType().getElementType(), f.getValue().convertToDouble());
         tiles_[f.getResult()] = Dist{{c}, {}, true};
@@ -208,82 +165,12 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
         else tiles_[d.getResult()] = dotSimt(d);
         return success();
       })
-      .Case<ConvertLayoutOp>([&](ConvertLayoutOp c) {
-        // A uniform tile is in every layout already; others move through shared memory.
-        const Dist& src = tiles_.at(c.getInput());
-        if (src.uniform) {
-          tiles_[c.getResult()] = src;
-          return success();
-        }
-        Layout l = layoutFrom(c.getType().getEncoding());
-        tiles_[c.getResult()] = Dist{as(src, c.getType(), l), l, false};
-        return success();
-      })
-      .Case<BroadcastOp>([&](BroadcastOp bc) {
-        TileType in = bc.getInput().getType(), out = bc.getType();
-        const Dist& src = tiles_.at(bc.getInput());
-        if (src.uniform) {
-          tiles_[bc.getResult()] = src;
-          return success();
-        }
-        Value buf = stage(src, in, 0);
-        Elems res;
-        for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
-          Slot s = slot(out.getShape(), k);
-          SmallVector<Value> src;
-          for (int64_t d : bc.getDims()) src.push_back(s.coords[d]);
-          res.push_back(b_.create<memref::LoadOp>(loc_, buf, linearize(src, in.getShape())));
-        }
-        tiles_[bc.getResult()] = Dist{res, {}, false};
-        return success();
-      })
-      .Case<ReduceSumOp, ReduceMaxOp>([&](auto r) {
-        bool isMax = isa<ReduceMaxOp>(r.getOperation());
-        TileType in = r.getInput().getType(), out = r.getType();
-        int64_t dim = r.getDim();
-        Value buf = stage(tiles_.at(r.getInput()), in, 0); // uniform inputs are materialised
-        Elems res;
-        for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
-          Slot s = slot(out.getShape(), k);
-          Value init = constOf(b_.getF32Type(), isMax ? -std::numeric_limits<double>::infinity() : 0.0);
-          auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(in.getShape()[dim]), cidx(1), ValueRange{init});
-          {
-            OpBuilder::InsertionGuard guard(b_);
-            b_.setInsertionPointToStart(loop.getBody());
-            SmallVector<Value> c(s.coords);
-            c.insert(c.begin() + dim, loop.getInductionVar());
-            Value x = toF32(b_.create<memref::LoadOp>(loc_, buf, linearize(c, in.getShape())));
-            Value a = loop.getRegionIterArgs()[0];
-            Value v = isMax ? b_.create<arith::MaximumFOp>(loc_, a, x).getResult()
-                            : b_.create<arith::AddFOp>(loc_, a, x).getResult();
-            b_.create<scf::YieldOp>(loc_, v);
-          }
-          res.push_back(fromF32(loop.getResult(0), out.getElementType()));
-        }
-        tiles_[r.getResult()] = Dist{res, {}, false};
-        return success();
-      })
+      .Case<ConvertLayoutOp>([&](ConvertLayoutOp c) { return lowerConvertLayout(c); })
+      .Case<BroadcastOp>([&](BroadcastOp bc) { return lowerBroadcast(bc); })
+      .Case<ReduceSumOp>([&](ReduceSumOp r) { return lowerReduce(r.getOperation(), r.getInput(), r.getDim(), false); })
+      .Case<ReduceMaxOp>([&](ReduceMaxOp r) { return lowerReduce(r.getOperation(), r.getInput(), r.getDim(), true); })
       .Case<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp,
-            MaxOp, MinOp, ScaleOp, CastOp>([&](Operation* e) {
-        auto t = cast<TileType>(e->getResult(0).getType());
-        SmallVector<const Dist*> ins;
-        for (Value v : e->getOperands()) ins.push_back(&tiles_.at(v));
-        bool uniform = llvm::all_of(ins, [](const Dist* d) { return d->uniform; });
-        Layout layout; // tensor-core results stay in their layout; others meet them there
-        for (const Dist* d : ins)
-          if (!d->uniform && (d->layout.kind == Layout::Mma || layout.kind != Layout::Mma)) layout = d->layout;
-        SmallVector<Elems> xs;
-        for (size_t i = 0; i < ins.size(); ++i)
-          xs.push_back(uniform ? ins[i]->v : as(*ins[i], cast<TileType>(e->getOperand(i).getType()), layout));
-        Elems res;
-        for (size_t k = 0; k < xs[0].size(); ++k) {
-          SmallVector<Value> x;
-          for (const Elems& in : xs) x.push_back(toF32(in[k]));
-          res.push_back(fromF32(elementwise(e, x), t.getElementType()));
-        }
-        tiles_[e->getResult(0)] = Dist{res, layout, uniform};
-        return success();
-      })
+            MaxOp, MinOp, ScaleOp, CastOp>([&](Operation* e) { return lowerElementwise(e); })
       .Case<ReluOp, GeluOp, SiluOp, SigmoidOp>([&](Operation* c) {
         return c->emitOpError("is a composite: run kiln-expand-composites before kiln-lower-to-gpu");
       })
@@ -297,9 +184,6 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
       });
 }
 
-// SIMT dot: operands in shared memory, each thread accumulates its blocked elements.
-
-Value GpuKernelLowering::elementwise(Operation* op, ArrayRef<Value> x) { return kiln::emitScalar(b_, loc_, op, x); }
 
 } // namespace kiln::portable
 

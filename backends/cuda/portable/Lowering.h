@@ -17,10 +17,12 @@
 #include "Transforms/Passes.h"
 //
 // Internal: the portable lowering's state and its methods, one file per op family:
-// TileToGPU.cpp (the pass, the walk over ops, distribution of elements over threads and
-// elementwise ops), portable/Memory.cpp (views, loads, stores, shared-memory staging,
-// cp.async copies), portable/DotMma.cpp (layouts and dot on mma.sync or SIMT),
-// portable/Loops.cpp (tile.loop, plain and software-pipelined).
+// TileToGPU.cpp (the pass, the walk over ops, distribution of elements over threads),
+// portable/Memory.cpp (views, loads, stores, shared-memory staging, cp.async copies),
+// portable/Elementwise.cpp (elementwise ops, broadcasts, layout conversions),
+// portable/Reductions.cpp (sum and max along a dim), portable/DotMma.cpp (layouts and
+// dot on mma.sync or SIMT), portable/Loops.cpp (tile.loop, plain and software-pipelined),
+// portable/Layouts.cpp (kiln-assign-layouts).
 #include "Dialect/Tile/TileDialect.h"
 #include "Transforms/ScalarMath.h"
 #include "portable/Layouts.h"
@@ -174,7 +176,13 @@ private:
 
   LogicalResult lowerBlock(Block& block);
   LogicalResult lowerOp(Operation* op);
-  LogicalResult lowerLoop(LoopOp op);
+  LogicalResult lowerLoop(LoopOp op);                                  // Loops.cpp
+  LogicalResult lowerLoad(LoadOp l);                                   // Memory.cpp
+  LogicalResult lowerStore(StoreOp st);                                // Memory.cpp
+  LogicalResult lowerElementwise(Operation* e);                        // Elementwise.cpp
+  LogicalResult lowerBroadcast(BroadcastOp bc);                        // Elementwise.cpp
+  LogicalResult lowerConvertLayout(ConvertLayoutOp c);                 // Elementwise.cpp
+  LogicalResult lowerReduce(Operation* op, Value input, int64_t dim, bool isMax); // Reductions.cpp
   Value elementwise(Operation* op, ArrayRef<Value> x);
 
   KernelOp kernel_;

@@ -234,4 +234,51 @@ void GpuKernelLowering::asyncCopy(const ViewInfo& v, TileType t, Value buf) {
   }
 }
 
+LogicalResult GpuKernelLowering::lowerLoad(LoadOp l) {
+  const ViewInfo& v = views_.at(l.getView());
+  if (l->hasOneUse() && l.getPadding().isZero()) {
+    auto dot = dyn_cast<DotOp>(*l->user_begin());
+    // Deferring the read to the dot is safe only if nothing in between writes.
+    auto writesBefore = [&](Operation* end) {
+      for (Operation* o = l->getNextNode(); o && o != end; o = o->getNextNode())
+        if (isa<StoreOp>(o) || o->getNumRegions() > 0) return true;
+      return false;
+    };
+    if (dot && dot.getAcc() != l.getResult() && dot->getBlock() == l->getBlock() &&
+        !writesBefore(dot)) {
+      direct_[l.getResult()] = v;
+      return success();
+    }
+  }
+  TileType t = l.getType();
+  SmallVector<Value> dims = dimsOf(v.base, v.shape.size());
+  Elems out;
+  for (int64_t k = 0; k < perThread(t.getShape()); ++k)
+    out.push_back(maskedLoad(v, slot(t.getShape(), k), dims, t.getElementType(),
+                             l.getPadding().convertToDouble()));
+  tiles_[l.getResult()] = Dist{out, {}, false};
+  return success();
+}
+
+LogicalResult GpuKernelLowering::lowerStore(StoreOp st) {
+  const ViewInfo& v = views_.at(st.getView());
+  TileType t = st.getValue().getType();
+  const Dist& d = tiles_.at(st.getValue());
+  Layout layout = d.uniform ? Layout{} : d.layout;
+  Elems src = as(d, t, layout);
+  if (layout.kind == Layout::Mma) {
+    storeMmaPairs(v, t, layout, src);
+    return success();
+  }
+  SmallVector<Value> dims = dimsOf(v.base, v.shape.size());
+  for (int64_t k = 0; k < (int64_t)src.size(); ++k) {
+    auto [g, inb] = globalSlot(v, slot(t.getShape(), k, layout), dims);
+    auto ifOp = b_.create<scf::IfOp>(loc_, inb, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    b_.create<memref::StoreOp>(loc_, src[k], v.base, g);
+  }
+  return success();
+}
+
 } // namespace kiln::portable

@@ -1,0 +1,61 @@
+// The portable CUDA lowering: elementwise ops (one scalar emitter for every backend),
+// broadcasts and explicit layout conversions. (portable/Lowering.h)
+#include "portable/Lowering.h"
+
+namespace kiln::portable {
+
+Value GpuKernelLowering::elementwise(Operation* op, ArrayRef<Value> x) { return kiln::emitScalar(b_, loc_, op, x); }
+
+LogicalResult GpuKernelLowering::lowerConvertLayout(ConvertLayoutOp c) {
+  // A uniform tile is in every layout already; others move through shared memory.
+  const Dist& src = tiles_.at(c.getInput());
+  if (src.uniform) {
+    tiles_[c.getResult()] = src;
+    return success();
+  }
+  Layout l = layoutFrom(c.getType().getEncoding());
+  tiles_[c.getResult()] = Dist{as(src, c.getType(), l), l, false};
+  return success();
+}
+
+LogicalResult GpuKernelLowering::lowerBroadcast(BroadcastOp bc) {
+  TileType in = bc.getInput().getType(), out = bc.getType();
+  const Dist& src = tiles_.at(bc.getInput());
+  if (src.uniform) {
+    tiles_[bc.getResult()] = src;
+    return success();
+  }
+  Value buf = stage(src, in, 0);
+  Elems res;
+  for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
+    Slot s = slot(out.getShape(), k);
+    SmallVector<Value> src;
+    for (int64_t d : bc.getDims()) src.push_back(s.coords[d]);
+    res.push_back(b_.create<memref::LoadOp>(loc_, buf, linearize(src, in.getShape())));
+  }
+  tiles_[bc.getResult()] = Dist{res, {}, false};
+  return success();
+}
+
+LogicalResult GpuKernelLowering::lowerElementwise(Operation* e) {
+  auto t = cast<TileType>(e->getResult(0).getType());
+  SmallVector<const Dist*> ins;
+  for (Value v : e->getOperands()) ins.push_back(&tiles_.at(v));
+  bool uniform = llvm::all_of(ins, [](const Dist* d) { return d->uniform; });
+  Layout layout; // tensor-core results stay in their layout; others meet them there
+  for (const Dist* d : ins)
+    if (!d->uniform && (d->layout.kind == Layout::Mma || layout.kind != Layout::Mma)) layout = d->layout;
+  SmallVector<Elems> xs;
+  for (size_t i = 0; i < ins.size(); ++i)
+    xs.push_back(uniform ? ins[i]->v : as(*ins[i], cast<TileType>(e->getOperand(i).getType()), layout));
+  Elems res;
+  for (size_t k = 0; k < xs[0].size(); ++k) {
+    SmallVector<Value> x;
+    for (const Elems& in : xs) x.push_back(toF32(in[k]));
+    res.push_back(fromF32(elementwise(e, x), t.getElementType()));
+  }
+  tiles_[e->getResult(0)] = Dist{res, layout, uniform};
+  return success();
+}
+
+} // namespace kiln::portable
