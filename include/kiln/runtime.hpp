@@ -42,7 +42,8 @@ struct KILN_API RuntimeOptions {
   /// (KernelReport::sm90 says which kernel it is and when). Off: the portable kernel only.
   /// When true, KILN_HOPPER_GEMM=off in the environment turns it off.
   bool hopper_gemm = true;
-  /// The twin's columns of C per CTA: 128 or 256; 0 lets kiln choose (docs/cuda.md), or
+  /// The twin's columns of C per CTA: 128 or 256 (that width alone); 0 compiles both and
+  /// lets each launch take the one that suits the shape (docs/cuda.md), or
   /// KILN_HOPPER_TILE_N when set.
   int hopper_tile_n = 0;
   /// The twin's ring of shared-memory stages (TMA loads in flight): 2 up to what fits in
