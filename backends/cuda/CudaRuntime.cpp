@@ -8,6 +8,8 @@
 #include "hopper/Sm90Launch.h"
 
 #include <cstdlib>
+#include <optional>
+#include <tuple>
 #include <mutex>
 #include <thread>
 
@@ -212,6 +214,17 @@ public:
     return s + "; runs when A and B have contiguous rows at 16-byte aligned addresses and pitches";
   }
 
+  /// Registers and spill bytes (stores + loads) of `entry` in a ptxas report; -1 where it
+  /// does not say.
+  static std::pair<int, int> countsIn(const std::string& log, const std::string& entry) {
+    CubinResult c;
+    parsePtxasInfo(log, entry, c);
+    return {c.registers, c.spill_stores < 0 ? -1 : c.spill_stores + std::max(c.spill_loads, 0)};
+  }
+  static void addNotes(KernelReport& r, const std::string& log) {
+    for (const std::string& note : ptxasNotes(log)) r.ptxas_notes += (r.ptxas_notes.empty() ? "" : "; ") + note;
+  }
+
   std::unique_ptr<kd::CompiledImpl> compile(const Kernel& kernel) override {
     std::vector<std::pair<int, int>> twinCounts; // registers, spill bytes per twin
     auto out = std::make_unique<CudaKernel>();
@@ -244,13 +257,8 @@ public:
       r.compiler = cubin.compiler;
       r.registers = cubin.registers;
       if (cubin.spill_stores >= 0) r.spill_bytes = cubin.spill_stores + std::max(cubin.spill_loads, 0);
-      for (const std::string& note : ptxasNotes(cubin.info_log))
-        r.ptxas_notes += (r.ptxas_notes.empty() ? "" : "; ") + note;
-      for (const hopper::LaunchPlan& plan : out->code.sm90) {
-        CubinResult twin;
-        parsePtxasInfo(cubin.info_log, plan.entry, twin);
-        twinCounts.push_back({twin.registers, twin.spill_stores < 0 ? -1 : twin.spill_stores + std::max(twin.spill_loads, 0)});
-      }
+      addNotes(r, cubin.info_log);
+      for (const hopper::LaunchPlan& plan : out->code.sm90) twinCounts.push_back(countsIn(cubin.info_log, plan.entry));
     } else if (state->compile_only) {
       throw Error(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': no cubin without nvJitLink (" + why + ")");
     } else {
@@ -283,25 +291,18 @@ public:
       // the machine code in its own cache (then the log is empty): no local memory then
       // still proves no spills.
       const std::string& log = out->module.jitLog();
-      auto spills = [](const CubinResult& c) {
-        return c.spill_stores < 0 ? -1 : c.spill_stores + std::max(c.spill_loads, 0);
+      auto fromFunction = [](std::pair<int, int> c, CUfunction f) {
+        FunctionInfo fi = queryFunction(f);
+        if (c.first < 0) c.first = fi.registers;
+        if (c.second < 0 && fi.local_bytes == 0) c.second = 0;
+        return c;
       };
-      auto noLocalMemory = [](CUfunction f) { return queryFunction(f).local_bytes == 0 ? 0 : -1; };
-      CubinResult portable;
-      parsePtxasInfo(log, kernel.name(), portable);
-      r.registers = portable.registers;
-      r.spill_bytes = spills(portable) >= 0 ? spills(portable) : noLocalMemory(out->function);
-      for (const std::string& note : ptxasNotes(log)) r.ptxas_notes += (r.ptxas_notes.empty() ? "" : "; ") + note;
+      std::tie(r.registers, r.spill_bytes) = fromFunction(countsIn(log, kernel.name()), out->function);
+      addNotes(r, log);
       twinCounts.clear();
       for (size_t i = 0; i < out->code.sm90.size(); ++i) {
-        CubinResult twin;
-        parsePtxasInfo(log, out->code.sm90[i].entry, twin);
-        int registers = twin.registers, spilled = spills(twin);
-        if (i < out->sm90.size() && out->sm90[i]) {
-          if (registers < 0) registers = queryFunction(out->sm90[i]).registers;
-          if (spilled < 0) spilled = noLocalMemory(out->sm90[i]);
-        }
-        twinCounts.push_back({registers, spilled});
+        std::pair<int, int> c = countsIn(log, out->code.sm90[i].entry);
+        twinCounts.push_back(i < out->sm90.size() ? fromFunction(c, out->sm90[i]) : c);
       }
       if (!out->code.sm90.empty()) r.sm90 = describeSm90(out->code, twinCounts);
     }
@@ -554,39 +555,29 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   })};
   auto state = std::make_shared<cuda::CudaState>();
   state->options = options;
-  // The environment can turn the sm_90a twin off or widen it where the options leave the
-  // defaults: A/B comparisons without rebuilding the engine.
-  if (const char* e = std::getenv("KILN_HOPPER_GEMM"); e && options.hopper_gemm) {
-    std::string v = e;
-    if (v != "on" && v != "off")
-      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_GEMM is '" + v + "'; expected on or off");
-    state->options.hopper_gemm = v == "on";
-  }
+  // The environment can set the sm_90a twin where the options leave the defaults: A/B
+  // comparisons without rebuilding the engine. Each variable takes one of a few words.
+  auto env = [](const char* name, std::initializer_list<const char*> allowed) -> std::optional<std::string> {
+    const char* e = std::getenv(name);
+    if (!e) return std::nullopt;
+    std::string list;
+    size_t i = 0;
+    for (const char* a : allowed) {
+      if (std::string(e) == a) return std::string(e);
+      list += std::string(i == 0 ? "" : ++i == allowed.size() ? " or " : ", ") + a;
+      if (i == 0) ++i;
+    }
+    throw Error(ErrorKind::InvalidArgument, std::string(name) + " is '" + e + "'; expected " + list);
+  };
+  if (auto v = env("KILN_HOPPER_GEMM", {"on", "off"}); v && options.hopper_gemm) state->options.hopper_gemm = *v == "on";
   if (const char* e = std::getenv("KILN_HOPPER_PERSISTENT")) state->hopperPersistent = std::string(e) != "off";
-  if (const char* e = std::getenv("KILN_HOPPER_JIT")) {
-    std::string v = e;
-    if (v != "driver" && v != "nvjitlink")
-      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_JIT is '" + v + "'; expected driver or nvjitlink");
-    state->twinByDriver = v == "driver";
-  }
-  if (const char* e = std::getenv("KILN_HOPPER_TILE_N"); e && options.hopper_tile_n == 0) {
-    std::string v = e;
-    if (v != "0" && v != "128" && v != "256")
-      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_TILE_N is '" + v + "'; expected 0, 128 or 256");
-    state->options.hopper_tile_n = std::stoi(v);
-  }
-  if (const char* e = std::getenv("KILN_HOPPER_CLUSTER"); e && options.hopper_cluster == 0) {
-    std::string v = e;
-    if (v != "0" && v != "1" && v != "2")
-      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_CLUSTER is '" + v + "'; expected 0, 1 or 2");
-    state->options.hopper_cluster = v[0] - '0';
-  }
-  if (const char* e = std::getenv("KILN_HOPPER_STAGES"); e && options.hopper_stages == 0) {
-    std::string v = e;
-    if (v.size() != 1 || v[0] < '0' || v[0] > '9')
-      throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_STAGES is '" + v + "'; expected a digit (0: kiln's choice)");
-    state->options.hopper_stages = v[0] - '0';
-  }
+  if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink"})) state->twinByDriver = *v == "driver";
+  if (auto v = env("KILN_HOPPER_TILE_N", {"0", "128", "256"}); v && options.hopper_tile_n == 0)
+    state->options.hopper_tile_n = std::stoi(*v);
+  if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2"}); v && options.hopper_cluster == 0)
+    state->options.hopper_cluster = std::stoi(*v);
+  if (auto v = env("KILN_HOPPER_STAGES", {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}); v && options.hopper_stages == 0)
+    state->options.hopper_stages = std::stoi(*v);
   state->compile_only = options.compile_only;
   auto rt = std::make_shared<cuda::CudaRuntime>();
   rt->backend = Backend::cuda;

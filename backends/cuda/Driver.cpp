@@ -541,18 +541,26 @@ void setMaxDynamicSharedMemory(CUfunction f, int bytes, const std::string& kerne
           std::to_string(bytes) + " bytes");
 }
 
+namespace {
+/// "launching kernel 'k' with grid (...)[ in clusters of c], block (...), n bytes ...".
+std::string launchContext(const std::string& kernelName, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                          unsigned cluster, unsigned dynamicSmemBytes) {
+  std::ostringstream ctx;
+  ctx << "launching kernel '" << kernelName << "' with grid (" << grid[0] << ", " << grid[1] << ", " << grid[2] << ")";
+  if (cluster > 1) ctx << " in clusters of " << cluster;
+  ctx << ", block (" << block[0] << ", " << block[1] << ", " << block[2] << "), " << dynamicSmemBytes
+      << " bytes dynamic shared memory";
+  return ctx.str();
+}
+} // namespace
+
 void launchKernel(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
                   std::array<unsigned, 3> block, unsigned dynamicSmemBytes, CUstream stream,
                   void** params) {
   const CUresult r = driver().cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1],
                                              block[2], dynamicSmemBytes, stream, params, nullptr);
-  if (r != CUDA_SUCCESS) {
-    std::ostringstream ctx;
-    ctx << "launching kernel '" << kernelName << "' with grid (" << grid[0] << ", " << grid[1]
-        << ", " << grid[2] << "), block (" << block[0] << ", " << block[1] << ", " << block[2]
-        << "), " << dynamicSmemBytes << " bytes dynamic shared memory";
-    detail::throwCuError(r, "cuLaunchKernel", __FILE__, __LINE__, ctx.str());
-  }
+  if (r != CUDA_SUCCESS)
+    detail::throwCuError(r, "cuLaunchKernel", __FILE__, __LINE__, launchContext(kernelName, grid, block, 1, dynamicSmemBytes));
 }
 
 void launchKernelClustered(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
@@ -571,13 +579,9 @@ void launchKernelClustered(CUfunction f, const std::string& kernelName, std::arr
   config.attrs = &attr;
   config.numAttrs = 1;
   const CUresult r = driver().cuLaunchKernelEx(&config, f, params, nullptr);
-  if (r != CUDA_SUCCESS) {
-    std::ostringstream ctx;
-    ctx << "launching kernel '" << kernelName << "' with grid (" << grid[0] << ", " << grid[1] << ", " << grid[2]
-        << ") in clusters of " << cluster << ", block (" << block[0] << ", " << block[1] << ", " << block[2] << "), "
-        << dynamicSmemBytes << " bytes dynamic shared memory";
-    detail::throwCuError(r, "cuLaunchKernelEx", __FILE__, __LINE__, ctx.str());
-  }
+  if (r != CUDA_SUCCESS)
+    detail::throwCuError(r, "cuLaunchKernelEx", __FILE__, __LINE__,
+                         launchContext(kernelName, grid, block, cluster, dynamicSmemBytes));
 }
 
 int pointerDeviceOrdinal(CUdeviceptr p) {

@@ -81,6 +81,14 @@ LogicalResult GpuKernelLowering::run() {
     return op->emitOpError("has a layout for ") << m.getWarpsM() * m.getWarpsN() << " warps, but the kernel is lowered with "
                                                 << warps << " (run kiln-assign-layouts with the same num-warps)";
   };
+  // The layouts are kiln-assign-layouts' alone: when it did not run (kiln-opt on bare tile
+  // IR), run it here, so the lowering never decides a layout itself.
+  bool assigned = false;
+  kernel_.walk([&](Operation* op) {
+    for (Type t : op->getResultTypes())
+      if (auto tile = dyn_cast<TileType>(t); tile && tile.getEncoding()) assigned = true;
+  });
+  if (!assigned) assignLayouts(kernel_, warps);
   WalkResult checked = kernel_.walk([&](Operation* op) {
     for (Type t : op->getResultTypes())
       if (auto tile = dyn_cast<TileType>(t); tile && failed(fits(op, tile.getEncoding()))) return WalkResult::interrupt();

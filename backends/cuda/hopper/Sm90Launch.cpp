@@ -10,25 +10,19 @@ namespace kiln::hopper {
 
 namespace {
 
-/// C's tiles: the product of the plan's grid dims (each under 2^31, checked by applies()).
-int64_t tileCount(const LaunchPlan& plan, const std::vector<TensorView>& args) {
-  int64_t n = 1;
-  for (const GridDim& g : plan.gridDims) n *= (args[size_t(g.arg)].dims[size_t(g.dim)] + g.tile - 1) / g.tile;
-  return n;
-}
-
-/// A clustered plan's work units: its clusters take `cluster` adjacent tiles along the last
-/// grid dim (C's columns) at once.
-int64_t unitCount(const LaunchPlan& plan, const std::vector<TensorView>& args) {
-  if (plan.cluster <= 1) return tileCount(plan, args);
+/// The plan's work units when `group` adjacent tiles along the last grid dim (C's columns)
+/// make one: C's tiles for group 1, a cluster's pairs for 2. The product of the grid dims,
+/// each under 2^31 (checked by applies()).
+int64_t unitCount(const LaunchPlan& plan, const std::vector<TensorView>& args, int64_t group = 1) {
   int64_t n = 1;
   for (size_t i = 0; i < plan.gridDims.size(); ++i) {
     const GridDim& g = plan.gridDims[i];
-    int64_t tiles = (args[size_t(g.arg)].dims[size_t(g.dim)] + g.tile - 1) / g.tile;
-    n *= i + 1 == plan.gridDims.size() ? (tiles + plan.cluster - 1) / plan.cluster : tiles;
+    const int64_t tiles = (args[size_t(g.arg)].dims[size_t(g.dim)] + g.tile - 1) / g.tile;
+    n *= i + 1 == plan.gridDims.size() ? (tiles + group - 1) / group : tiles;
   }
   return n;
 }
+int64_t tileCount(const LaunchPlan& plan, const std::vector<TensorView>& args) { return unitCount(plan, args); }
 
 /// The stride of `v` along `d` in elements (row-major when `v` gives none), without the
 /// allocation of TensorView::effective_strides: this runs at every launch.
@@ -173,18 +167,16 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
     }
     }
   }
-  if (plan.cluster > 1) {
-    int64_t clusters = unitCount(plan, args);
-    if (plan.persistent && smCount > 0)
-      clusters = std::min<int64_t>(clusters, std::max<int64_t>(1, int64_t(smCount) * plan.ctasPerSm / plan.cluster));
-    cuda::launchKernelClustered(f, kernelName, {unsigned(clusters * plan.cluster), 1, 1}, {unsigned(plan.threads), 1, 1},
-                                unsigned(plan.cluster), unsigned(plan.sharedBytes), stream, params.data());
-    return;
-  }
-  int64_t ctas = tileCount(plan, args);
-  if (plan.persistent && smCount > 0) ctas = std::min<int64_t>(ctas, int64_t(smCount) * plan.ctasPerSm);
-  std::array<unsigned, 3> grid = {unsigned(ctas), 1, 1};
-  cuda::launchKernel(f, kernelName, grid, {unsigned(plan.threads), 1, 1}, unsigned(plan.sharedBytes), stream, params.data());
+  // One unit per cluster (a CTA when there is none); a persistent grid has as many as fit.
+  int64_t units = unitCount(plan, args, plan.cluster);
+  if (plan.persistent && smCount > 0)
+    units = std::min<int64_t>(units, std::max<int64_t>(1, int64_t(smCount) * plan.ctasPerSm / plan.cluster));
+  const std::array<unsigned, 3> grid = {unsigned(units * plan.cluster), 1, 1}, block = {unsigned(plan.threads), 1, 1};
+  if (plan.cluster > 1)
+    cuda::launchKernelClustered(f, kernelName, grid, block, unsigned(plan.cluster), unsigned(plan.sharedBytes), stream,
+                                params.data());
+  else
+    cuda::launchKernel(f, kernelName, grid, block, unsigned(plan.sharedBytes), stream, params.data());
 }
 
 } // namespace kiln::hopper

@@ -20,10 +20,8 @@ Layout GpuKernelLowering::layoutFrom(Attribute a) {
 }
 
 std::optional<Layout> GpuKernelLowering::mmaLayoutFor(DotOp d) {
-  // kiln-assign-layouts' decision (the result's encoding), or the same made here.
-  Attribute a = d.getType().getEncoding();
-  if (!a) a = portable::mmaLayoutFor(d, T_ / 32);
-  Layout l = layoutFrom(a);
+  // kiln-assign-layouts' decision: the result's encoding (run() makes sure there is one).
+  Layout l = layoutFrom(d.getType().getEncoding());
   if (l.kind != Layout::Mma) return std::nullopt;
   return l;
 }

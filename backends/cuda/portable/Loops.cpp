@@ -4,19 +4,16 @@
 namespace kiln::portable {
 
 LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
-  // A carried tile takes the layout its body yields (an mma accumulator stays in
-  // registers in mma layout across iterations), else its initial value's.
-  auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
+  // A carried tile keeps its layout across iterations (an mma accumulator stays in
+  // registers): the one kiln-assign-layouts gave it.
   SmallVector<Layout> layouts;
   SmallVector<Value> inits;
   SmallVector<size_t> sizes;
   for (auto [i, init] : llvm::enumerate(l.getInits())) {
     auto t = cast<TileType>(init.getType());
-    // kiln-assign-layouts' decision (the carried tile's encoding), or the same made here.
+    // kiln-assign-layouts' decision: the carried tile's encoding.
     const Dist& d = tiles_.at(init);
-    Attribute assigned = cast<TileType>(l.getCarried()[i].getType()).getEncoding();
-    Layout lay = layoutFrom(assigned ? assigned : portable::predictLayout(yield.getValues()[i], T_ / 32));
-    if (!assigned && lay.kind != Layout::Mma && !d.uniform) lay = d.layout;
+    Layout lay = layoutFrom(cast<TileType>(l.getCarried()[i].getType()).getEncoding());
     Elems e = as(d, t, lay);
     inits.append(e.begin(), e.end());
     sizes.push_back(e.size());
