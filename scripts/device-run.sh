@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")/.."
 # The device tool brings back at most 8 files: everything is written under $RES and packed
-# into $OUT/results.tar.gz at the end (plus the two summaries beside it).
+# into $OUT/results.tar.gz at the end.
 OUT=${OUT:-/tmp/kiln-out}
 RES=/tmp/kiln-results
 mkdir -p "$OUT" "$RES" /tmp/kiln
@@ -57,9 +57,10 @@ fi
 if want profile; then
   # ncu (full set, one launch) of kiln's twin and of cuBLASLt's kernel on PROFILE_SHAPES,
   # bf16 gemm_bias_relu: reports, per-instruction stall samples and raw metrics under $RES.
+  # PROFILE_ENV: variables for kiln's run (e.g. KILN_HOPPER_CLUSTER=2).
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   for s in ${PROFILE_SHAPES:-1000x1000x1000 4096x4096x4096}; do
-    KILN_CACHE_DIR=off timeout 200 $NCU --kernel-name regex:sm90 --launch-count 1 --set full -o "$RES/kiln-$s" \
+    env KILN_CACHE_DIR=off ${PROFILE_ENV:-} timeout 200 $NCU --kernel-name regex:sm90 --launch-count 1 --set full -o "$RES/kiln-$s" \
       $K/kiln run gemm_bias_relu --backend=cuda --shape $s --dtype bf16 > "$RES/ncu-kiln-$s.log" 2>&1
     KILN_CACHE_DIR=off timeout 200 $NCU --kernel-name regex:"^(sm90_xmma|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
       --set full -o "$RES/cublas-$s" $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 --routes framework \
@@ -132,7 +133,7 @@ fi
 
 echo
 tar -C "$RES" -czf "$OUT/results.tar.gz" .
-cp "$RES"/*.csv "$OUT/" 2>/dev/null; ls "$OUT" | head -7 >/dev/null
+# Only the archive comes back whole: the device tool returns at most 8 files from $OUT.
 cat "$RES/device.txt"
 printf '%-14s %s\n' "check" "result"
 for n in "${!result[@]}"; do printf '%-14s %s\n' "$n" "${result[$n]}"; done | sort
