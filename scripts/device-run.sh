@@ -43,11 +43,12 @@ if want hopper; then
   # The sm_90a GEMM twin: plain and + bias + ReLU, beside cuBLASLt (plain / fused epilogue) in
   # the same process, for each twin width (KILN_HOPPER_TILE_N), and with the twin off.
   # 8192^3 is verified against cuBLASLt (kiln bench does that above 2^33 multiply-adds).
-  # HOPPER_VARIANTS: name=ENV[,ENV...] entries (default: both widths and the twin off).
+  # HOPPER_VARIANTS: name=ENV[,ENV...] entries (default: both widths and the twin off);
+  # HOPPER_KERNELS: which catalogue GEMMs (default: gemm gemm_bias_relu).
   SHAPES="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 128x12288x4096 --shape 16x4096x4096"
   for variant in ${HOPPER_VARIANTS:-128=KILN_HOPPER_TILE_N=128 256=KILN_HOPPER_TILE_N=256 off=KILN_HOPPER_GEMM=off}; do
     n=${variant%%=*}; env=${variant#*=}; env=${env//,/ }
-    for k in gemm gemm_bias_relu; do
+    for k in ${HOPPER_KERNELS:-gemm gemm_bias_relu}; do
       run hopper-$k-$n hopper-$k-$n.log env $env $K/kiln bench $k --backend=cuda --dtype bf16 $SHAPES \
         --routes kiln,framework --reps 30 --warmup 5 --no-progress \
         --csv "$RES/hopper-$k-$n.csv" --json "$RES/hopper-$k-$n.json" --html "$RES/hopper-$k-$n.html"
@@ -100,7 +101,8 @@ fi
 if want suite; then
   run cuda-support cuda-support.log $K/kiln-cuda-support-tests
   # Under a timeout: a kernel that hangs (a new barrier protocol) must not eat the call.
-  run gpu-suite gpu-tests.log timeout 480 $K/kiln-gpu-tests --durations yes
+  # SUITE_FILTER: a Catch2 test spec to run part of the suite (e.g. "[sm90]").
+  run gpu-suite gpu-tests.log timeout 480 $K/kiln-gpu-tests --durations yes ${SUITE_FILTER:+"$SUITE_FILTER"}
   run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
 fi
 if want gemm; then

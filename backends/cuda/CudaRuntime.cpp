@@ -8,6 +8,7 @@
 #include "hopper/Sm90Launch.h"
 
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <tuple>
 #include <mutex>
@@ -40,10 +41,42 @@ struct CudaState {
   /// Modules with a twin are compiled by the driver's JIT as whole programs (see
   /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
   bool twinByDriver = true;
+  /// KILN_HOPPER_STREAMK=off|auto|on: stream-K never (the default: measured slower on the
+  /// H200 so far), where the cost model says it pays, or wherever tiles leave the last
+  /// round of CTAs part-empty. EXPERIMENTAL.
+  hopper::StreamK hopperStreamK = hopper::StreamK::Off;
+  /// Counts the workspaces below in Runtime::memory().
+  std::shared_ptr<kd::MemoryMeter> meter;
   // reference::gpu_gemm's cuBLASLt handle and workspace: made on first use, reused, and
   // destroyed before the context is released (members are destroyed in reverse order).
   std::mutex cublas_mutex;
   std::unique_ptr<CublasLtGemm> cublas;
+  // The twins' stream-K workspaces, one per stream (launches on one stream run in order, so
+  // they share it; two streams never do). Grown, never shrunk, until the runtime goes.
+  std::mutex workspace_mutex;
+  std::map<CUstream, DeviceBuffer> workspaces;
+
+  hopper::LaunchConfig launchConfig() const {
+    return {hopperPersistent ? device.sm_count : 0, hopperStreamK};
+  }
+  CUdeviceptr streamKWorkspace(CUstream stream, size_t bytes) {
+    std::lock_guard<std::mutex> lock(workspace_mutex);
+    DeviceBuffer& ws = workspaces[stream];
+    if (ws.size() < bytes) {
+      // Work already queued on this stream may still use the old buffer.
+      if (ws.size())
+        KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(stream), "waiting for a stream before growing its workspace");
+      DeviceBuffer grown(bytes);
+      grown.fillBytes(0); // the arrival counters start at zero (and partial sums are never read unwritten)
+      if (meter) meter->add(int64_t(bytes) - int64_t(ws.size()));
+      ws = std::move(grown);
+    }
+    return ws.ptr();
+  }
+  ~CudaState() {
+    if (meter)
+      for (auto& [stream, ws] : workspaces) meter->sub(int64_t(ws.size()));
+  }
 };
 
 // `who` ("kernel 'gemm': argument 'A'") must be memory of the runtime's device, aligned to
@@ -73,7 +106,7 @@ public:
   /// The twin that runs `args` (index into code.sm90), or -1 (`why` says why not).
   int twinFor(const std::vector<TensorView>& args, std::string* why) const {
     if (sm90.empty()) return -1;
-    return hopper::choose(code.sm90, args, state->hopperPersistent ? state->device.sm_count : 0, why);
+    return hopper::choose(code.sm90, args, state->launchConfig(), why);
   }
 
   void launch(const std::vector<TensorView>& args, void* stream, bool wait) override {
@@ -92,8 +125,8 @@ public:
     auto s = static_cast<CUstream>(stream);
     std::string why;
     if (int t = twinFor(args, &why); t >= 0) {
-      hopper::launch(sm90[size_t(t)], code.sm90[size_t(t)], args, s, sig.name,
-                     state->hopperPersistent ? state->device.sm_count : 0);
+      hopper::launch(sm90[size_t(t)], code.sm90[size_t(t)], args, s, sig.name, state->launchConfig(),
+                     [&](size_t bytes) { return state->streamKWorkspace(s, bytes); });
     } else {
       // The portable kernel's grid (the twin's is 1-D and checked by applies()).
       const int64_t limits[3] = {(1ll << 31) - 1, 65535, 65535};
@@ -116,7 +149,12 @@ public:
     if (state->compile_only) { // no device: which twin would run is the GPU's to say
       if (hopper::applies(code.sm90[0], args, &why)) return "sm_90a twin '" + code.sm90[0].entry + "'";
     } else if (int t = twinFor(args, &why); t >= 0) {
-      return "sm_90a twin '" + code.sm90[size_t(t)].entry + "'";
+      const hopper::Split work = hopper::split(code.sm90[size_t(t)], args, state->launchConfig());
+      return "sm_90a twin '" + code.sm90[size_t(t)].entry + "' (" + std::to_string(work.ctas) + " CTAs" +
+             (work.streamKTiles ? ", stream-K: the last " + std::to_string(work.streamKTiles) +
+                                      " tiles split along K over " + std::to_string(work.streamKCtas) + " CTAs"
+                                : std::string()) +
+             ")";
     }
     return "portable kernel '" + sig.name + "' (the sm_90a twin does not apply: " + why + ")";
   }
@@ -572,6 +610,8 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (auto v = env("KILN_HOPPER_GEMM", {"on", "off"}); v && options.hopper_gemm) state->options.hopper_gemm = *v == "on";
   if (const char* e = std::getenv("KILN_HOPPER_PERSISTENT")) state->hopperPersistent = std::string(e) != "off";
   if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink"})) state->twinByDriver = *v == "driver";
+  if (auto v = env("KILN_HOPPER_STREAMK", {"auto", "off", "on"}))
+    state->hopperStreamK = *v == "off" ? hopper::StreamK::Off : *v == "on" ? hopper::StreamK::On : hopper::StreamK::Auto;
   if (auto v = env("KILN_HOPPER_TILE_N", {"0", "128", "256"}); v && options.hopper_tile_n == 0)
     state->options.hopper_tile_n = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2"}); v && options.hopper_cluster == 0)
@@ -582,6 +622,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   auto rt = std::make_shared<cuda::CudaRuntime>();
   rt->backend = Backend::cuda;
   rt->state = state;
+  state->meter = rt->meter;
   if (options.compile_only) {
     state->arch = options.arch.empty() ? cuda::kDefaultOfflineArch : options.arch;
     cuda::checkArch(state->arch);

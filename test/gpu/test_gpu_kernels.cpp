@@ -13,6 +13,7 @@
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
 #include "gpu_test.hpp"
+#include "../scoped_env.hpp"
 #include "../unit/dsl_gemms.hpp"
 #include "../unit/unary_ops.hpp"
 
@@ -22,6 +23,7 @@
 
 using namespace kiln;
 using kiln::gputest::gpu;
+using kiln::testing::ScopedEnv;
 using kiln::gputest::str;
 using Catch::Matchers::Contains;
 
@@ -322,11 +324,22 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // last pair without a tile: it loads zeros and stores nothing).
   Runtime paired = Runtime::create(Backend::cuda, {.hopper_tile_n = 128, .hopper_cluster = 2});
   Runtime pairedWide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2});
+  // Stream-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
+  // split along K, their parts summed by whichever CTA finishes last.
+  Runtime streamK = [] {
+    ScopedEnv on("KILN_HOPPER_STREAMK", "on");
+    return Runtime::create(Backend::cuda);
+  }();
+  Runtime streamKWide = [] {
+    ScopedEnv on("KILN_HOPPER_STREAMK", "on");
+    return Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
+  }();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
     for (DType d : {DType::bf16, DType::f16}) {
       const catalogue::Entry& e = catalogue::find(name);
-      for (const Runtime* rt : std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &portable}) {
+      for (const Runtime* rt :
+           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &streamK, &streamKWide, &portable}) {
         CompiledKernel ck = rt->compile(e.make(d));
         INFO(name << " " << to_string(d) << ": " << ck.report().str());
         if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper
@@ -345,6 +358,42 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
         }
       }
     }
+}
+
+TEST_CASE("gpu: stream-K gives the same bits on every run, and its workspace is counted", "[gpu][sm90]") {
+  if (gpu().fingerprint().target != "sm_90a") {
+    WARN("not run: stream-K is the sm_90a twin's, and this GPU is " << gpu().fingerprint().target);
+    return;
+  }
+  ScopedEnv on("KILN_HOPPER_STREAMK", "on");
+  Runtime rt = Runtime::create(Backend::cuda);
+  // 64 tiles of 16 k-steps each split between CTAs; the epilogue reads a bias once per part sum.
+  for (const std::vector<int64_t>& s : {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}}) {
+    CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
+    catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 11);
+    catalogue::DeviceProblem dp = catalogue::upload(rt, p);
+    std::string path = ck.launch_path(dp.views);
+    INFO(str(s) << ": " << path);
+    CHECK_THAT(path, Contains("stream-K: the last"));
+    const int64_t before = rt.memory().in_use_bytes;
+    std::vector<std::vector<uint16_t>> runs;
+    for (int run = 0; run < 3; ++run) {
+      ck.launch(dp.views);
+      HostTensor out(DType::bf16, s[0] == 1000 ? std::vector<int64_t>{1000, 1000} : std::vector<int64_t>{128, 12288});
+      rt.download(dp.tensors[p.output], out);
+      const auto* bits = static_cast<const uint16_t*>(out.view().data);
+      runs.emplace_back(bits, bits + out.view().numel());
+    }
+    CHECK(runs[1] == runs[0]);
+    CHECK(runs[2] == runs[0]);
+    // The workspace (arrival counters, then two part-sum slots of 128 x 128 f32 per CTA) is
+    // device memory kiln holds: made by the first stream-K launch, grown when a launch needs more.
+    if (s[0] == 1000) CHECK(rt.memory().in_use_bytes - before >= 64 * 1024 + 2 * 2 * 128 * 128 * 4);
+    else CHECK(rt.memory().in_use_bytes >= before);
+    verify::Report r = catalogue::verify_output(rt, dp, p);
+    INFO(r.summary());
+    CHECK(r.ok);
+  }
 }
 
 TEST_CASE("gpu: a GEMM problem's cuBLASLt reference agrees with the f64 host reference", "[gpu][cublas]") {

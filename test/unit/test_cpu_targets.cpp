@@ -14,29 +14,18 @@
 #include "kiln/error.hpp"
 
 #include "dtype_suite.hpp"
+#include "../scoped_env.hpp"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
+
+using kiln::testing::ScopedEnv;
 
 namespace {
 
 Runtime forced(const std::string& cpu, const std::string& cacheDir = "off") {
   return Runtime::create(Backend::cpu, {.cpu = cpu, .cache_dir = cacheDir});
 }
-
-// Sets an environment variable for one scope.
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const char* n, const char* value) : name(n) {
-    if (const char* o = std::getenv(n)) old = o;
-    ::setenv(n, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old) ::setenv(name.c_str(), old->c_str(), 1);
-    else ::unsetenv(name.c_str());
-  }
-};
 
 } // namespace
 

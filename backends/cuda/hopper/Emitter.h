@@ -43,6 +43,7 @@ struct Config {
   int64_t stageBytes() const { return hopper::stageBytes(bn); }
   int64_t stagingOffset() const { return stages * stageBytes(); }
   int64_t barrierOffset() const { return stagingOffset() + kStagingBytes; }
+  int64_t flagOffset() const { return barrierOffset() + 16 * stages; }
   int64_t smemBytes() const { return sharedBytes(bn, stages); }
 };
 
@@ -127,7 +128,24 @@ private:
   Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset() + 8 * cfg_.stages))); }
   void producer();
   Value consumerMainloop();
-  Value kTile(Value kt, Value acc, bool first);
+  /// The wgmma group of the `j`-th k-step of the current work item (ring slot base_ + j).
+  Value kTile(Value j, Value acc, bool first);
+  /// Sets m0_, n0_ for tile `t` of C in the kernel's order (groups of 8 M-tiles, column by
+  /// column inside a group, so CTAs running at once share A and B tiles in L2).
+  void setTile(Value t);
+  /// Stream-K: the first step of CTA c (c <= Gs): the first I % Gs CTAs take one step more
+  /// than the others, I / Gs.
+  Value skStart(Value c) { return add(mul(c, skQ_), b_.create<arith::MinUIOp>(loc_, c, skR_)); }
+  /// Stream-K: the CTA whose steps hold step x.
+  Value skOwner(Value x) {
+    Value longSteps = mul(skR_, add(skQ_, i32(1)));
+    return b_.create<arith::SelectOp>(loc_, ult(x, longSteps), divu(x, add(skQ_, i32(1))),
+                                      add(skR_, divu(sub(x, longSteps), skQ_)));
+  }
+  /// Stream-K: a warpgroup's share of a tile split along K. Adds its partial sums to the
+  /// workspace; the warpgroup that arrives last sums every part in k order. Returns the
+  /// tile's accumulator (valid where the flag is set) and whether this warpgroup stores it.
+  std::pair<Value, Value> streamKFixup(Value acc);
   void release(Value it) {
     Value bar = emptyBarrier(slotOf(it).first);
     if (cfg_.cluster == 1) {
@@ -182,8 +200,16 @@ private:
   Value tid_, wg_, kTiles_, smem_, sbase_;
   Value tilesM_, tilesN_, numTiles_; // C's tiles, walked by the persistent loop
   Value rank_;                        // this CTA's rank in its cluster (0 when no cluster)
-  // Per tile (set inside forEachTile): its corner and the ring position of its first k-tile.
-  Value m0_, n0_, base_;
+  Value ws_, skTiles_;                 // stream-K: workspace, split tiles (null without)
+  Value skCtas_, skSteps_;             // stream-K: CTAs Gs that take k-steps, and the steps I
+  Value skQ_, skR_;                    // stream-K: I / Gs and I % Gs
+  Value skMyStart_;                    // stream-K: this CTA's first step
+  // Per work item (set inside forEachTile): the tile's corner, the ring position of its
+  // first k-step, its k-steps [kBegin_, kEnd_), and for stream-K whether the item is part of
+  // a tile (partial_), the item's first step in the stream-K order and its tile's index
+  // among the stream-K tiles.
+  Value m0_, n0_, base_, kBegin_, kEnd_;
+  Value partial_, segStart_, skTile_;
 };
 
 } // namespace kiln::hopper::detail

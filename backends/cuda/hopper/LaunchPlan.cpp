@@ -30,8 +30,8 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
       LaunchParam p;
       std::string kind = x.at("kind").get<std::string>();
       int k = 0;
-      while (k < 4 && kind != kParamKinds[k]) ++k;
-      if (k == 4) throw std::out_of_range("unknown parameter kind '" + kind + "'");
+      while (k < kParamKindCount && kind != kParamKinds[k]) ++k;
+      if (k == kParamKindCount) throw std::out_of_range("unknown parameter kind '" + kind + "'");
       p.kind = LaunchParam::Kind(k);
       p.arg = x.at("arg").get<int>();
       p.dim = x.at("dim").get<int>();
@@ -43,6 +43,19 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
       }
       plan.params.push_back(p);
     }
+    // Plans from before stream-K have no reduction: whole tiles only.
+    if (j.contains("reduction")) {
+      const auto& r = j.at("reduction");
+      plan.reduction = {r.at("arg").get<int>(), r.at("dim").get<int>(), r.at("tile").get<int64_t>(),
+                        r.value("name", std::string())};
+      if (plan.reduction.arg >= 0 && (plan.reduction.dim < 0 || plan.reduction.tile < 1))
+        throw std::out_of_range("bad reduction dim");
+    }
+    int streamKParams = 0;
+    for (const LaunchParam& p : plan.params)
+      streamKParams += p.kind == LaunchParam::Workspace || p.kind == LaunchParam::StreamKTiles;
+    if (streamKParams != (plan.streamK() ? 2 : 0))
+      throw std::out_of_range("a stream-K plan has one workspace and one stream_k_tiles parameter, others none");
     // Plans from before "output" was recorded passed C as their first pointer.
     plan.output = j.value("output", -1);
     for (size_t i = 0; plan.output < 0 && i < plan.params.size(); ++i)
@@ -67,7 +80,7 @@ std::string LaunchPlan::str() const {
          (gridDims[i].name.empty() ? "arg" + std::to_string(gridDims[i].arg) + "." + std::to_string(gridDims[i].dim)
                                    : gridDims[i].name) +
          ", " + std::to_string(gridDims[i].tile) + ")";
-  return s + " tiles";
+  return s + " tiles" + (streamK() ? " (stream-K capable)" : "");
 }
 
 } // namespace kiln::hopper

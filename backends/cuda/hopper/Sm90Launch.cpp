@@ -1,4 +1,5 @@
 #include "hopper/Sm90Launch.h"
+#include "hopper/Sm90Tiles.h"
 
 #include "Driver.h"
 
@@ -68,6 +69,8 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
   for (const GridDim& g : plan.gridDims)
     if (g.arg < 0 || size_t(g.arg) >= args.size() || g.dim < 0 || g.dim >= args[size_t(g.arg)].rank())
       return *why = "the launch plan's grid names a missing argument or dim", false;
+  if (plan.streamK() && (size_t(plan.reduction.arg) >= args.size() || plan.reduction.dim >= args[size_t(plan.reduction.arg)].rank()))
+    return *why = "the launch plan's reduction names a missing argument or dim", false;
   if (plan.output < 0 || size_t(plan.output) >= args.size()) return *why = "the launch plan has no output", false;
   for (const LaunchParam& p : plan.params) {
     const TensorView& v = args[size_t(p.arg)];
@@ -100,7 +103,27 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
   return true;
 }
 
-int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, int smCount,
+Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config) {
+  const int64_t units = unitCount(plan, args, plan.cluster);
+  // One CTA per unit; with no SM count to go by, every unit counts as a round.
+  if (!plan.persistent || config.smCount <= 0) return {units * plan.cluster, 0, 0, double(units)};
+  const int64_t slots = std::max<int64_t>(1, int64_t(config.smCount) * plan.ctasPerSm / plan.cluster);
+  const int64_t rounds = (units + slots - 1) / slots;
+  Split whole{std::min(units, slots) * plan.cluster, 0, 0, double(rounds)};
+  if (!plan.streamK() || plan.cluster != 1 || config.streamK == StreamK::Off || units % slots == 0) return whole;
+  const TensorView& r = args[size_t(plan.reduction.arg)];
+  const int64_t kTiles = (r.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile;
+  const int64_t full = units / slots;
+  const int64_t streamKTiles = units - (full >= 1 ? (full - 1) * slots : 0);
+  // More tiles than the counters hold, or more steps than the kernel counts in 32 bits.
+  if (streamKTiles * 2 * 4 > kStreamKCounterBytes || streamKTiles * kTiles > INT32_MAX) return whole;
+  Split sk{slots, streamKTiles, streamKCtas(streamKTiles * kTiles, slots),
+           double(units) / double(slots) + std::min(1.0, 6.0 / double(kTiles))};
+  // Only for a clear gain: the fix-up cost is a model, not a measurement of this shape.
+  return config.streamK == StreamK::On || sk.cost < 0.97 * whole.cost ? sk : whole;
+}
+
+int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
            std::string* why) {
   int best = -1;
   double bestCost = 0;
@@ -111,18 +134,17 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
       continue;
     }
     const LaunchPlan& p = twins[i];
-    const int64_t slots = std::max<int64_t>(1, int64_t(smCount) * p.ctasPerSm);
-    const int64_t rounds = (tileCount(p, args) + slots - 1) / slots;
     // Work per tile relative to a 128 x 128 tile (measured: 1442 vs 1366 us at 8192^3).
     const double perTile = double(p.tileM * p.tileN) / (128.0 * 128.0) * (p.tileN >= 256 ? 0.94 : 1.0);
-    const double cost = double(rounds) * perTile;
+    const double cost = split(p, args, config).cost * perTile;
     if (best < 0 || cost < bestCost) best = int(i), bestCost = cost;
   }
   return best;
 }
 
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
-            const std::string& kernelName, int smCount) {
+            const std::string& kernelName, const LaunchConfig& config, const WorkspaceFn& workspace) {
+  const Split work = split(plan, args, config);
   // One slot per parameter, sized and aligned for a tensor map (the largest and the most
   // aligned); the driver reads each through its pointer in `params`.
   struct alignas(alignof(CUtensorMap)) Slot {
@@ -165,13 +187,19 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
       std::memcpy(slot, &dim, sizeof dim);
       break;
     }
+    case LaunchParam::Workspace: {
+      CUdeviceptr ws = work.streamKTiles ? workspace(size_t(streamKWorkspaceBytes(plan.tileN, work.streamKCtas))) : 0;
+      std::memcpy(slot, &ws, sizeof ws);
+      break;
+    }
+    case LaunchParam::StreamKTiles: {
+      auto tiles = int32_t(work.streamKTiles);
+      std::memcpy(slot, &tiles, sizeof tiles);
+      break;
+    }
     }
   }
-  // One unit per cluster (a CTA when there is none); a persistent grid has as many as fit.
-  int64_t units = unitCount(plan, args, plan.cluster);
-  if (plan.persistent && smCount > 0)
-    units = std::min<int64_t>(units, std::max<int64_t>(1, int64_t(smCount) * plan.ctasPerSm / plan.cluster));
-  const std::array<unsigned, 3> grid = {unsigned(units * plan.cluster), 1, 1}, block = {unsigned(plan.threads), 1, 1};
+  const std::array<unsigned, 3> grid = {unsigned(work.ctas), 1, 1}, block = {unsigned(plan.threads), 1, 1};
   if (plan.cluster > 1)
     cuda::launchKernelClustered(f, kernelName, grid, block, unsigned(plan.cluster), unsigned(plan.sharedBytes), stream,
                                 params.data());

@@ -1,6 +1,8 @@
 #pragma once
 // Internal: launching a kernel's sm_90a twin from its LaunchPlan (plain C++ over the
 // driver table; no MLIR).
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,15 +21,46 @@ namespace kiln::hopper {
 /// A plan naming arguments or dims `args` lacks is refused the same way.
 bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::string* why);
 
-/// Which of a kernel's twins (`twins`, each compiled for one tile width) runs `args` on a
-/// GPU of `smCount` SMs: the one whose busiest SM has the least work, counting a 128 x 256
-/// tile as 1.88 128 x 128 tiles (it computes 6% faster per element on the H200); ties go to
-/// the narrower. -1 when none applies (`why` says why not for the first).
-int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, int smCount, std::string* why);
+/// Whether launches split tiles along K (stream-K): when the cost model says it pays
+/// (auto), never, or whenever the tiles do not fill the last round of CTAs (on; for A/B).
+enum class StreamK { Auto, Off, On };
 
-/// Encodes the tensor maps, packs the parameters and launches `f` on `stream`; a
-/// persistent kernel gets min(tiles, smCount x plan.ctasPerSm) CTAs (smCount 0: one per tile).
+struct LaunchConfig {
+  int smCount = 0; ///< the GPU's SMs; 0: one CTA per tile (no persistent grid, no stream-K)
+  StreamK streamK = StreamK::Auto;
+};
+
+/// How one launch divides C's tiles: `ctas` CTAs, the last `streamKTiles` tiles split
+/// along K (see Sm90Tiles.h), and the busiest CTA's work in tiles of the plan (`cost`).
+struct Split {
+  int64_t ctas = 0;
+  int64_t streamKTiles = 0;
+  int64_t streamKCtas = 0;
+  double cost = 0;
+};
+
+/// The split of `args`' tiles for `plan`. Whole tiles: ceil(tiles / slots) rounds on
+/// slots = smCount x ctasPerSm CTAs. Stream-K (a stream-K plan whose tiles leave the last
+/// round part-empty): all but the last full round and the remainder go whole, those
+/// tiles' k-steps evenly; cost tiles / slots + min(1, 6 / kTiles) (the fix-up of a split
+/// tile, measured against its main loop). Stream-K where it costs under 0.97x whole tiles
+/// (StreamK::Auto), always or never (On, Off).
+Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config);
+
+/// Which of a kernel's twins (`twins`, each compiled for one tile width) runs `args`: the
+/// one whose split (above) costs least, counting a 128 x 256 tile as 1.88 128 x 128 tiles
+/// (it computes 6% faster per element on the H200); ties go to the narrower. -1 when none
+/// applies (`why` says why not for the first).
+int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
+           std::string* why);
+
+/// Device memory of at least `bytes` for this launch's stream: the stream-K workspace
+/// (its first kStreamKCounterBytes zero before the first use).
+using WorkspaceFn = std::function<CUdeviceptr(size_t bytes)>;
+
+/// Encodes the tensor maps, packs the parameters and launches `f` on `stream` as split()
+/// says; a stream-K launch takes its workspace from `workspace`.
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
-            const std::string& kernelName, int smCount);
+            const std::string& kernelName, const LaunchConfig& config, const WorkspaceFn& workspace);
 
 } // namespace kiln::hopper

@@ -13,18 +13,46 @@ inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 /// 16-bit elements (one filled while the other is stored).
 inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2, kStagingBytes = 2 * 2 * kStagingBoxBytes;
 
+/// A 4-byte word per consumer warpgroup: the stream-K fix-up tells its threads whether
+/// they reduce the tile.
+inline constexpr int64_t kFlagBytes = 16;
+
 /// Bytes of one ring stage: an A tile (128 x 64) and a B tile (64 x tileN), 16-bit elements.
 constexpr int64_t stageBytes(int64_t tileN) { return (kTileM + tileN) * kTileK * 2; }
-/// The CTA's dynamic shared memory: the ring, the C staging, two mbarriers per stage, and
-/// 1 KiB the kernel may skip to align the ring to 1024 B.
+/// The CTA's dynamic shared memory: the ring, the C staging, two mbarriers per stage, the
+/// fix-up flags, and 1 KiB the kernel may skip to align the ring to 1024 B.
 constexpr int64_t sharedBytes(int64_t tileN, int64_t stages) {
-  return stages * (stageBytes(tileN) + 16) + kStagingBytes + 1024;
+  return stages * (stageBytes(tileN) + 16) + kStagingBytes + kFlagBytes + 1024;
 }
 /// The deepest ring that fits (6 at width 128, 4 at 256): kiln's default.
 constexpr int64_t maxStages(int64_t tileN) {
   int64_t s = 2;
   while (sharedBytes(tileN, s + 1) <= kMaxSharedBytes) ++s;
   return s;
+}
+
+// Stream-K. A launch with S stream-K tiles (the last S of C's tiles in the kernel's order)
+// gives its other tiles whole to its G CTAs, round-robin, and splits the I = S x kTiles
+// k-steps of the rest evenly over Gs = streamKCtas(I, G) CTAs: the first I % Gs take
+// I / Gs + 1 consecutive steps, the others I / Gs (I < 2^31: the kernel counts steps in 32
+// bits). A tile split between CTAs is summed in a fixed
+// order (by k) by whichever of them finishes last, from partial sums in the workspace:
+//   [0, kStreamKCounterBytes): per stream-K tile, one 32-bit arrival counter per consumer
+//     warpgroup; zero between launches (the last arrival resets its counter);
+//   then per CTA c < Gs, two slots (0: its first segment, 1: its last), each per consumer
+//     warpgroup 128 threads x tileN / 2 f32 in fragment order, 16 bytes per thread per step.
+// The host and the kernel compute these the same way; the kernel's copy is in WgmmaGemm.cpp.
+inline constexpr int64_t kStreamKCounterBytes = 64 * 1024;
+/// Every stream-K CTA takes at least this many k-steps (shorter would cost more in
+/// pipeline fill and fix-up than it spreads).
+inline constexpr int64_t kStreamKMinSteps = 4;
+constexpr int64_t streamKCtas(int64_t steps, int64_t ctas) {
+  const int64_t byWork = steps / kStreamKMinSteps;
+  return byWork < 1 ? 1 : (byWork < ctas ? byWork : ctas);
+}
+constexpr int64_t streamKSlotBytes(int64_t tileN) { return 2 * 128 * (tileN / 2) * 4; }
+constexpr int64_t streamKWorkspaceBytes(int64_t tileN, int64_t streamKCtas) {
+  return kStreamKCounterBytes + streamKCtas * 2 * streamKSlotBytes(tileN);
 }
 
 } // namespace kiln::hopper

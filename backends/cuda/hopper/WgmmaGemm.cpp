@@ -55,6 +55,13 @@ void Emitter::declareParams() {
   param({LaunchParam::Dim, int(m_.a), 0, {}}, b_.getI32Type()); // M
   param({LaunchParam::Dim, int(m_.b), 1, {}}, b_.getI32Type()); // N
   param({LaunchParam::Dim, int(m_.a), 1, {}}, b_.getI32Type()); // K
+  // Stream-K (persistent CTAs without clusters): the runtime's workspace and how many of
+  // C's tiles this launch splits along K (Sm90Tiles.h).
+  const bool streamK = cfg_.persistent && cfg_.cluster == 1;
+  if (streamK) {
+    param({LaunchParam::Workspace, 0, 0, {}}, global);
+    param({LaunchParam::StreamKTiles, 0, 0, {}}, b_.getI32Type());
+  }
 
   b_.setInsertionPointToEnd(gm_.getBody());
   std::string name = m_.kernel.getSymName().str() + cfg_.suffix;
@@ -81,6 +88,10 @@ void Emitter::declareParams() {
   M_ = entry.getArgument(i++);
   N_ = entry.getArgument(i++);
   K_ = entry.getArgument(i++);
+  if (streamK) {
+    ws_ = entry.getArgument(i++);
+    skTiles_ = entry.getArgument(i++);
+  }
 
   plan_.entry = name;
   plan_.threads = kThreads;
@@ -97,6 +108,7 @@ void Emitter::declareParams() {
   };
   plan_.gridDims = {{int(m_.a), 0, kBM, dimName(m_.a, 0)}, {int(m_.b), 1, cfg_.bn, dimName(m_.b, 1)}};
   plan_.persistent = cfg_.persistent;
+  if (streamK) plan_.reduction = {int(m_.a), 1, kBK, dimName(m_.a, 1)};
 }
 
 void Emitter::run() {
@@ -127,6 +139,17 @@ void Emitter::run() {
   Value bidx = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
   rank_ = cfg_.cluster == 1 ? i32(0) : remu(bidx, i32(cfg_.cluster));
   kTiles_ = divu(add(K_, i32(kBK - 1)), i32(kBK));
+  if (skTiles_) {
+    // Sm90Tiles.h's streamKCtas(), on the device.
+    // 32-bit throughout (the host keeps skTiles x kTiles under 2^31): a 64-bit division is a
+    // subroutine call to ptxas, and any call serialises wgmma.
+    Value grid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::GridDimOp>(loc_, gpu::Dimension::x));
+    skSteps_ = mul(skTiles_, kTiles_);
+    skCtas_ = b_.create<arith::MinUIOp>(
+        loc_, grid, b_.create<arith::MaxUIOp>(loc_, divu(skSteps_, i32(kStreamKMinSteps)), i32(1)));
+    skQ_ = divu(skSteps_, skCtas_);
+    skR_ = remu(skSteps_, skCtas_);
+  }
 
   // The dynamic shared memory, rounded up to 1024 B: 128B-swizzle atoms and the wgmma
   // descriptors assume it, whatever alignment the loader gives.
@@ -154,7 +177,12 @@ void Emitter::run() {
       eq(wg_, i32(0)), [&] { producer(); },
       [&] {
         b_.create<NVVM::SetMaxRegisterOp>(loc_, 240, NVVM::SetMaxRegisterAction::increase);
-        forEachTile([&] { epilogue(consumerMainloop()); });
+        forEachTile([&] {
+          Value acc = consumerMainloop();
+          if (!skTiles_) return epilogue(acc);
+          auto [sum, mine] = streamKFixup(acc);
+          ifThen(mine, [&] { epilogue(sum); });
+        });
         // The last boxes' stores finish before the CTA (and its shared memory) goes away.
         if (tmC_)
           ifThen(eq(remu(tid_, i32(128)), i32(0)),
@@ -170,8 +198,11 @@ void Emitter::run() {
 }
 
 /// The persistent loop: CTA b takes tiles b, b + grid, b + 2 grid, ... of C (a grid of one
-/// CTA per tile takes exactly one). Tiles are numbered in groups of 8 M-tiles, column by
-/// column inside a group, so the CTAs running at once share A and B tiles in L2.
+/// CTA per tile takes exactly one), in setTile's order.
+///
+/// With stream-K tiles (skTiles_ > 0) only the tiles before the last skTiles_ go this way;
+/// then the CTA takes its share of the stream-K k-steps, [skStart(b), skStart(b + 1)) of
+/// I = skTiles_ x kTiles (Sm90Tiles.h), one work item per tile it touches.
 ///
 /// With a cluster of 2 the loop runs over clusters and work units instead: cluster c takes
 /// units c, c + clusters, ...; a unit is a pair of horizontally adjacent tiles, the CTA of
@@ -181,23 +212,84 @@ template <class F> void Emitter::forEachTile(F&& body) {
   const int64_t cl = cfg_.cluster;
   Value bid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
   Value grid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::GridDimOp>(loc_, gpu::Dimension::x));
+  kBegin_ = i32(0);
+  kEnd_ = kTiles_;
+  if (skTiles_) {
+    OpBuilder::InsertionGuard g(b_);
+    Value dpTiles = sub(numTiles_, skTiles_);
+    // Whole tiles this CTA takes: bid, bid + grid, ... below dpTiles.
+    Value nDp = b_.create<arith::SelectOp>(loc_, ult(bid, dpTiles), divu(add(sub(dpTiles, bid), sub(grid, i32(1))), grid),
+                                           i32(0));
+    Value inSk = ult(bid, skCtas_);
+    Value myStart = b_.create<arith::SelectOp>(loc_, inSk, skStart(bid), skSteps_);
+    Value myEnd = b_.create<arith::SelectOp>(loc_, inSk, skStart(add(bid, i32(1))), skSteps_);
+    skMyStart_ = myStart;
+    Type i32t = b_.getI32Type();
+    auto loop = b_.create<scf::WhileOp>(loc_, TypeRange{i32t, i32t, i32t}, ValueRange{i32(0), myStart, i32(0)});
+    {
+      Block* before = b_.createBlock(&loop.getBefore(), {}, {i32t, i32t, i32t}, {loc_, loc_, loc_});
+      b_.setInsertionPointToStart(before);
+      Value more = b_.create<arith::OrIOp>(
+          loc_, ult(before->getArgument(0), nDp),
+          b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, before->getArgument(1), myEnd));
+      b_.create<scf::ConditionOp>(loc_, more, before->getArguments());
+    }
+    Block* after = b_.createBlock(&loop.getAfter(), {}, {i32t, i32t, i32t}, {loc_, loc_, loc_});
+    b_.setInsertionPointToStart(after);
+    Value i = after->getArgument(0), it = after->getArgument(1), base = after->getArgument(2);
+    Value isDp = ult(i, nDp);
+    auto sel = [&](Value c, Value a, Value b) { return b_.create<arith::SelectOp>(loc_, c, a, b).getResult(); };
+    Value skTile = divu(it, kTiles_);
+    Value kb = remu(it, kTiles_);
+    Value ke = b_.create<arith::MinUIOp>(loc_, add(kb, b_.create<arith::MinUIOp>(loc_, sub(myEnd, it), kTiles_)), kTiles_);
+    setTile(sel(isDp, add(bid, mul(i, grid)), add(dpTiles, skTile)));
+    kBegin_ = sel(isDp, i32(0), kb);
+    kEnd_ = sel(isDp, kTiles_, ke);
+    base_ = base;
+    partial_ = b_.create<arith::AndIOp>(
+        loc_, b_.create<arith::XOrIOp>(loc_, isDp, b_.create<arith::ConstantIntOp>(loc_, 1, 1)),
+        b_.create<arith::OrIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, kb, i32(0)),
+                                b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, ke, kTiles_)));
+    segStart_ = it;
+    skTile_ = skTile;
+    body();
+    Value steps = sub(kEnd_, kBegin_);
+    b_.create<scf::YieldOp>(loc_, ValueRange{sel(isDp, add(i, i32(1)), i), sel(isDp, it, add(it, steps)),
+                                             add(base, steps)});
+    return;
+  }
   Value first = cl == 1 ? bid : divu(bid, i32(cl)), step = cl == 1 ? grid : divu(grid, i32(cl));
   Value unitsN = cl == 1 ? tilesN_ : divu(add(tilesN_, i32(cl - 1)), i32(cl));
   auto loop = b_.create<scf::ForOp>(loc_, first, mul(tilesM_, unitsN), step);
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPoint(loop.getBody()->getTerminator());
   Value t = loop.getInductionVar();
+  if (cl == 1) {
+    setTile(t);
+  } else {
+    // The same order over units (pairs of tiles); rank r takes the pair's r-th column.
+    constexpr int64_t kGroup = 8;
+    Value perGroup = mul(unitsN, i32(kGroup));
+    Value group = divu(t, perGroup);
+    Value firstM = mul(group, i32(kGroup));
+    Value groupRows = b_.create<arith::MinUIOp>(loc_, sub(tilesM_, firstM), i32(kGroup));
+    Value local = remu(t, perGroup);
+    m0_ = mul(add(firstM, remu(local, groupRows)), i32(kBM));
+    n0_ = mul(add(mul(divu(local, groupRows), i32(cl)), rank_), i32(cfg_.bn));
+  }
+  base_ = mul(divu(sub(t, first), step), kTiles_);
+  body();
+}
+
+void Emitter::setTile(Value t) {
   constexpr int64_t kGroup = 8;
-  Value perGroup = mul(unitsN, i32(kGroup));
+  Value perGroup = mul(tilesN_, i32(kGroup));
   Value group = divu(t, perGroup);
   Value firstM = mul(group, i32(kGroup));
   Value groupRows = b_.create<arith::MinUIOp>(loc_, sub(tilesM_, firstM), i32(kGroup));
   Value local = remu(t, perGroup);
   m0_ = mul(add(firstM, remu(local, groupRows)), i32(kBM));
-  Value column = divu(local, groupRows);
-  n0_ = mul(cl == 1 ? column : add(mul(column, i32(cl)), rank_), i32(cfg_.bn));
-  base_ = mul(divu(sub(t, first), step), kTiles_);
-  body();
+  n0_ = mul(divu(local, groupRows), i32(cfg_.bn));
 }
 
 void Emitter::clusterSync() {
@@ -215,11 +307,11 @@ void Emitter::producer() {
     if (map) b_.create<NVVM::PrefetchOp>(loc_, NVVM::PrefetchCacheLevelAttr(), NVVM::CacheEvictionPriorityAttr(), map,
                                          Value(), /*tensormap=*/true, /*uniform=*/false, /*in_param_space=*/true);
   forEachTile([&] {
-    auto loop = b_.create<scf::ForOp>(loc_, i32(0), kTiles_, i32(1));
+    auto loop = b_.create<scf::ForOp>(loc_, kBegin_, kEnd_, i32(1));
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(loop.getBody()->getTerminator());
     Value kt = loop.getInductionVar();
-    auto [s, phase] = slotOf(add(base_, kt));
+    auto [s, phase] = slotOf(add(base_, sub(kt, kBegin_)));
     Value full = fullBarrier(s);
     Value empty = emptyBarrier(s);
     // The first pass over the ring waits on the phase before the barrier's first one,
@@ -256,8 +348,8 @@ void Emitter::producer() {
   }); });
 }
 
-Value Emitter::kTile(Value kt, Value acc, bool first) {
-  auto [s, phase] = slotOf(add(base_, kt));
+Value Emitter::kTile(Value j, Value acc, bool first) {
+  auto [s, phase] = slotOf(add(base_, j));
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, fullBarrier(s), phase, i32(10000000));
   // Descriptor start addresses: (shared address >> 4) & 0x3FFF. This consumer's 64 rows of
   // A start 64 x 128 B into the stage.
@@ -287,27 +379,28 @@ Value Emitter::kTile(Value kt, Value acc, bool first) {
 }
 
 Value Emitter::consumerMainloop() {
-  // k-tile 0 is peeled: its first wgmma overwrites an undefined accumulator (scale-d = 0), so
-  // no zeroing moves land between wgmma.fence and the wgmma. K = 0 never gets here (the
-  // runtime launches the portable kernel then), but stays defined: the accumulator is zero.
+  // k-step 0 is peeled: its first wgmma overwrites an undefined accumulator (scale-d = 0), so
+  // no zeroing moves land between wgmma.fence and the wgmma. An empty item (K = 0) never
+  // gets here (the runtime launches the portable kernel then), but stays defined: zero.
+  Value steps = sub(kEnd_, kBegin_);
   return ifValue(
-      accType(), ult(i32(0), kTiles_),
+      accType(), ult(i32(0), steps),
       [&] {
         Value first = kTile(i32(0), b_.create<LLVM::UndefOp>(loc_, accType()), true);
-        auto loop = b_.create<scf::ForOp>(loc_, i32(1), kTiles_, i32(1), ValueRange{first});
+        auto loop = b_.create<scf::ForOp>(loc_, i32(1), steps, i32(1), ValueRange{first});
         {
           OpBuilder::InsertionGuard g(b_);
           b_.setInsertionPointToStart(loop.getBody());
-          Value kt = loop.getInductionVar();
-          Value acc = kTile(kt, loop.getRegionIterArgs()[0], false);
+          Value j = loop.getInductionVar();
+          Value acc = kTile(j, loop.getRegionIterArgs()[0], false);
           // One wgmma group stays in flight; the one before it is done: release its stage.
           b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 1);
-          release(sub(add(base_, kt), i32(1)));
+          release(sub(add(base_, j), i32(1)));
           b_.create<scf::YieldOp>(loc_, acc);
         }
-        // The last k-tile's stage goes back to the producer too: it fills the next tile.
+        // The last k-step's stage goes back to the producer too: it fills the next item.
         b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
-        release(sub(add(base_, kTiles_), i32(1)));
+        release(sub(add(base_, steps), i32(1)));
         return loop.getResult(0);
       },
       [&] { return Value(b_.create<LLVM::ZeroOp>(loc_, accType())); });

@@ -3,6 +3,22 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=ONE
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=256 cluster=2" | FileCheck %s --check-prefix=CL
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=DESC
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=SK
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 cluster=2" | FileCheck %s --check-prefix=SKCL
+
+// Stream-K: the work loop (whole tiles, then this CTA's share of the split tiles' k-steps);
+// a part of a tile goes to the workspace as 16-byte stores, one thread per warpgroup counts
+// it in between two device-wide fences, and the last part's warpgroup reads every part back
+// (volatile: other SMs wrote them).
+// SK: scf.while
+// SK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// SK: nvvm.memory.barrier <gpu>
+// SK: llvm.atomicrmw add %{{.*}} monotonic : !llvm.ptr<1>, i32
+// SK: nvvm.memory.barrier <gpu>
+// SK: llvm.load volatile %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// Clusters take whole tiles: no stream-K parameters, no work loop of that kind.
+// SKCL-NOT: stream_k_tiles
+// SKCL-NOT: scf.while
 
 // A GEMM with a bias + ReLU epilogue, as the DSL traces it (composites already expanded):
 // it gets a TMA + wgmma twin beside the tile kernel, which stays for the portable lowering.
@@ -11,12 +27,16 @@
 // CHECK: tile.kernel @mm
 // CHECK: gpu.module @kiln
 // CHECK: llvm.mlir.global external @kiln_sm90_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
-// The parameters: tensor maps of A, B and C (bf16: stored by TMA), the bias and its stride, M, N, K.
-// CHECK: gpu.func @mm__sm90(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel
+// The parameters: tensor maps of A, B and C (bf16: stored by TMA), the bias and its stride, M, N, K,
+// then stream-K's workspace and split tiles.
+// CHECK: gpu.func @mm__sm90(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel
 // CHECK-SAME: kiln.launch_plan = "{{.*}}\22entry\22:\22mm__sm90\22
 // CHECK-SAME: \22output\22:3
 // CHECK-SAME: \22kind\22:\22tensormap\22
-// CHECK-SAME: \22shared_bytes\22:230496
+// CHECK-SAME: \22kind\22:\22workspace\22
+// CHECK-SAME: \22kind\22:\22stream_k_tiles\22
+// CHECK-SAME: \22reduction\22:{\22arg\22:0,\22dim\22:1,\22name\22:\22K\22,\22tile\22:64}
+// CHECK-SAME: \22shared_bytes\22:230512
 // CHECK-SAME: \22stages\22:6
 // CHECK-SAME: \22threads\22:384
 // CHECK-SAME: \22tile\22:[128,128,64]
@@ -93,8 +113,10 @@
 // CL-NEXT: nvvm.cluster.arrive
 // CL-NEXT: nvvm.cluster.wait
 // CL: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// A consumer frees a stage in both CTAs, at CTA scope (cluster scope would be a full fence
+// before every arrive).
 // CL: nvvm.mapa
-// CL: nvvm.mbarrier.arrive {{.*}} {scope = #nvvm.mem_scope<cluster>}
+// CL: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<7>{{$}}
 // CL: nvvm.cluster.arrive
 // CL-NEXT: nvvm.cluster.wait
 // CL-NEXT: gpu.return
