@@ -130,9 +130,10 @@ private:
   Value consumerMainloop();
   /// The wgmma group of the `j`-th k-step of the current work item (ring slot base_ + j).
   Value kTile(Value j, Value acc, bool first);
-  /// Sets m0_, n0_ for tile `t` of C in the kernel's order (groups of 8 M-tiles, column by
-  /// column inside a group, so CTAs running at once share A and B tiles in L2).
-  void setTile(Value t);
+  /// Sets m0_, n0_ for work unit `t` of C, in `columns` unit columns, in the kernel's order
+  /// (groups of 8 M-tiles, column by column inside a group, so CTAs running at once share A
+  /// and B tiles in L2). A unit is a tile, or a cluster's adjacent tiles.
+  void setTile(Value t, Value columns);
   /// Stream-K: the first step of CTA c (c <= Gs): the first I % Gs CTAs take one step more
   /// than the others, I / Gs.
   Value skStart(Value c) { return add(mul(c, skQ_), b_.create<arith::MinUIOp>(loc_, c, skR_)); }

@@ -242,7 +242,7 @@ template <class F> void Emitter::forEachTile(F&& body) {
     Value skTile = divu(it, kTiles_);
     Value kb = remu(it, kTiles_);
     Value ke = b_.create<arith::MinUIOp>(loc_, add(kb, b_.create<arith::MinUIOp>(loc_, sub(myEnd, it), kTiles_)), kTiles_);
-    setTile(sel(isDp, add(bid, mul(i, grid)), add(dpTiles, skTile)));
+    setTile(sel(isDp, add(bid, mul(i, grid)), add(dpTiles, skTile)), tilesN_);
     kBegin_ = sel(isDp, i32(0), kb);
     kEnd_ = sel(isDp, kTiles_, ke);
     base_ = base;
@@ -264,32 +264,22 @@ template <class F> void Emitter::forEachTile(F&& body) {
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPoint(loop.getBody()->getTerminator());
   Value t = loop.getInductionVar();
-  if (cl == 1) {
-    setTile(t);
-  } else {
-    // The same order over units (pairs of tiles); rank r takes the pair's r-th column.
-    constexpr int64_t kGroup = 8;
-    Value perGroup = mul(unitsN, i32(kGroup));
-    Value group = divu(t, perGroup);
-    Value firstM = mul(group, i32(kGroup));
-    Value groupRows = b_.create<arith::MinUIOp>(loc_, sub(tilesM_, firstM), i32(kGroup));
-    Value local = remu(t, perGroup);
-    m0_ = mul(add(firstM, remu(local, groupRows)), i32(kBM));
-    n0_ = mul(add(mul(divu(local, groupRows), i32(cl)), rank_), i32(cfg_.bn));
-  }
+  setTile(t, unitsN);
   base_ = mul(divu(sub(t, first), step), kTiles_);
   body();
 }
 
-void Emitter::setTile(Value t) {
+void Emitter::setTile(Value t, Value columns) {
   constexpr int64_t kGroup = 8;
-  Value perGroup = mul(tilesN_, i32(kGroup));
+  Value perGroup = mul(columns, i32(kGroup));
   Value group = divu(t, perGroup);
   Value firstM = mul(group, i32(kGroup));
   Value groupRows = b_.create<arith::MinUIOp>(loc_, sub(tilesM_, firstM), i32(kGroup));
   Value local = remu(t, perGroup);
   m0_ = mul(add(firstM, remu(local, groupRows)), i32(kBM));
-  n0_ = mul(divu(local, groupRows), i32(cfg_.bn));
+  Value column = divu(local, groupRows);
+  // A cluster's unit is `cluster` adjacent tiles: rank r takes the unit's r-th column.
+  n0_ = mul(cfg_.cluster == 1 ? column : add(mul(column, i32(cfg_.cluster)), rank_), i32(cfg_.bn));
 }
 
 void Emitter::clusterSync() {
