@@ -315,23 +315,24 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // 128 x 128|256 x 64 tiles, and small ones (one k-tile, one CTA).
   // {2049, 2056, 136}: more tiles than SMs (a persistent CTA takes several, its ring
   // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
+  // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks.
   const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},       {77, 136, 72},   {1000, 1000, 1000},
                                                    {4097, 264, 128}, {129, 4096, 264}, {300, 200, 8},
-                                                   {128, 256, 4096}, {2049, 2056, 136}};
+                                                   {128, 256, 4096}, {2049, 2056, 136}, {300, 200, 1000}};
   Runtime portable = Runtime::create(Backend::cuda, {.hopper_gemm = false});
   Runtime wide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
   // Pairs of CTAs sharing A by multicast, both widths (odd tile columns leave a CTA of the
   // last pair without a tile: it loads zeros and stores nothing).
   Runtime paired = Runtime::create(Backend::cuda, {.hopper_tile_n = 128, .hopper_cluster = 2});
   Runtime pairedWide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2});
-  // Stream-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
-  // split along K, their parts summed by whichever CTA finishes last.
-  Runtime streamK = [] {
-    ScopedEnv on("KILN_HOPPER_STREAMK", "on");
+  // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
+  // cut into chunks of k-steps, summed in order by whichever CTA finishes its chunk last.
+  Runtime splitK = [] {
+    ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
     return Runtime::create(Backend::cuda);
   }();
-  Runtime streamKWide = [] {
-    ScopedEnv on("KILN_HOPPER_STREAMK", "on");
+  Runtime splitKWide = [] {
+    ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
     return Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
   }();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
@@ -339,7 +340,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     for (DType d : {DType::bf16, DType::f16}) {
       const catalogue::Entry& e = catalogue::find(name);
       for (const Runtime* rt :
-           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &streamK, &streamKWide, &portable}) {
+           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &splitK, &splitKWide, &portable}) {
         CompiledKernel ck = rt->compile(e.make(d));
         INFO(name << " " << to_string(d) << ": " << ck.report().str());
         if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper
@@ -360,21 +361,21 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     }
 }
 
-TEST_CASE("gpu: stream-K gives the same bits on every run, and its workspace is counted", "[gpu][sm90]") {
+TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is counted", "[gpu][sm90]") {
   if (gpu().fingerprint().target != "sm_90a") {
-    WARN("not run: stream-K is the sm_90a twin's, and this GPU is " << gpu().fingerprint().target);
+    WARN("not run: split-K is the sm_90a twin's, and this GPU is " << gpu().fingerprint().target);
     return;
   }
-  ScopedEnv on("KILN_HOPPER_STREAMK", "on");
+  ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
   Runtime rt = Runtime::create(Backend::cuda);
-  // 64 tiles of 16 k-steps each split between CTAs; the epilogue reads a bias once per part sum.
+  // 1000^3: 64 tiles of 16 k-steps cut in halves; 128 x 12288 x 1024: 96 tiles in 4 chunks.
   for (const std::vector<int64_t>& s : {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}}) {
     CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
     catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 11);
     catalogue::DeviceProblem dp = catalogue::upload(rt, p);
     std::string path = ck.launch_path(dp.views);
     INFO(str(s) << ": " << path);
-    CHECK_THAT(path, Contains("stream-K: the last"));
+    CHECK_THAT(path, Contains("split-K: the last"));
     const int64_t before = rt.memory().in_use_bytes;
     std::vector<std::vector<uint16_t>> runs;
     for (int run = 0; run < 3; ++run) {
@@ -386,9 +387,9 @@ TEST_CASE("gpu: stream-K gives the same bits on every run, and its workspace is 
     }
     CHECK(runs[1] == runs[0]);
     CHECK(runs[2] == runs[0]);
-    // The workspace (arrival counters, then two part-sum slots of 128 x 128 f32 per CTA) is
-    // device memory kiln holds: made by the first stream-K launch, grown when a launch needs more.
-    if (s[0] == 1000) CHECK(rt.memory().in_use_bytes - before >= 64 * 1024 + 2 * 2 * 128 * 128 * 4);
+    // The workspace (arrival counters, then a slot of 128 x 128 f32 per chunk) is device
+    // memory kiln holds: made by the first split-K launch, grown when a launch needs more.
+    if (s[0] == 1000) CHECK(rt.memory().in_use_bytes - before >= 64 * 1024 + 64 * 2 * 128 * 128 * 4);
     else CHECK(rt.memory().in_use_bytes >= before);
     verify::Report r = catalogue::verify_output(rt, dp, p);
     INFO(r.summary());

@@ -176,8 +176,10 @@ TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twi
       CHECK_THAT(ptx, Contains(".param .align 64 .b8 " + std::string(name) + "__sm90_param_0[128]"));
       CompiledKernel ck = rt.compile(k);
       CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles, 6 stages, 384 threads"));
-      // Compiled as the runtime compiles it on a GPU (a whole program: setmaxnreg holds).
+      // Compiled as the runtime compiles it on a GPU (a whole program: setmaxnreg holds):
+      // both widths.
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90") == 0);
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
       // ptxas neither serialises the wgmma chain nor warns (its notes are in the report).
       CHECK_THAT(ck.report().ptxas_notes, !Contains("serializ") && !Contains("warning"));
     }
@@ -243,8 +245,8 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
   CHECK_THAT(ptx, Contains(".multicast::cluster") && Contains("mapa.shared::cluster") &&
                       Contains("mbarrier.arrive.shared::cluster.b64") && !Contains("mbarrier.arrive.release.cluster") &&
                       Contains("barrier.cluster.wait"));
-  // Clusters take whole tiles: no stream-K.
-  CHECK_THAT(rt.compile(k).report().sm90, !Contains("stream-K"));
+  // Clusters take whole tiles: no split-K.
+  CHECK_THAT(rt.compile(k).report().sm90, !Contains("split-K"));
   CHECK_THAT(rt.compile(k).report().sm90, Contains("clusters of 2 (A multicast)"));
   for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256"}) {
     INFO(entry);
