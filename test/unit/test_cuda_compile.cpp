@@ -176,8 +176,10 @@ TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twi
       CHECK_THAT(ptx, Contains(".param .align 64 .b8 " + std::string(name) + "__sm90_param_0[128]"));
       CompiledKernel ck = rt.compile(k);
       CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles, 6 stages, 384 threads"));
-      // Compiled as the runtime compiles it on a GPU (a whole program: setmaxnreg holds).
+      // Compiled as the runtime compiles it on a GPU (a whole program: setmaxnreg holds):
+      // both widths.
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90") == 0);
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
       // ptxas neither serialises the wgmma chain nor warns (its notes are in the report).
       CHECK_THAT(ck.report().ptxas_notes, !Contains("serializ") && !Contains("warning"));
     }
