@@ -498,7 +498,7 @@ public:
     for (int i = 0; i < warmup; ++i) run();
     std::vector<double> ms;
     for (int i = 0; i < reps; ++i) {
-      if (flushCache) flush.fillBytes(uint8_t(i));
+      if (flushCache) flush.fillBytes(uint8_t(i), /*wait=*/false); // ordered before the events, on their stream
       Event a, b;
       a.record(nullptr);
       run(); // on the legacy stream, like the events

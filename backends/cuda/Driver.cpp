@@ -635,16 +635,22 @@ void DeviceBuffer::downloadAsync(void* dst, size_t bytes, CUstream stream, size_
   if (bytes) KILN_CU_CALL(cuMemcpyDtoHAsync_v2, dst, ptr() + offset, bytes, stream);
 }
 
-void DeviceBuffer::fillBytes(uint8_t value) {
-  if (size()) KILN_CU_CALL(cuMemsetD8_v2, ptr(), value, size());
+// cuMemsetD8/D32 on device memory return before the fill is done (they are queued on the
+// legacy stream), and a CU_STREAM_NON_BLOCKING stream is not ordered after it.
+void DeviceBuffer::fillBytes(uint8_t value, bool wait) {
+  if (!size()) return;
+  KILN_CU_CALL(cuMemsetD8_v2, ptr(), value, size());
+  if (wait) KILN_CU_CALL(cuStreamSynchronize, nullptr);
 }
 
-void DeviceBuffer::fillWords(uint32_t value) {
+void DeviceBuffer::fillWords(uint32_t value, bool wait) {
   if (size() % 4 != 0)
     throw Error(ErrorKind::InvalidArgument,
                 "fillWords needs a buffer size that is a multiple of 4 bytes, got " +
                     std::to_string(size()));
-  if (size()) KILN_CU_CALL(cuMemsetD32_v2, ptr(), value, size() / 4);
+  if (!size()) return;
+  KILN_CU_CALL(cuMemsetD32_v2, ptr(), value, size() / 4);
+  if (wait) KILN_CU_CALL(cuStreamSynchronize, nullptr);
 }
 
 // ---------------------------------------------------------------------------------------

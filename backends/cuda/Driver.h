@@ -296,9 +296,12 @@ public:
   void download(void* dst, size_t bytes, size_t offset = 0) const;
   void uploadAsync(const void* src, size_t bytes, CUstream stream, size_t offset = 0);
   void downloadAsync(void* dst, size_t bytes, CUstream stream, size_t offset = 0) const;
-  /// Fill every byte / every 32-bit word (size must be a multiple of 4): for poisoning.
-  void fillBytes(uint8_t value);
-  void fillWords(uint32_t value);
+  /// Fill every byte / every 32-bit word (size must be a multiple of 4). On the legacy
+  /// stream; with `wait` (the default) done when this returns, so work on any stream
+  /// (an engine's non-blocking one too) sees it. Without, ordered only before later work
+  /// on the legacy stream (the profiler's cache flush, timed there).
+  void fillBytes(uint8_t value, bool wait = true);
+  void fillWords(uint32_t value, bool wait = true);
 
 private:
   void checkRange(size_t bytes, size_t offset, const char* op) const;

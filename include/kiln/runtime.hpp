@@ -52,8 +52,8 @@ struct KILN_API RuntimeOptions {
   int hopper_stages = 0;
   /// The twin's CTAs per thread-block cluster: 1, or 2 (two CTAs take adjacent tiles and
   /// share A's tile by TMA multicast: less L2 traffic); 0 lets kiln choose (1), or
-  /// KILN_HOPPER_CLUSTER when set. EXPERIMENTAL: 2 is compiled and checked without a GPU
-  /// but has not yet run on one (docs/cuda.md); leave it at 0 in production.
+  /// KILN_HOPPER_CLUSTER when set. EXPERIMENTAL: 2 is correct on the H200 but no faster
+  /// than 1 there (docs/cuda.md); leave it at 0 in production.
   int hopper_cluster = 0;
   /// CPU backend: the x86-64 CPU the JIT generates code for. Empty means $KILN_CPU, and
   /// when that is unset too, "host" (this machine's CPU and every feature it has). Else a
