@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
@@ -336,6 +338,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     return Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
   }();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
+  std::map<const Runtime*, int> splitLaunches;
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
     for (DType d : {DType::bf16, DType::f16}) {
       const catalogue::Entry& e = catalogue::find(name);
@@ -352,6 +355,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
           std::string path = ck.launch_path(dp.views);
           INFO("shape " << str(s) << ": " << path);
           CHECK((path.rfind("sm_90a twin", 0) == 0) == (hopper && rt != &portable));
+          if (path.find("split-K") != std::string::npos) ++splitLaunches[rt];
           ck.launch(dp.views);
           verify::Report r = catalogue::verify_output(gpu(), dp, p);
           INFO(r.summary());
@@ -359,6 +363,13 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
         }
       }
     }
+  // The split-K runtimes really cut tiles (on 1000^3, 128 x 256 x 4096, 300 x 200 x 1000 at
+  // least), and no other runtime does.
+  if (hopper) {
+    CHECK(splitLaunches[&splitK] >= 3 * 8);
+    CHECK(splitLaunches[&splitKWide] >= 3 * 8);
+    CHECK(splitLaunches.size() == 2);
+  }
 }
 
 TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is counted", "[gpu][sm90]") {
@@ -368,29 +379,42 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
   }
   ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
   Runtime rt = Runtime::create(Backend::cuda);
-  // 1000^3: 64 tiles of 16 k-steps cut in halves; 128 x 12288 x 1024: 96 tiles in 4 chunks.
-  for (const std::vector<int64_t>& s : {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}}) {
+  // 1000^3: 64 tiles of 16 k-steps cut in halves; 128 x 12288 x 1024: 96 tiles in chunks;
+  // 2176 x 4096 x 512: whole rounds of tiles first, then the rest in chunks (a CTA's ring
+  // carried from its whole tiles into its chunks).
+  for (const std::vector<int64_t>& s :
+       {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}, {2176, 4096, 512}}) {
     CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
     catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 11);
     catalogue::DeviceProblem dp = catalogue::upload(rt, p);
     std::string path = ck.launch_path(dp.views);
     INFO(str(s) << ": " << path);
-    CHECK_THAT(path, Contains("split-K: the last"));
-    const int64_t before = rt.memory().in_use_bytes;
+    // "... (132 CTAs, split-K: the last 96 tiles cut along K into 4 chunks)"
+    long splitTiles = 0, chunks = 0;
+    const size_t at = path.find("split-K: the last ");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(std::sscanf(path.c_str() + at, "split-K: the last %ld tiles cut along K into %ld chunks", &splitTiles,
+                        &chunks) == 2);
+    const int64_t tileN = path.find("__sm90_n256") != std::string::npos ? 256 : 128;
+    const int64_t tiles = (s[0] + 127) / 128 * ((s[1] + tileN - 1) / tileN);
+    if (s[0] == 2176) CHECK(splitTiles < tiles);
+    else CHECK(splitTiles == tiles);
     std::vector<std::vector<uint16_t>> runs;
     for (int run = 0; run < 3; ++run) {
       ck.launch(dp.views);
-      HostTensor out(DType::bf16, s[0] == 1000 ? std::vector<int64_t>{1000, 1000} : std::vector<int64_t>{128, 12288});
+      HostTensor out(DType::bf16, {s[0], s[1]});
       rt.download(dp.tensors[p.output], out);
       const auto* bits = static_cast<const uint16_t*>(out.view().data);
       runs.emplace_back(bits, bits + out.view().numel());
     }
     CHECK(runs[1] == runs[0]);
     CHECK(runs[2] == runs[0]);
-    // The workspace (arrival counters, then a slot of 128 x 128 f32 per chunk) is device
-    // memory kiln holds: made by the first split-K launch, grown when a launch needs more.
-    if (s[0] == 1000) CHECK(rt.memory().in_use_bytes - before >= 64 * 1024 + 64 * 2 * 128 * 128 * 4);
-    else CHECK(rt.memory().in_use_bytes >= before);
+    // The workspace (arrival counters, then a slot of 128 x tileN f32 per chunk) is device
+    // memory kiln holds beside the problem's tensors: made by the first split-K launch,
+    // grown when a launch needs more.
+    int64_t tensorBytes = 0;
+    for (const TensorView& v : dp.views) tensorBytes += v.numel() * 2;
+    CHECK(rt.memory().in_use_bytes >= tensorBytes + 64 * 1024 + int64_t(splitTiles) * chunks * 128 * tileN * 4);
     verify::Report r = catalogue::verify_output(rt, dp, p);
     INFO(r.summary());
     CHECK(r.ok);

@@ -216,14 +216,22 @@ TEST_CASE("a launch cuts tiles along K only where the last round of CTAs would b
   CHECK(s.cost == Approx(0.5 + 2 * 1.5 / 16));
   // Chunks are at least 4 k-steps: tiles of 2 k-steps are never cut, even when asked.
   CHECK(at(1000, 1000, 128, SplitK::On).splitTiles == 0);
-  // 1024 tiles: 7.76 rounds; cut, the best (5 chunks) is within 3% of 8 whole rounds: whole
-  // tiles. Forced, 6 whole rounds and the remaining 232 tiles cut.
+  // 1024 tiles: 7.76 rounds; cut in halves (more chunks would pass 4 per CTA), no better
+  // than 8 whole rounds: whole tiles. Forced, 6 whole rounds and the remaining 232 tiles cut.
   CHECK(at(4096, 4096, 4096).splitTiles == 0);
   s = at(4096, 4096, 4096, SplitK::On);
   CHECK(s.splitTiles == 1024 - 6 * 132);
-  CHECK(s.splits == 5);
+  CHECK(s.splits == 2);
   // 512 wide tiles: 3.88 rounds, no cut does better than 4.
   CHECK(split(splitKPlan(256), args(4096, 4096, 4096), {132}).splitTiles == 0);
+  // 544 tiles: 3 whole rounds first, the remaining 148 tiles in chunks.
+  s = at(2176, 4096, 512, SplitK::On);
+  CHECK(s.splitTiles == 544 - 3 * 132);
+  CHECK(s.splits >= 2);
+  // At most 4 chunks per CTA: 200 tiles of 1024 k-steps would take 15 chunks each.
+  s = at(25 * 128, 8 * 128, 65536, SplitK::On);
+  CHECK(s.splitTiles == 200);
+  CHECK(s.splitTiles * s.splits <= 4 * 132);
   // Tiles that fill every round exactly: whole tiles.
   s = at(128 * 132, 128, 4096);
   CHECK(s.splitTiles == 0);
@@ -241,7 +249,7 @@ TEST_CASE("the twin width is chosen with split-K counted", "[sm90]") {
   std::vector<LaunchPlan> twins = {splitKPlan(128), splitKPlan(256)};
   std::string why;
   auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why); };
-  CHECK(pick(128, 12288, 4096) == 0); // 96 narrow tiles in 4 chunks beat 48 wide ones in 2
+  CHECK(pick(128, 12288, 4096) == 0); // 96 narrow tiles in 4 chunks (0.84) beat 48 wide ones in 5 (0.97 x 1.88)
   CHECK(pick(4096, 4096, 4096) == 1); // 512 wide tiles: 3.88 rounds, whole
   CHECK(split(twins[1], args(4096, 4096, 4096), {132}).splitTiles == 0);
 }

@@ -123,7 +123,8 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   if (splitTiles * 2 * 4 > kSplitKCounterBytes) return whole;
   for (int64_t s = 2; s <= kTiles / kSplitKMinSteps && s <= 16; ++s) {
     const int64_t rounds = (splitTiles * s + slots - 1) / slots;
-    if (splitTiles * s > INT32_MAX) break;
+    // At most 4 chunks per CTA: bounds the workspace (a slot per chunk) to 4 x slots slots.
+    if (splitTiles * s > 4 * slots) break;
     // A chunk costs 1/s of a tile; the fix-up of a tile reads its s parts back, each about
     // 1.5 k-steps' worth of the main loop.
     const double cost = before + double(rounds) / double(s) + double(s) * 1.5 / double(kTiles);

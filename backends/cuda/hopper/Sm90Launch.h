@@ -21,8 +21,9 @@ namespace kiln::hopper {
 /// A plan naming arguments or dims `args` lacks is refused the same way.
 bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::string* why);
 
-/// Whether launches split tiles along K (split-K): never (the default), where the cost model
-/// says it pays (auto), or wherever the tiles leave the last round of CTAs part-empty (on).
+/// Whether launches split tiles along K (split-K): never, where the cost model says it pays
+/// (auto; LaunchConfig's default, for the tests of the model), or wherever the tiles leave
+/// the last round of CTAs part-empty (on). The runtime's default is Off.
 enum class SplitK { Auto, Off, On };
 
 struct LaunchConfig {
@@ -42,7 +43,8 @@ struct Split {
 /// The split of `args`' tiles for `plan`. Whole tiles: ceil(tiles / slots) rounds on
 /// slots = smCount x ctasPerSm CTAs. Split-K (a split-K plan whose tiles leave the last
 /// round part-empty): the whole rounds but the last full one, then the rest cut into s
-/// chunks (2..16, each at least kSplitKMinSteps k-steps), s chosen for the least cost:
+/// chunks (2..16, each at least kSplitKMinSteps k-steps, at most 4 chunks per CTA in all:
+/// a workspace slot each), s chosen for the least cost:
 /// ceil(tiles x s / slots) / s rounds plus s x 1.5 / kTiles for the fix-up. Split where
 /// that costs under 0.97x whole tiles (SplitK::Auto), wherever a split is possible (On),
 /// or never (Off).

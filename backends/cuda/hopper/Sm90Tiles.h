@@ -41,7 +41,8 @@ constexpr int64_t maxStages(int64_t tileN) {
 //     warpgroup; zero between launches (the last arrival resets its counter);
 //   then per unit u, a slot: per consumer warpgroup 128 threads x tileN / 2 f32 in
 //     fragment order, 16 bytes per thread per step.
-// The host and the kernel compute these the same way; the kernel's copy is in WgmmaGemm.cpp.
+// The host (Sm90Launch.cpp) and the kernel (WgmmaGemm.cpp's work loop, SplitK.cpp's slots)
+// compute these the same way.
 inline constexpr int64_t kSplitKCounterBytes = 64 * 1024;
 /// Every chunk has at least this many k-steps (shorter would cost more in pipeline fill
 /// and fix-up than it spreads).
