@@ -173,6 +173,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       sm90.tileN = o.hopperTileN;
       sm90.stages = o.hopperStages;
       sm90.cluster = o.hopperCluster == 2 ? 2 : 1;
+      sm90.rasterGroup = o.hopperRaster ? o.hopperRaster : 8;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
     }
     KilnAssignLayoutsOptions layouts;
@@ -247,6 +248,9 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   if (options.hopperCluster < 0 || options.hopperCluster > 2)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_cluster must be 0, 1 or 2, got " +
                                                 std::to_string(options.hopperCluster));
+  if (options.hopperRaster < 0 || options.hopperRaster > 64)
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_raster must be 0..64, got " +
+                                                std::to_string(options.hopperRaster));
   if (options.hopperStages != 0) {
     // With both widths (hopper_tile_n 0) the ring must fit the wider one.
     const int64_t most = hopper::maxStages(options.hopperTileN ? options.hopperTileN : 256);

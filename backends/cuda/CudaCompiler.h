@@ -34,6 +34,7 @@ struct CompileOptions {
   int hopperTileN = 0;    ///< its columns per CTA (128, 256; 0: both, chosen per launch)
   int hopperStages = 0;   ///< its shared-memory ring depth (0: the most that fit)
   int hopperCluster = 0;  ///< its CTAs per cluster (0 or 1: none; 2: pairs sharing A)
+  int hopperRaster = 0;   ///< its tile order: groups of this many tile rows (0: 8)
 };
 
 /// Compiles `kernel` to PTX. When `stop` is Stage::mlir or Stage::llvm, returns that

@@ -230,7 +230,7 @@ public:
 
   CompileOptions compileOptions() const {
     return {state->arch, state->options.num_warps, state->options.hopper_gemm, state->options.hopper_tile_n,
-            state->options.hopper_stages, state->options.hopper_cluster};
+            state->options.hopper_stages, state->options.hopper_cluster, state->options.hopper_raster};
   }
 
   /// KernelReport::sm90 for `code`.
@@ -375,11 +375,14 @@ public:
     // Modules with a twin are the driver's JIT's (see compile()): its version is in the key.
     if (!state->compile_only && state->twinByDriver && cudaTarget(state->arch).wgmma && state->options.hopper_gemm)
       ptxCompiler += "; twins: driver JIT " + formatDriverVersion(state->device.driver_version);
-    return {{"backend", "cuda"}, {"arch", state->arch}, {"num_warps", state->options.num_warps},
-            {"hopper_gemm", state->options.hopper_gemm}, {"hopper_tile_n", state->options.hopper_tile_n},
-            {"hopper_stages", state->options.hopper_stages},
-            {"hopper_cluster", state->options.hopper_cluster},
-            {"ptx_compiler", ptxCompiler}};
+    nlohmann::json key = {{"backend", "cuda"}, {"arch", state->arch}, {"num_warps", state->options.num_warps},
+                          {"hopper_gemm", state->options.hopper_gemm}, {"hopper_tile_n", state->options.hopper_tile_n},
+                          {"hopper_stages", state->options.hopper_stages},
+                          {"hopper_cluster", state->options.hopper_cluster},
+                          {"ptx_compiler", ptxCompiler}};
+    // Only when set: the keys of cache entries made before the option existed stay valid.
+    if (state->options.hopper_raster) key["hopper_raster"] = state->options.hopper_raster;
+    return key;
   }
 
   std::unique_ptr<kd::CompiledImpl> loadCached(const KernelSignature& sig, const std::string& payload,
@@ -616,6 +619,8 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     state->options.hopper_tile_n = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2"}); v && options.hopper_cluster == 0)
     state->options.hopper_cluster = std::stoi(*v);
+  if (auto v = env("KILN_HOPPER_RASTER", {"0", "1", "2", "4", "8", "16", "32", "64"}); v && options.hopper_raster == 0)
+    state->options.hopper_raster = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_STAGES", {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}); v && options.hopper_stages == 0)
     state->options.hopper_stages = std::stoi(*v);
   state->compile_only = options.compile_only;

@@ -55,6 +55,11 @@ struct KILN_API RuntimeOptions {
   /// KILN_HOPPER_CLUSTER when set. EXPERIMENTAL: 2 is correct on the H200 but no faster
   /// than 1 there (docs/cuda.md); leave it at 0 in production.
   int hopper_cluster = 0;
+  /// The order the twin's persistent CTAs take C's tiles in: in groups of this many tile
+  /// rows, column by column inside a group (CTAs running at once then share A and B tiles
+  /// in L2). 1 walks C row by row; a group as tall as C, column by column. 1..64; 0 lets
+  /// kiln choose (8), or KILN_HOPPER_RASTER when set.
+  int hopper_raster = 0;
   /// CPU backend: the x86-64 CPU the JIT generates code for. Empty means $KILN_CPU, and
   /// when that is unset too, "host" (this machine's CPU and every feature it has). Else a
   /// baseline ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4") or an LLVM CPU name

@@ -93,6 +93,8 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
            "shared-memory ring depth (0: the most that fit in 227 KiB)">,
     Option<"cluster", "cluster", "int64_t", /*default=*/"1",
            "CTAs per cluster: 1, or 2 (adjacent tiles share A's tile by TMA multicast)">,
+    Option<"rasterGroup", "raster-group", "int64_t", /*default=*/"8",
+           "tile order: groups of this many tile rows, column by column inside a group (1..64)">,
     Option<"persistent", "persistent", "bool", /*default=*/"true",
            "launch one CTA per SM looping over tiles (else one CTA per tile)">,
   ];

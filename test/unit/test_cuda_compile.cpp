@@ -8,6 +8,7 @@
 #include <functional>
 #include <unistd.h>
 
+#include "../scoped_env.hpp"
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
@@ -17,6 +18,7 @@
 #include "unary_ops.hpp"
 
 using namespace kiln;
+using kiln::testing::ScopedEnv;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -274,6 +276,31 @@ TEST_CASE("the twin's ring is as deep as shared memory allows unless hopper_stag
   CHECK_THROWS_WITH(twin(256, 5), Contains("hopper_stages must be 0 or 2..4 at hopper_tile_n 256") &&
                                       Contains("got 5"));
   CHECK_THROWS_WITH(twin(128, 1), Contains("hopper_stages must be 0 or 2..6 at hopper_tile_n 128"));
+}
+
+TEST_CASE("hopper_raster sets the order the twin's CTAs take C's tiles in, a knob for the tuner", "[cuda][sm90]") {
+  auto make = [](int raster) {
+    return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_raster = raster});
+  };
+  Kernel k = catalogue::gemm_bias_relu(DType::bf16);
+  const std::string byDefault = make(0).emit(k, Stage::ptx);
+  CHECK(make(8).emit(k, Stage::ptx) == byDefault); // 8 tile rows is the default order
+  CHECK_THAT(make(0).compile(k).report().sm90, !Contains("in groups of"));
+  for (int raster : {1, 32}) {
+    INFO("hopper_raster " << raster);
+    Runtime rt = make(raster);
+    const std::string ptx = rt.emit(k, Stage::ptx);
+    CHECK(ptx != byDefault);
+    CHECK_THAT(rt.compile(k).report().sm90, Contains("in groups of " + std::to_string(raster) + " tile rows"));
+    for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256"}) CHECK(wholeProgramSpills(ptx, entry) == 0);
+  }
+  CHECK_THROWS_WITH(make(65).compile(k), Contains("hopper_raster must be 0..64, got 65"));
+  CHECK_THROWS_WITH(make(-1).compile(k), Contains("hopper_raster must be 0..64, got -1"));
+  ScopedEnv env("KILN_HOPPER_RASTER", "16");
+  CHECK_THAT(make(0).compile(k).report().sm90, Contains("in groups of 16 tile rows"));
+  CHECK_THAT(make(4).compile(k).report().sm90, Contains("in groups of 4 tile rows")); // the option wins
+  ::setenv("KILN_HOPPER_RASTER", "3", 1);
+  CHECK_THROWS_WITH(make(0), Contains("KILN_HOPPER_RASTER is '3'; expected 0, 1, 2, 4, 8, 16, 32 or 64"));
 }
 
 TEST_CASE("a GEMM written in the DSL with its own epilogue gets the twin", "[cuda][sm90]") {

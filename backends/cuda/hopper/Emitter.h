@@ -36,6 +36,8 @@ struct Config {
   /// CTAs per cluster (1 or 2). With 2, the CTAs of a cluster take horizontally adjacent
   /// tiles (the same rows of A): each loads half of the A tile and multicasts it to both.
   int64_t cluster = 1;
+  /// The tile order's group: this many tile rows, column by column inside a group.
+  int64_t rasterGroup = 8;
   /// Arrivals that free a ring slot: every consumer thread (one CTA), or each consumer
   /// warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
   int64_t emptyArrivals() const { return cluster == 1 ? 256 : 8 * cluster; }

@@ -17,6 +17,8 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     if (plan.stages < 0 || plan.stages > 64) throw std::out_of_range("bad stages");
     plan.persistent = j.at("persistent").get<bool>();
     plan.cluster = j.value("cluster", int64_t(1));
+    plan.raster = j.value("raster", int64_t(0));
+    if (plan.raster < 0 || plan.raster > 64) throw std::out_of_range("bad raster group");
     if (plan.cluster < 1 || plan.cluster > 8) throw std::out_of_range("bad cluster size");
     plan.ctasPerSm = j.at("ctas_per_sm").get<int64_t>();
     if (plan.ctasPerSm < 1 || plan.ctasPerSm > 32) throw std::out_of_range("bad ctas_per_sm");
@@ -81,7 +83,8 @@ std::string LaunchPlan::str() const {
          (gridDims[i].name.empty() ? "arg" + std::to_string(gridDims[i].arg) + "." + std::to_string(gridDims[i].dim)
                                    : gridDims[i].name) +
          ", " + std::to_string(gridDims[i].tile) + ")";
-  return s + " tiles" + (splitK() ? " (split-K capable)" : "");
+  return s + " tiles" + (persistent && raster && raster != 8 ? " in groups of " + std::to_string(raster) + " tile rows" : "") +
+         (splitK() ? " (split-K capable)" : "");
 }
 
 } // namespace kiln::hopper

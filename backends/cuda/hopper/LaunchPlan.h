@@ -61,6 +61,9 @@ struct LaunchPlan {
   /// CTAs per cluster along grid.x (launched with cuLaunchKernelEx when above 1). A cluster
   /// takes `cluster` horizontally adjacent tiles at once.
   int64_t cluster = 1;
+  /// A persistent kernel's tile order: groups of this many tile rows, column by column
+  /// inside a group (0: not recorded, plans from before it was).
+  int64_t raster = 0;
   /// Split-K kernels (a Workspace, a SplitTiles and a KSplits parameter): the reduction extent K,
   /// counted in tileK steps; arg -1 when the kernel takes whole tiles only.
   GridDim reduction{-1, 0, 1, ""};
@@ -83,7 +86,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
   return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
-          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster},
+          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"raster", raster},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};
 }
 

@@ -104,6 +104,7 @@ void Emitter::declareParams() {
   plan_.stages = cfg_.stages;
   plan_.output = int(m_.c);
   plan_.cluster = cfg_.cluster;
+  plan_.raster = cfg_.rasterGroup;
   auto dimName = [&](unsigned arg, unsigned d) {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
@@ -268,7 +269,7 @@ template <class F> void Emitter::forEachTile(F&& body) {
 }
 
 void Emitter::setTile(Value t, Value columns) {
-  constexpr int64_t kGroup = 8;
+  const int64_t kGroup = cfg_.rasterGroup;
   Value perGroup = mul(columns, i32(kGroup));
   Value group = divu(t, perGroup);
   Value firstM = mul(group, i32(kGroup));
@@ -410,11 +411,15 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
   void runOnOperation() override {
     ModuleOp m = getOperation();
     if (cluster != 1 && cluster != 2) {
-      m.emitError("cluster must be 1 or 2, got ") << cluster;
+      m.emitError("cluster must be 1 or 2, got ") << int64_t(cluster);
+      return signalPassFailure();
+    }
+    if (rasterGroup < 1 || rasterGroup > 64) {
+      m.emitError("raster-group must be 1..64, got ") << int64_t(rasterGroup);
       return signalPassFailure();
     }
     if (tileN != 0 && tileN != 128 && tileN != 256) {
-      m.emitError("tile-n must be 0 (both), 128 or 256, got ") << tileN;
+      m.emitError("tile-n must be 0 (both), 128 or 256, got ") << int64_t(tileN);
       return signalPassFailure();
     }
     // tile-n 0: both widths, the narrow one named <kernel>__sm90, the wide <kernel>__sm90_n256.
@@ -422,10 +427,10 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
     for (int64_t n : {int64_t(128), int64_t(256)}) {
       if (tileN != 0 && tileN != n) continue;
       Config cfg{n, stages ? stages : maxStages(n), persistent, tileN == 0 && n == 256 ? "__sm90_n256" : "__sm90",
-                 cluster};
+                 cluster, rasterGroup};
       if (cfg.stages < 2 || cfg.stages > maxStages(n)) {
         m.emitError("stages must be 2..") << maxStages(n) << " at tile-n " << n
-                                          << " (227 KiB of shared memory), got " << stages;
+                                          << " (227 KiB of shared memory), got " << int64_t(stages);
         return signalPassFailure();
       }
       configs.push_back(cfg);

@@ -5,6 +5,12 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=DESC
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=SK
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 cluster=2" | FileCheck %s --check-prefix=SKCL
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 raster-group=16" | FileCheck %s --check-prefix=RASTER
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="raster-group=0" 2>&1 | FileCheck %s --check-prefix=BADRASTER
+
+// The tile order: groups of raster-group tile rows (8 unless set), recorded in the plan.
+// RASTER: \22raster\22:16
+// BADRASTER: raster-group must be 1..64, got 0
 
 // Split-K: the work loop (whole tiles, then this CTA's chunks of the split tiles); a chunk's
 // sums go to the workspace as 16-byte stores, one thread per warpgroup counts them in
@@ -36,6 +42,7 @@
 // CHECK-SAME: \22kind\22:\22workspace\22
 // CHECK-SAME: \22kind\22:\22split_tiles\22
 // CHECK-SAME: \22kind\22:\22k_splits\22
+// CHECK-SAME: \22raster\22:8
 // CHECK-SAME: \22reduction\22:{\22arg\22:0,\22dim\22:1,\22name\22:\22K\22,\22tile\22:64}
 // CHECK-SAME: \22shared_bytes\22:230512
 // CHECK-SAME: \22stages\22:6
