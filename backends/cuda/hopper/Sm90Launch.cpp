@@ -214,11 +214,8 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
     }
   }
   const std::array<unsigned, 3> grid = {unsigned(work.ctas), 1, 1}, block = {unsigned(plan.threads), 1, 1};
-  if (plan.cluster > 1)
-    cuda::launchKernelClustered(f, kernelName, grid, block, unsigned(plan.cluster), unsigned(plan.sharedBytes), stream,
-                                params.data());
-  else
-    cuda::launchKernel(f, kernelName, grid, block, unsigned(plan.sharedBytes), stream, params.data());
+  cuda::launchKernelEx(f, kernelName, grid, block, unsigned(plan.cluster), unsigned(plan.sharedBytes), stream,
+                       params.data());
 }
 
 } // namespace kiln::hopper
