@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
@@ -335,6 +337,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     return Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
   }();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
+  std::map<const Runtime*, int> splitLaunches;
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
     for (DType d : {DType::bf16, DType::f16}) {
       const catalogue::Entry& e = catalogue::find(name);
@@ -351,6 +354,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
           std::string path = ck.launch_path(dp.views);
           INFO("shape " << str(s) << ": " << path);
           CHECK((path.rfind("sm_90a twin", 0) == 0) == (hopper && rt != &portable));
+          if (path.find("stream-K") != std::string::npos) ++splitLaunches[rt];
           ck.launch(dp.views);
           verify::Report r = catalogue::verify_output(gpu(), dp, p);
           INFO(r.summary());
@@ -358,6 +362,13 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
         }
       }
     }
+  // The stream-K runtimes really split tiles (on 1000^3 and 128 x 256 x 4096 at least, for
+  // each of 4 kernels x 2 dtypes), and no other runtime does.
+  if (hopper) {
+    CHECK(splitLaunches[&streamK] >= 2 * 8);
+    CHECK(splitLaunches[&streamKWide] >= 2 * 8);
+    CHECK(splitLaunches.size() == 2);
+  }
 }
 
 TEST_CASE("gpu: stream-K gives the same bits on every run, and its workspace is counted", "[gpu][sm90]") {
@@ -367,29 +378,42 @@ TEST_CASE("gpu: stream-K gives the same bits on every run, and its workspace is 
   }
   ScopedEnv on("KILN_HOPPER_STREAMK", "on");
   Runtime rt = Runtime::create(Backend::cuda);
-  // 64 tiles of 16 k-steps each split between CTAs; the epilogue reads a bias once per part sum.
-  for (const std::vector<int64_t>& s : {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}}) {
+  // 1000^3: 64 tiles of 16 k-steps split between CTAs; 128 x 12288 x 1024: 96 tiles;
+  // 2176 x 4096 x 512: whole rounds of tiles first, then the rest split (a CTA's ring carried
+  // from its whole tiles into its split ones).
+  for (const std::vector<int64_t>& s :
+       {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}, {2176, 4096, 512}}) {
     CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
     catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 11);
     catalogue::DeviceProblem dp = catalogue::upload(rt, p);
     std::string path = ck.launch_path(dp.views);
     INFO(str(s) << ": " << path);
-    CHECK_THAT(path, Contains("stream-K: the last"));
-    const int64_t before = rt.memory().in_use_bytes;
+    // "... (132 CTAs, stream-K: the last 96 tiles split along K over 132 CTAs)"
+    long splitTiles = 0, splitCtas = 0;
+    const size_t at = path.find("stream-K: the last ");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(std::sscanf(path.c_str() + at, "stream-K: the last %ld tiles split along K over %ld CTAs", &splitTiles,
+                        &splitCtas) == 2);
+    const int64_t tileN = path.find("__sm90_n256") != std::string::npos ? 256 : 128;
+    const int64_t tiles = (s[0] + 127) / 128 * ((s[1] + tileN - 1) / tileN);
+    if (s[0] == 2176) CHECK(splitTiles < tiles);
+    else CHECK(splitTiles == tiles);
     std::vector<std::vector<uint16_t>> runs;
     for (int run = 0; run < 3; ++run) {
       ck.launch(dp.views);
-      HostTensor out(DType::bf16, s[0] == 1000 ? std::vector<int64_t>{1000, 1000} : std::vector<int64_t>{128, 12288});
+      HostTensor out(DType::bf16, {s[0], s[1]});
       rt.download(dp.tensors[p.output], out);
       const auto* bits = static_cast<const uint16_t*>(out.view().data);
       runs.emplace_back(bits, bits + out.view().numel());
     }
     CHECK(runs[1] == runs[0]);
     CHECK(runs[2] == runs[0]);
-    // The workspace (arrival counters, then two part-sum slots of 128 x 128 f32 per CTA) is
-    // device memory kiln holds: made by the first stream-K launch, grown when a launch needs more.
-    if (s[0] == 1000) CHECK(rt.memory().in_use_bytes - before >= 64 * 1024 + 2 * 2 * 128 * 128 * 4);
-    else CHECK(rt.memory().in_use_bytes >= before);
+    // The workspace (arrival counters, then two part-sum slots of 128 x tileN f32 per split
+    // CTA) is device memory kiln holds beside the problem's tensors: made by the first
+    // stream-K launch, grown when a launch needs more.
+    int64_t tensorBytes = 0;
+    for (const TensorView& v : dp.views) tensorBytes += v.numel() * 2;
+    CHECK(rt.memory().in_use_bytes >= tensorBytes + 64 * 1024 + int64_t(splitCtas) * 2 * 128 * tileN * 4);
     verify::Report r = catalogue::verify_output(rt, dp, p);
     INFO(r.summary());
     CHECK(r.ok);
