@@ -151,17 +151,17 @@ void readSm90Plan(ModuleOp m, DeviceCode& out) {
 /// set on the lowered function.
 void markTensorMapParams(ModuleOp m, const DeviceCode& code) {
   for (const hopper::LaunchPlan& plan : code.sm90)
-  for (auto gm : m.getOps<gpu::GPUModuleOp>())
-    if (auto f = gm.lookupSymbol<LLVM::LLVMFuncOp>(plan.entry)) {
-      Builder b(m.getContext());
-      for (auto [i, p] : llvm::enumerate(plan.params)) {
-        if (p.kind != hopper::LaunchParam::TensorMap) continue;
-        f.setArgAttr(unsigned(i), LLVM::LLVMDialect::getByValAttrName(),
-                     TypeAttr::get(LLVM::LLVMArrayType::get(b.getI64Type(), 16)));
-        f.setArgAttr(unsigned(i), LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
-        f.setArgAttr(unsigned(i), "nvvm.grid_constant", b.getUnitAttr());
+    for (auto gm : m.getOps<gpu::GPUModuleOp>())
+      if (auto f = gm.lookupSymbol<LLVM::LLVMFuncOp>(plan.entry)) {
+        Builder b(m.getContext());
+        for (auto [i, p] : llvm::enumerate(plan.params)) {
+          if (p.kind != hopper::LaunchParam::TensorMap) continue;
+          f.setArgAttr(unsigned(i), LLVM::LLVMDialect::getByValAttrName(),
+                       TypeAttr::get(LLVM::LLVMArrayType::get(b.getI64Type(), 16)));
+          f.setArgAttr(unsigned(i), LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(64));
+          f.setArgAttr(unsigned(i), "nvvm.grid_constant", b.getUnitAttr());
+        }
       }
-    }
 }
 
 void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags, const std::string& name,

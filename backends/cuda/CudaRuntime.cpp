@@ -103,10 +103,11 @@ public:
   /// code.sm90's entries, one per twin (none when the device cannot host any).
   std::vector<CUfunction> sm90;
 
-  /// The twin that runs `args` (index into code.sm90), or -1 (`why` says why not).
-  int twinFor(const std::vector<TensorView>& args, std::string* why) const {
+  /// The twin that runs `args` (index into code.sm90) and how it divides them, or -1
+  /// (`why` says why not).
+  int twinFor(const std::vector<TensorView>& args, std::string* why, hopper::Split* work) const {
     if (sm90.empty()) return -1;
-    return hopper::choose(code.sm90, args, state->launchConfig(), why);
+    return hopper::choose(code.sm90, args, state->launchConfig(), why, work);
   }
 
   void launch(const std::vector<TensorView>& args, void* stream, bool wait) override {
@@ -124,8 +125,9 @@ public:
       if (g <= 0) return; // an empty problem: nothing to run (as on the CPU)
     auto s = static_cast<CUstream>(stream);
     std::string why;
-    if (int t = twinFor(args, &why); t >= 0) {
-      hopper::launch(sm90[size_t(t)], code.sm90[size_t(t)], args, s, sig.name, state->launchConfig(),
+    hopper::Split work;
+    if (int t = twinFor(args, &why, &work); t >= 0) {
+      hopper::launch(sm90[size_t(t)], code.sm90[size_t(t)], args, s, sig.name, work,
                      [&](size_t bytes) { return state->splitKWorkspace(s, bytes); });
     } else {
       // The portable kernel's grid (the twin's is 1-D and checked by applies()).
@@ -146,10 +148,10 @@ public:
     kd::checkLaunchArgs(sig, args);
     if (code.sm90.empty()) return "portable kernel '" + sig.name + "'";
     std::string why;
+    hopper::Split work;
     if (state->compile_only) { // no device: which twin would run is the GPU's to say
       if (hopper::applies(code.sm90[0], args, &why)) return "sm_90a twin '" + code.sm90[0].entry + "'";
-    } else if (int t = twinFor(args, &why); t >= 0) {
-      const hopper::Split work = hopper::split(code.sm90[size_t(t)], args, state->launchConfig());
+    } else if (int t = twinFor(args, &why, &work); t >= 0) {
       return "sm_90a twin '" + code.sm90[size_t(t)].entry + "' (" + std::to_string(work.ctas) + " CTAs" +
              (work.splitTiles ? ", split-K: the last " + std::to_string(work.splitTiles) +
                                       " tiles cut along K into " + std::to_string(work.splits) + " chunks"
@@ -601,12 +603,10 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   auto env = [](const char* name, std::initializer_list<const char*> allowed) -> std::optional<std::string> {
     const char* e = std::getenv(name);
     if (!e) return std::nullopt;
-    std::string list;
-    size_t i = 0;
+    std::string list; // "a, b or c"
     for (const char* a : allowed) {
       if (std::string(e) == a) return std::string(e);
-      list += std::string(i == 0 ? "" : ++i == allowed.size() ? " or " : ", ") + a;
-      if (i == 0) ++i;
+      list += std::string(list.empty() ? "" : a == *(allowed.end() - 1) ? " or " : ", ") + a;
     }
     throw Error(ErrorKind::InvalidArgument, std::string(name) + " is '" + e + "'; expected " + list);
   };

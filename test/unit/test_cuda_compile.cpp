@@ -328,33 +328,33 @@ TEST_CASE("KILN_HOPPER_* set the twin where the options leave the defaults", "[c
     o.arch = "sm_90a";
     return Runtime::create(Backend::cuda, o).compile(catalogue::gemm(DType::bf16)).report().sm90;
   };
-  ::setenv("KILN_HOPPER_TILE_N", "256", 1);
-  CHECK_THAT(twinOf({}), Contains("128x256x64 tiles"));
-  CHECK_THAT(twinOf({.hopper_tile_n = 128}), Contains("128x128x64 tiles")); // the option wins
-  ::setenv("KILN_HOPPER_TILE_N", "300", 1);
-  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_TILE_N is '300'; expected 0, 128 or 256"));
-  ::unsetenv("KILN_HOPPER_TILE_N");
-  ::setenv("KILN_HOPPER_GEMM", "off", 1);
-  CHECK(twinOf({}).empty());
-  ::setenv("KILN_HOPPER_GEMM", "maybe", 1);
-  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_GEMM is 'maybe'; expected on or off"));
-  ::unsetenv("KILN_HOPPER_GEMM");
-  CHECK_THAT(twinOf({}), Contains("128x128x64 tiles"));
-  // The ring depth and the clusters: the same rules, each bad value named.
-  ::setenv("KILN_HOPPER_STAGES", "3", 1);
-  CHECK_THAT(twinOf({}), Contains("3 stages"));
-  CHECK_THAT(twinOf({.hopper_stages = 2}), Contains("2 stages")); // the option wins
-  ::setenv("KILN_HOPPER_STAGES", "many", 1);
-  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_STAGES is 'many'"));
-  ::unsetenv("KILN_HOPPER_STAGES");
-  ::setenv("KILN_HOPPER_CLUSTER", "2", 1);
-  CHECK_THAT(twinOf({}), Contains("clusters of 2"));
-  ::setenv("KILN_HOPPER_CLUSTER", "3", 1);
-  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_CLUSTER is '3'; expected 0, 1 or 2"));
-  ::unsetenv("KILN_HOPPER_CLUSTER");
-  ::setenv("KILN_HOPPER_JIT", "ptxas", 1);
-  CHECK_THROWS_WITH(twinOf({}), Contains("KILN_HOPPER_JIT is 'ptxas'; expected driver or nvjitlink"));
-  ::unsetenv("KILN_HOPPER_JIT");
+  // Each variable: a value and what the twin then shows (empty: no twin), a bad value and
+  // the error naming it.
+  struct Case {
+    const char *name, *value, *shows, *bad, *error;
+  };
+  for (const Case& c : {Case{"KILN_HOPPER_TILE_N", "256", "128x256x64 tiles", "300", "expected 0, 128 or 256"},
+                        Case{"KILN_HOPPER_GEMM", "off", "", "maybe", "expected on or off"},
+                        Case{"KILN_HOPPER_STAGES", "3", "3 stages", "many", "expected 0, 1, 2"},
+                        Case{"KILN_HOPPER_CLUSTER", "2", "clusters of 2", "3", "expected 0, 1 or 2"},
+                        Case{"KILN_HOPPER_JIT", "driver", "128x128x64 tiles", "ptxas", "expected driver or nvjitlink"}}) {
+    INFO(c.name);
+    ScopedEnv env(c.name, c.value);
+    if (*c.shows) CHECK_THAT(twinOf({}), Contains(c.shows));
+    else CHECK(twinOf({}).empty());
+    ::setenv(c.name, c.bad, 1); // restored by `env`
+    CHECK_THROWS_WITH(twinOf({}), Contains(c.name + std::string(" is '") + c.bad + "'; " + c.error));
+  }
+  // The options win over the environment.
+  {
+    ScopedEnv env("KILN_HOPPER_TILE_N", "256");
+    CHECK_THAT(twinOf({.hopper_tile_n = 128}), Contains("128x128x64 tiles"));
+  }
+  {
+    ScopedEnv env("KILN_HOPPER_STAGES", "3");
+    CHECK_THAT(twinOf({.hopper_stages = 2}), Contains("2 stages"));
+  }
+  CHECK_THAT(twinOf({}), Contains("128x128x64 tiles")); // and nothing is left set
 }
 
 TEST_CASE("every supported architecture compiles to PTX of the version it needs and to a cubin", "[cuda][compile]") {

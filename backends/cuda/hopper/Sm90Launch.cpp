@@ -136,7 +136,7 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
 }
 
 int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
-           std::string* why) {
+           std::string* why, Split* work) {
   int best = -1;
   double bestCost = 0;
   for (size_t i = 0; i < twins.size(); ++i) {
@@ -148,15 +148,18 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     const LaunchPlan& p = twins[i];
     // Work per tile relative to a 128 x 128 tile (measured: 1442 vs 1366 us at 8192^3).
     const double perTile = double(p.tileM * p.tileN) / (128.0 * 128.0) * (p.tileN >= 256 ? 0.94 : 1.0);
-    const double cost = split(p, args, config).cost * perTile;
-    if (best < 0 || cost < bestCost) best = int(i), bestCost = cost;
+    const Split s = split(p, args, config);
+    const double cost = s.cost * perTile;
+    if (best < 0 || cost < bestCost) {
+      best = int(i), bestCost = cost;
+      if (work) *work = s;
+    }
   }
   return best;
 }
 
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
-            const std::string& kernelName, const LaunchConfig& config, const WorkspaceFn& workspace) {
-  const Split work = split(plan, args, config);
+            const std::string& kernelName, const Split& work, const WorkspaceFn& workspace) {
   // One slot per parameter, sized and aligned for a tensor map (the largest and the most
   // aligned); the driver reads each through its pointer in `params`.
   struct alignas(alignof(CUtensorMap)) Slot {

@@ -53,17 +53,19 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
 /// Which of a kernel's twins (`twins`, each compiled for one tile width) runs `args`: the
 /// one whose split (above) costs least, counting a 128 x 256 tile as 1.88 128 x 128 tiles
 /// (it computes 6% faster per element on the H200); ties go to the narrower. -1 when none
-/// applies (`why` says why not for the first).
+/// applies (`why` says why not for the first). `work`, when given, gets the chosen twin's
+/// split (what launch() takes, so a launch computes it once).
 int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
-           std::string* why);
+           std::string* why, Split* work = nullptr);
 
 /// Device memory of at least `bytes` for this launch's stream: the split-K workspace
 /// (its first kSplitKCounterBytes zero before the first use).
 using WorkspaceFn = std::function<CUdeviceptr(size_t bytes)>;
 
-/// Encodes the tensor maps, packs the parameters and launches `f` on `stream` as split()
-/// says; a split-K launch takes its workspace from `workspace`.
+/// Encodes the tensor maps, packs the parameters and launches `f` on `stream` divided as
+/// `work` (split()'s for these arguments) says; a split-K launch takes its workspace from
+/// `workspace`.
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
-            const std::string& kernelName, const LaunchConfig& config, const WorkspaceFn& workspace);
+            const std::string& kernelName, const Split& work, const WorkspaceFn& workspace);
 
 } // namespace kiln::hopper
