@@ -41,25 +41,25 @@ struct CudaState {
   /// Modules with a twin are compiled by the driver's JIT as whole programs (see
   /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
   bool twinByDriver = true;
-  /// KILN_HOPPER_STREAMK=off|auto|on: stream-K never (the default: measured slower on the
-  /// H200 so far), where the cost model says it pays, or wherever tiles leave the last
-  /// round of CTAs part-empty. EXPERIMENTAL.
-  hopper::StreamK hopperStreamK = hopper::StreamK::Off;
+  /// KILN_HOPPER_SPLIT_K=off|auto|on: split-K never (the default: the first, stream-K
+  /// form measured slower on the H200), where the cost model says it pays, or wherever
+  /// tiles leave the last round of CTAs part-empty. EXPERIMENTAL.
+  hopper::SplitK hopperSplitK = hopper::SplitK::Off;
   /// Counts the workspaces below in Runtime::memory().
   std::shared_ptr<kd::MemoryMeter> meter;
   // reference::gpu_gemm's cuBLASLt handle and workspace: made on first use, reused, and
   // destroyed before the context is released (members are destroyed in reverse order).
   std::mutex cublas_mutex;
   std::unique_ptr<CublasLtGemm> cublas;
-  // The twins' stream-K workspaces, one per stream (launches on one stream run in order, so
+  // The twins' split-K workspaces, one per stream (launches on one stream run in order, so
   // they share it; two streams never do). Grown, never shrunk, until the runtime goes.
   std::mutex workspace_mutex;
   std::map<CUstream, DeviceBuffer> workspaces;
 
   hopper::LaunchConfig launchConfig() const {
-    return {hopperPersistent ? device.sm_count : 0, hopperStreamK};
+    return {hopperPersistent ? device.sm_count : 0, hopperSplitK};
   }
-  CUdeviceptr streamKWorkspace(CUstream stream, size_t bytes) {
+  CUdeviceptr splitKWorkspace(CUstream stream, size_t bytes) {
     std::lock_guard<std::mutex> lock(workspace_mutex);
     DeviceBuffer& ws = workspaces[stream];
     if (ws.size() < bytes) {
@@ -128,7 +128,7 @@ public:
     hopper::Split work;
     if (int t = twinFor(args, &why, &work); t >= 0) {
       hopper::launch(sm90[size_t(t)], code.sm90[size_t(t)], args, s, sig.name, work,
-                     [&](size_t bytes) { return state->streamKWorkspace(s, bytes); });
+                     [&](size_t bytes) { return state->splitKWorkspace(s, bytes); });
     } else {
       // The portable kernel's grid (the twin's is 1-D and checked by applies()).
       const int64_t limits[3] = {(1ll << 31) - 1, 65535, 65535};
@@ -153,8 +153,8 @@ public:
       if (hopper::applies(code.sm90[0], args, &why)) return "sm_90a twin '" + code.sm90[0].entry + "'";
     } else if (int t = twinFor(args, &why, &work); t >= 0) {
       return "sm_90a twin '" + code.sm90[size_t(t)].entry + "' (" + std::to_string(work.ctas) + " CTAs" +
-             (work.streamKTiles ? ", stream-K: the last " + std::to_string(work.streamKTiles) +
-                                      " tiles split along K over " + std::to_string(work.streamKCtas) + " CTAs"
+             (work.splitTiles ? ", split-K: the last " + std::to_string(work.splitTiles) +
+                                      " tiles cut along K into " + std::to_string(work.splits) + " chunks"
                                 : std::string()) +
              ")";
     }
@@ -613,8 +613,8 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (auto v = env("KILN_HOPPER_GEMM", {"on", "off"}); v && options.hopper_gemm) state->options.hopper_gemm = *v == "on";
   if (const char* e = std::getenv("KILN_HOPPER_PERSISTENT")) state->hopperPersistent = std::string(e) != "off";
   if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink"})) state->twinByDriver = *v == "driver";
-  if (auto v = env("KILN_HOPPER_STREAMK", {"auto", "off", "on"}))
-    state->hopperStreamK = *v == "off" ? hopper::StreamK::Off : *v == "on" ? hopper::StreamK::On : hopper::StreamK::Auto;
+  if (auto v = env("KILN_HOPPER_SPLIT_K", {"auto", "off", "on"}))
+    state->hopperSplitK = *v == "off" ? hopper::SplitK::Off : *v == "on" ? hopper::SplitK::On : hopper::SplitK::Auto;
   if (auto v = env("KILN_HOPPER_TILE_N", {"0", "128", "256"}); v && options.hopper_tile_n == 0)
     state->options.hopper_tile_n = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2"}); v && options.hopper_cluster == 0)

@@ -563,9 +563,9 @@ void launchKernel(CUfunction f, const std::string& kernelName, std::array<unsign
     detail::throwCuError(r, "cuLaunchKernel", __FILE__, __LINE__, launchContext(kernelName, grid, block, 1, dynamicSmemBytes));
 }
 
-void launchKernelClustered(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
-                           std::array<unsigned, 3> block, unsigned cluster, unsigned dynamicSmemBytes,
-                           CUstream stream, void** params) {
+void launchKernelEx(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
+                    std::array<unsigned, 3> block, unsigned cluster, unsigned dynamicSmemBytes, CUstream stream,
+                    void** params) {
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attr.value.clusterDim.x = cluster;
@@ -576,8 +576,8 @@ void launchKernelClustered(CUfunction f, const std::string& kernelName, std::arr
   config.blockDimX = block[0], config.blockDimY = block[1], config.blockDimZ = block[2];
   config.sharedMemBytes = dynamicSmemBytes;
   config.hStream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  config.attrs = cluster > 1 ? &attr : nullptr;
+  config.numAttrs = cluster > 1 ? 1 : 0;
   const CUresult r = driver().cuLaunchKernelEx(&config, f, params, nullptr);
   if (r != CUDA_SUCCESS)
     detail::throwCuError(r, "cuLaunchKernelEx", __FILE__, __LINE__,

@@ -272,10 +272,11 @@ void setMaxDynamicSharedMemory(CUfunction f, int bytes, const std::string& kerne
 void launchKernel(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
                   std::array<unsigned, 3> block, unsigned dynamicSmemBytes, CUstream stream,
                   void** params);
-/// cuLaunchKernelEx with grid.x split into clusters of `cluster` CTAs (grid[0] a multiple).
-void launchKernelClustered(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
-                           std::array<unsigned, 3> block, unsigned cluster, unsigned dynamicSmemBytes,
-                           CUstream stream, void** params);
+/// cuLaunchKernelEx (how launch plans are launched): with `cluster` above 1, grid.x split
+/// into clusters of that many CTAs (grid[0] a multiple); 1: no launch attribute at all.
+void launchKernelEx(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
+                    std::array<unsigned, 3> block, unsigned cluster, unsigned dynamicSmemBytes, CUstream stream,
+                    void** params);
 
 /// The device ordinal `p` was allocated on, or -1 when CUDA does not know the pointer
 /// (host memory, garbage). Never throws for an unknown pointer.

@@ -317,23 +317,24 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // 128 x 128|256 x 64 tiles, and small ones (one k-tile, one CTA).
   // {2049, 2056, 136}: more tiles than SMs (a persistent CTA takes several, its ring
   // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
+  // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks.
   const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},       {77, 136, 72},   {1000, 1000, 1000},
                                                    {4097, 264, 128}, {129, 4096, 264}, {300, 200, 8},
-                                                   {128, 256, 4096}, {2049, 2056, 136}};
+                                                   {128, 256, 4096}, {2049, 2056, 136}, {300, 200, 1000}};
   Runtime portable = Runtime::create(Backend::cuda, {.hopper_gemm = false});
   Runtime wide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
   // Pairs of CTAs sharing A by multicast, both widths (odd tile columns leave a CTA of the
   // last pair without a tile: it loads zeros and stores nothing).
   Runtime paired = Runtime::create(Backend::cuda, {.hopper_tile_n = 128, .hopper_cluster = 2});
   Runtime pairedWide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2});
-  // Stream-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
-  // split along K, their parts summed by whichever CTA finishes last.
-  Runtime streamK = [] {
-    ScopedEnv on("KILN_HOPPER_STREAMK", "on");
+  // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
+  // cut into chunks of k-steps, summed in order by whichever CTA finishes its chunk last.
+  Runtime splitK = [] {
+    ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
     return Runtime::create(Backend::cuda);
   }();
-  Runtime streamKWide = [] {
-    ScopedEnv on("KILN_HOPPER_STREAMK", "on");
+  Runtime splitKWide = [] {
+    ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
     return Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
   }();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
@@ -342,7 +343,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     for (DType d : {DType::bf16, DType::f16}) {
       const catalogue::Entry& e = catalogue::find(name);
       for (const Runtime* rt :
-           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &streamK, &streamKWide, &portable}) {
+           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &splitK, &splitKWide, &portable}) {
         CompiledKernel ck = rt->compile(e.make(d));
         INFO(name << " " << to_string(d) << ": " << ck.report().str());
         if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper
@@ -354,7 +355,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
           std::string path = ck.launch_path(dp.views);
           INFO("shape " << str(s) << ": " << path);
           CHECK((path.rfind("sm_90a twin", 0) == 0) == (hopper && rt != &portable));
-          if (path.find("stream-K") != std::string::npos) ++splitLaunches[rt];
+          if (path.find("split-K") != std::string::npos) ++splitLaunches[rt];
           ck.launch(dp.views);
           verify::Report r = catalogue::verify_output(gpu(), dp, p);
           INFO(r.summary());
@@ -362,25 +363,25 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
         }
       }
     }
-  // The stream-K runtimes really split tiles (on 1000^3 and 128 x 256 x 4096 at least, for
-  // each of 4 kernels x 2 dtypes), and no other runtime does.
+  // The split-K runtimes really cut tiles (on 1000^3, 128 x 256 x 4096, 300 x 200 x 1000 at
+  // least), and no other runtime does.
   if (hopper) {
-    CHECK(splitLaunches[&streamK] >= 2 * 8);
-    CHECK(splitLaunches[&streamKWide] >= 2 * 8);
+    CHECK(splitLaunches[&splitK] >= 3 * 8);
+    CHECK(splitLaunches[&splitKWide] >= 3 * 8);
     CHECK(splitLaunches.size() == 2);
   }
 }
 
-TEST_CASE("gpu: stream-K gives the same bits on every run, and its workspace is counted", "[gpu][sm90]") {
+TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is counted", "[gpu][sm90]") {
   if (gpu().fingerprint().target != "sm_90a") {
-    WARN("not run: stream-K is the sm_90a twin's, and this GPU is " << gpu().fingerprint().target);
+    WARN("not run: split-K is the sm_90a twin's, and this GPU is " << gpu().fingerprint().target);
     return;
   }
-  ScopedEnv on("KILN_HOPPER_STREAMK", "on");
+  ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
   Runtime rt = Runtime::create(Backend::cuda);
-  // 1000^3: 64 tiles of 16 k-steps split between CTAs; 128 x 12288 x 1024: 96 tiles;
-  // 2176 x 4096 x 512: whole rounds of tiles first, then the rest split (a CTA's ring carried
-  // from its whole tiles into its split ones).
+  // 1000^3: 64 tiles of 16 k-steps cut in halves; 128 x 12288 x 1024: 96 tiles in chunks;
+  // 2176 x 4096 x 512: whole rounds of tiles first, then the rest in chunks (a CTA's ring
+  // carried from its whole tiles into its chunks).
   for (const std::vector<int64_t>& s :
        {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}, {2176, 4096, 512}}) {
     CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
@@ -388,12 +389,12 @@ TEST_CASE("gpu: stream-K gives the same bits on every run, and its workspace is 
     catalogue::DeviceProblem dp = catalogue::upload(rt, p);
     std::string path = ck.launch_path(dp.views);
     INFO(str(s) << ": " << path);
-    // "... (132 CTAs, stream-K: the last 96 tiles split along K over 132 CTAs)"
-    long splitTiles = 0, splitCtas = 0;
-    const size_t at = path.find("stream-K: the last ");
+    // "... (132 CTAs, split-K: the last 96 tiles cut along K into 4 chunks)"
+    long splitTiles = 0, chunks = 0;
+    const size_t at = path.find("split-K: the last ");
     REQUIRE(at != std::string::npos);
-    REQUIRE(std::sscanf(path.c_str() + at, "stream-K: the last %ld tiles split along K over %ld CTAs", &splitTiles,
-                        &splitCtas) == 2);
+    REQUIRE(std::sscanf(path.c_str() + at, "split-K: the last %ld tiles cut along K into %ld chunks", &splitTiles,
+                        &chunks) == 2);
     const int64_t tileN = path.find("__sm90_n256") != std::string::npos ? 256 : 128;
     const int64_t tiles = (s[0] + 127) / 128 * ((s[1] + tileN - 1) / tileN);
     if (s[0] == 2176) CHECK(splitTiles < tiles);
@@ -408,12 +409,12 @@ TEST_CASE("gpu: stream-K gives the same bits on every run, and its workspace is 
     }
     CHECK(runs[1] == runs[0]);
     CHECK(runs[2] == runs[0]);
-    // The workspace (arrival counters, then two part-sum slots of 128 x tileN f32 per split
-    // CTA) is device memory kiln holds beside the problem's tensors: made by the first
-    // stream-K launch, grown when a launch needs more.
+    // The workspace (arrival counters, then a slot of 128 x tileN f32 per chunk) is device
+    // memory kiln holds beside the problem's tensors: made by the first split-K launch,
+    // grown when a launch needs more.
     int64_t tensorBytes = 0;
     for (const TensorView& v : dp.views) tensorBytes += v.numel() * 2;
-    CHECK(rt.memory().in_use_bytes >= tensorBytes + 64 * 1024 + int64_t(splitCtas) * 2 * 128 * tileN * 4);
+    CHECK(rt.memory().in_use_bytes >= tensorBytes + 64 * 1024 + int64_t(splitTiles) * chunks * 128 * tileN * 4);
     verify::Report r = catalogue::verify_output(rt, dp, p);
     INFO(r.summary());
     CHECK(r.ok);

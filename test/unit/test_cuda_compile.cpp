@@ -247,8 +247,8 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
   CHECK_THAT(ptx, Contains(".multicast::cluster") && Contains("mapa.shared::cluster") &&
                       Contains("mbarrier.arrive.shared::cluster.b64") && !Contains("mbarrier.arrive.release.cluster") &&
                       Contains("barrier.cluster.wait"));
-  // Clusters take whole tiles: no stream-K.
-  CHECK_THAT(rt.compile(k).report().sm90, !Contains("stream-K"));
+  // Clusters take whole tiles: no split-K.
+  CHECK_THAT(rt.compile(k).report().sm90, !Contains("split-K"));
   CHECK_THAT(rt.compile(k).report().sm90, Contains("clusters of 2 (A multicast)"));
   for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256"}) {
     INFO(entry);

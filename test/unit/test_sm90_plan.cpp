@@ -184,81 +184,89 @@ TEST_CASE("each launch takes the twin width that leaves the busiest SM least wor
 }
 
 namespace {
-// The same plan as a stream-K twin makes it: a workspace, the split tiles, K as its reduction.
-LaunchPlan streamKPlan(int64_t tileN = 128) {
+// The same plan as a split-K twin makes it: a workspace, the split tiles and their chunks,
+// K as its reduction.
+LaunchPlan splitKPlan(int64_t tileN = 128) {
   LaunchPlan p = gemmPlan();
   p.persistent = true;
   p.tileN = tileN;
   p.gridDims[1].tile = tileN;
   p.params.push_back({LaunchParam::Workspace, 0, 0, {}});
-  p.params.push_back({LaunchParam::StreamKTiles, 0, 0, {}});
+  p.params.push_back({LaunchParam::SplitTiles, 0, 0, {}});
+  p.params.push_back({LaunchParam::KSplits, 0, 0, {}});
   p.reduction = {0, 1, 64, "K"};
   return p;
 }
 } // namespace
 
-TEST_CASE("a launch splits tiles along K only where the last round of CTAs would be part-empty", "[sm90]") {
-  const LaunchPlan p = streamKPlan();
-  auto at = [&](int64_t M, int64_t N, int64_t K, StreamK mode = StreamK::Auto) { return split(p, args(M, N, K), {132, mode}); };
-  // 96 tiles on 132 SMs: every tile split, all 132 CTAs take an even share of the k-steps.
+TEST_CASE("a launch cuts tiles along K only where the last round of CTAs would be part-empty", "[sm90]") {
+  const LaunchPlan p = splitKPlan();
+  auto at = [&](int64_t M, int64_t N, int64_t K, SplitK mode = SplitK::Auto) { return split(p, args(M, N, K), {132, mode}); };
+  // 96 tiles of 64 k-steps on 132 SMs: 4 chunks each, 384 chunks in 3 rounds of 132 CTAs
+  // (0.75 of a tile) plus the fix-up (4 x 1.5 / 64); 2 or 3 chunks would still take a tile.
   Split s = at(128, 12288, 4096);
-  CHECK(s.streamKTiles == 96);
+  CHECK(s.splitTiles == 96);
+  CHECK(s.splits == 4);
   CHECK(s.ctas == 132);
-  CHECK(s.streamKCtas == 132);
-  CHECK(s.cost == Approx(96.0 / 132 + 6.0 / 64));
-  // 1000^3: 64 tiles of 16 k-steps; 1024 steps spread over 132 CTAs.
+  CHECK(s.cost == Approx(0.75 + 4 * 1.5 / 64));
+  // 1000^3: 64 tiles of 16 k-steps in halves: 128 CTAs, half a tile each.
   s = at(1000, 1000, 1000);
-  CHECK(s.streamKTiles == 64);
-  CHECK(s.streamKCtas == 132);
-  // A tile of 2 k-steps: at least 4 steps per CTA, so 64 x 2 steps go to 32 CTAs.
-  s = at(1000, 1000, 128, StreamK::On);
-  CHECK(s.streamKCtas == 32);
-  // 1024 tiles: 7.76 rounds + the fix-up is within 3% of 8 whole ones: whole tiles. Forced,
-  // 6 whole rounds and the remaining 232 tiles split.
-  CHECK(at(4096, 4096, 4096).streamKTiles == 0);
-  CHECK(at(4096, 4096, 4096, StreamK::On).streamKTiles == 1024 - 6 * 132);
-  // 512 tiles: 3.88 rounds + the fix-up is within 3% of 4 whole ones: not worth the risk.
-  CHECK(split(streamKPlan(256), args(4096, 4096, 4096), {132}).streamKTiles == 0);
+  CHECK(s.splitTiles == 64);
+  CHECK(s.splits == 2);
+  CHECK(s.cost == Approx(0.5 + 2 * 1.5 / 16));
+  // Chunks are at least 4 k-steps: tiles of 2 k-steps are never cut, even when asked.
+  CHECK(at(1000, 1000, 128, SplitK::On).splitTiles == 0);
+  // 1024 tiles: 7.76 rounds; cut in halves (more chunks would pass 4 per CTA), no better
+  // than 8 whole rounds: whole tiles. Forced, 6 whole rounds and the remaining 232 tiles cut.
+  CHECK(at(4096, 4096, 4096).splitTiles == 0);
+  s = at(4096, 4096, 4096, SplitK::On);
+  CHECK(s.splitTiles == 1024 - 6 * 132);
+  CHECK(s.splits == 2);
+  // 512 wide tiles: 3.88 rounds, no cut does better than 4.
+  CHECK(split(splitKPlan(256), args(4096, 4096, 4096), {132}).splitTiles == 0);
+  // 544 tiles: 3 whole rounds first, the remaining 148 tiles in chunks.
+  s = at(2176, 4096, 512, SplitK::On);
+  CHECK(s.splitTiles == 544 - 3 * 132);
+  CHECK(s.splits >= 2);
+  // At most 4 chunks per CTA: 200 tiles of 1024 k-steps would take 15 chunks each.
+  s = at(25 * 128, 8 * 128, 65536, SplitK::On);
+  CHECK(s.splitTiles == 200);
+  CHECK(s.splitTiles * s.splits <= 4 * 132);
   // Tiles that fill every round exactly: whole tiles.
   s = at(128 * 132, 128, 4096);
-  CHECK(s.streamKTiles == 0);
+  CHECK(s.splitTiles == 0);
   CHECK(s.ctas == 132);
   CHECK(s.cost == 1.0);
-  // Short K: the fix-up would cost more than the idle SMs.
-  s = at(2048, 2048 + 128, 64); // 272 tiles: 3 rounds, 2.06 + 1 with stream-K
-  CHECK(s.streamKTiles == 0);
-  CHECK(s.ctas == 132);
-  // Off / on for A/B runs; one CTA per tile (no SM count) never splits.
-  CHECK(at(128, 12288, 4096, StreamK::Off).streamKTiles == 0);
-  CHECK(at(2048, 2048 + 128, 64, StreamK::On).streamKTiles == 272 - 132);
-  CHECK(split(p, args(128, 12288, 4096), {0}).streamKTiles == 0);
+  // Off for A/B runs; one CTA per tile (no SM count) never cuts.
+  CHECK(at(128, 12288, 4096, SplitK::Off).splitTiles == 0);
+  CHECK(split(p, args(128, 12288, 4096), {0}).splitTiles == 0);
   CHECK(split(p, args(128, 12288, 4096), {0}).ctas == 96);
-  // A plan without stream-K parameters never splits.
-  CHECK(split(gemmPlan(), args(128, 12288, 4096), {132}).streamKTiles == 0);
+  // A plan without split-K parameters never cuts.
+  CHECK(split(gemmPlan(), args(128, 12288, 4096), {132}).splitTiles == 0);
 }
 
-TEST_CASE("the twin width is chosen with stream-K counted", "[sm90]") {
-  std::vector<LaunchPlan> twins = {streamKPlan(128), streamKPlan(256)};
+TEST_CASE("the twin width is chosen with split-K counted", "[sm90]") {
+  std::vector<LaunchPlan> twins = {splitKPlan(128), splitKPlan(256)};
   std::string why;
   auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why); };
-  CHECK(pick(128, 12288, 4096) == 0); // 96 narrow tiles split beat 48 wide ones split
+  CHECK(pick(128, 12288, 4096) == 0); // 96 narrow tiles in 4 chunks (0.84) beat 48 wide ones in 5 (0.97 x 1.88)
   CHECK(pick(4096, 4096, 4096) == 1); // 512 wide tiles: 3.88 rounds, whole
-  CHECK(split(twins[1], args(4096, 4096, 4096), {132}).streamKTiles == 0);
+  CHECK(split(twins[1], args(4096, 4096, 4096), {132}).splitTiles == 0);
 }
 
-TEST_CASE("a stream-K plan survives JSON, and one missing its parameters is refused", "[sm90][errors]") {
-  LaunchPlan p = streamKPlan();
+TEST_CASE("a split-K plan survives JSON, and one missing its parameters is refused", "[sm90][errors]") {
+  LaunchPlan p = splitKPlan();
   LaunchPlan q = LaunchPlan::fromJson(nlohmann::json::parse(p.toJson().dump()));
   CHECK(q.toJson() == p.toJson());
-  CHECK(q.streamK());
-  CHECK_THAT(q.str(), Contains("tiles (stream-K capable)"));
+  CHECK(q.splitK());
+  CHECK_THAT(q.str(), Contains("tiles (split-K capable)"));
   nlohmann::json j = p.toJson();
-  j["params"].erase(j["params"].size() - 1); // no stream_k_tiles
-  CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("one workspace and one stream_k_tiles parameter"));
+  j["params"].erase(j["params"].size() - 1); // no k_splits
+  CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("one workspace, one split_tiles and one k_splits parameter"));
   j = p.toJson();
   j.erase("reduction"); // parameters without a reduction
-  CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("one workspace and one stream_k_tiles parameter"));
-  CHECK_FALSE(LaunchPlan::fromJson(gemmPlan().toJson()).streamK());
+  CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("one workspace, one split_tiles and one k_splits parameter"));
+  CHECK_FALSE(LaunchPlan::fromJson(gemmPlan().toJson()).splitK());
   p.reduction.dim = 4; // A has no dim 4
   std::string why;
   CHECK_FALSE(applies(p, args(64, 64, 64), &why));

@@ -136,19 +136,10 @@ private:
   /// (groups of 8 M-tiles, column by column inside a group, so CTAs running at once share A
   /// and B tiles in L2). A unit is a tile, or a cluster's adjacent tiles.
   void setTile(Value t, Value columns);
-  /// Stream-K: the first step of CTA c (c <= Gs): the first I % Gs CTAs take one step more
-  /// than the others, I / Gs.
-  Value skStart(Value c) { return add(mul(c, skQ_), b_.create<arith::MinUIOp>(loc_, c, skR_)); }
-  /// Stream-K: the CTA whose steps hold step x.
-  Value skOwner(Value x) {
-    Value longSteps = mul(skR_, add(skQ_, i32(1)));
-    return b_.create<arith::SelectOp>(loc_, ult(x, longSteps), divu(x, add(skQ_, i32(1))),
-                                      add(skR_, divu(sub(x, longSteps), skQ_)));
-  }
-  /// Stream-K: a warpgroup's share of a tile split along K. Adds its partial sums to the
+  /// Split-K: a warpgroup's share of a tile split along K. Adds its partial sums to the
   /// workspace; the warpgroup that arrives last sums every part in k order. Returns the
   /// tile's accumulator (valid where the flag is set) and whether this warpgroup stores it.
-  std::pair<Value, Value> streamKFixup(Value acc);
+  std::pair<Value, Value> splitKFixup(Value acc);
   void release(Value it) {
     Value bar = emptyBarrier(slotOf(it).first);
     if (cfg_.cluster == 1) {
@@ -203,16 +194,13 @@ private:
   Value tid_, wg_, kTiles_, smem_, sbase_;
   Value tilesM_, tilesN_, numTiles_; // C's tiles, walked by the persistent loop
   Value rank_;                        // this CTA's rank in its cluster (0 when no cluster)
-  Value ws_, skTiles_;                 // stream-K: workspace, split tiles (null without)
-  Value skCtas_, skSteps_;             // stream-K: CTAs Gs that take k-steps, and the steps I
-  Value skQ_, skR_;                    // stream-K: I / Gs and I % Gs
-  Value skMyStart_;                    // stream-K: this CTA's first step
+  Value ws_, skTiles_, kSplits_;       // split-K: workspace, split tiles, chunks per tile (null without)
   // Per work item (set inside forEachTile): the tile's corner, the ring position of its
-  // first k-step, its k-steps [kBegin_, kEnd_), and for stream-K whether the item is part of
-  // a tile (partial_), the item's first step in the stream-K order and its tile's index
-  // among the stream-K tiles.
+  // first k-step, its k-steps [kBegin_, kEnd_), and for split-K whether the item is a chunk
+  // of a split tile (partial_), the chunk's unit index and its tile's index among the split
+  // tiles.
   Value m0_, n0_, base_, kBegin_, kEnd_;
-  Value partial_, segStart_, skTile_;
+  Value partial_, skUnit_, skTile_;
 };
 
 } // namespace kiln::hopper::detail

@@ -45,7 +45,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
       }
       plan.params.push_back(p);
     }
-    // Plans from before stream-K have no reduction: whole tiles only.
+    // Plans from before split-K have no reduction: whole tiles only.
     if (j.contains("reduction")) {
       const auto& r = j.at("reduction");
       plan.reduction = {r.at("arg").get<int>(), r.at("dim").get<int>(), r.at("tile").get<int64_t>(),
@@ -53,11 +53,12 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
       if (plan.reduction.arg >= 0 && (plan.reduction.dim < 0 || plan.reduction.tile < 1))
         throw std::out_of_range("bad reduction dim");
     }
-    int streamKParams = 0;
+    int splitKParams = 0;
     for (const LaunchParam& p : plan.params)
-      streamKParams += p.kind == LaunchParam::Workspace || p.kind == LaunchParam::StreamKTiles;
-    if (streamKParams != (plan.streamK() ? 2 : 0))
-      throw std::out_of_range("a stream-K plan has one workspace and one stream_k_tiles parameter, others none");
+      splitKParams += p.kind == LaunchParam::Workspace || p.kind == LaunchParam::SplitTiles ||
+                      p.kind == LaunchParam::KSplits;
+    if (splitKParams != (plan.splitK() ? 3 : 0))
+      throw std::out_of_range("a split-K plan has one workspace, one split_tiles and one k_splits parameter, others none");
     // Plans from before "output" was recorded passed C as their first pointer.
     plan.output = j.value("output", -1);
     for (size_t i = 0; plan.output < 0 && i < plan.params.size(); ++i)
@@ -83,7 +84,7 @@ std::string LaunchPlan::str() const {
                                    : gridDims[i].name) +
          ", " + std::to_string(gridDims[i].tile) + ")";
   return s + " tiles" + (persistent && raster && raster != 8 ? " in groups of " + std::to_string(raster) + " tile rows" : "") +
-         (streamK() ? " (stream-K capable)" : "");
+         (splitK() ? " (split-K capable)" : "");
 }
 
 } // namespace kiln::hopper

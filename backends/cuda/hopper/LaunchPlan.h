@@ -22,18 +22,20 @@ struct LaunchParam {
     Pointer,   ///< argument `arg`'s device address
     Stride,    ///< argument `arg`'s stride along `dim`, in elements (i64)
     Dim,       ///< argument `arg`'s extent along `dim` (i32)
-    Workspace, ///< the runtime's stream-K workspace for this launch (a device address; null
-               ///< when the launch has no stream-K tiles). Layout: see streamKWorkspaceBytes
-    StreamKTiles, ///< how many of C's tiles (the last in the kernel's order) the launch splits
-                  ///< along K across its CTAs (i32; 0: every CTA takes whole tiles)
+    Workspace,  ///< the runtime's split-K workspace for this launch (a device address; null
+                ///< when the launch splits no tile). Layout: see Sm90Tiles.h
+    SplitTiles, ///< how many of C's tiles (the last in the kernel's order) the launch cuts
+                ///< along K (i32; 0: every CTA takes whole tiles)
+    KSplits,    ///< into how many chunks of k-steps each split tile is cut (i32)
   } kind = Pointer;
   int arg = 0;
   int dim = 0;
   std::vector<int64_t> box; ///< TensorMap only
 };
 
-inline constexpr const char* kParamKinds[] = {"tensormap", "pointer", "stride", "dim", "workspace", "stream_k_tiles"};
-inline constexpr int kParamKindCount = 6;
+inline constexpr const char* kParamKinds[] = {"tensormap", "pointer", "stride", "dim", "workspace", "split_tiles",
+                                              "k_splits"};
+inline constexpr int kParamKindCount = 7;
 
 /// The kernel's work items (tiles of C) are the product over gridDims of
 /// ceildiv(extent of argument `arg` along `dim`, tile).
@@ -62,11 +64,11 @@ struct LaunchPlan {
   /// A persistent kernel's tile order: groups of this many tile rows, column by column
   /// inside a group (0: not recorded, plans from before it was).
   int64_t raster = 0;
-  /// Stream-K kernels (a Workspace and a StreamKTiles parameter): the reduction extent K,
+  /// Split-K kernels (a Workspace, a SplitTiles and a KSplits parameter): the reduction extent K,
   /// counted in tileK steps; arg -1 when the kernel takes whole tiles only.
   GridDim reduction{-1, 0, 1, ""};
 
-  bool streamK() const { return reduction.arg >= 0; }
+  bool splitK() const { return reduction.arg >= 0; }
 
   nlohmann::json toJson() const;  // inline below: the compiler (built without RTTI) writes plans too
   /// Throws kiln::Error(InvalidArgument) on a malformed plan (a corrupt cache entry).

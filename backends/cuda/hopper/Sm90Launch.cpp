@@ -69,7 +69,7 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
   for (const GridDim& g : plan.gridDims)
     if (g.arg < 0 || size_t(g.arg) >= args.size() || g.dim < 0 || g.dim >= args[size_t(g.arg)].rank())
       return *why = "the launch plan's grid names a missing argument or dim", false;
-  if (plan.streamK() && (size_t(plan.reduction.arg) >= args.size() || plan.reduction.dim >= args[size_t(plan.reduction.arg)].rank()))
+  if (plan.splitK() && (size_t(plan.reduction.arg) >= args.size() || plan.reduction.dim >= args[size_t(plan.reduction.arg)].rank()))
     return *why = "the launch plan's reduction names a missing argument or dim", false;
   if (plan.output < 0 || size_t(plan.output) >= args.size()) return *why = "the launch plan has no output", false;
   for (const LaunchParam& p : plan.params) {
@@ -110,17 +110,29 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   const int64_t slots = std::max<int64_t>(1, int64_t(config.smCount) * plan.ctasPerSm / plan.cluster);
   const int64_t rounds = (units + slots - 1) / slots;
   Split whole{std::min(units, slots) * plan.cluster, 0, 0, double(rounds)};
-  if (!plan.streamK() || plan.cluster != 1 || config.streamK == StreamK::Off || units % slots == 0) return whole;
+  if (!plan.splitK() || plan.cluster != 1 || config.splitK == SplitK::Off || units % slots == 0) return whole;
   const TensorView& r = args[size_t(plan.reduction.arg)];
   const int64_t kTiles = (r.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile;
+  // The tiles of the last full round and the part-full one are split (all of them when
+  // there are fewer tiles than CTAs).
   const int64_t full = units / slots;
-  const int64_t streamKTiles = units - (full >= 1 ? (full - 1) * slots : 0);
-  // More tiles than the counters hold, or more steps than the kernel counts in 32 bits.
-  if (streamKTiles * 2 * 4 > kStreamKCounterBytes || streamKTiles * kTiles > INT32_MAX) return whole;
-  Split sk{slots, streamKTiles, streamKCtas(streamKTiles * kTiles, slots),
-           double(units) / double(slots) + std::min(1.0, 6.0 / double(kTiles))};
-  // Only for a clear gain: the fix-up cost is a model, not a measurement of this shape.
-  return config.streamK == StreamK::On || sk.cost < 0.97 * whole.cost ? sk : whole;
+  const int64_t splitTiles = units - (full >= 1 ? (full - 1) * slots : 0);
+  const double before = double(units - splitTiles) / double(slots); // whole rounds first
+  Split best; // the cheapest split (splits 0: none possible)
+  // More tiles than the counters hold: whole tiles.
+  if (splitTiles * 2 * 4 > kSplitKCounterBytes) return whole;
+  for (int64_t s = 2; s <= kTiles / kSplitKMinSteps && s <= 16; ++s) {
+    const int64_t rounds = (splitTiles * s + slots - 1) / slots;
+    // At most 4 chunks per CTA: bounds the workspace (a slot per chunk) to 4 x slots slots.
+    if (splitTiles * s > 4 * slots) break;
+    // A chunk costs 1/s of a tile; the fix-up of a tile reads its s parts back, each about
+    // 1.5 k-steps' worth of the main loop.
+    const double cost = before + double(rounds) / double(s) + double(s) * 1.5 / double(kTiles);
+    if (best.splits == 0 || cost < best.cost) best = {slots, splitTiles, s, cost};
+  }
+  if (best.splits == 0) return whole;
+  // Only for a clear gain (auto): the fix-up cost is a model, not a measurement.
+  return config.splitK == SplitK::On || best.cost < 0.97 * whole.cost ? best : whole;
 }
 
 int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
@@ -191,23 +203,22 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
       break;
     }
     case LaunchParam::Workspace: {
-      CUdeviceptr ws = work.streamKTiles ? workspace(size_t(streamKWorkspaceBytes(plan.tileN, work.streamKCtas))) : 0;
+      CUdeviceptr ws =
+          work.splitTiles ? workspace(size_t(splitKWorkspaceBytes(plan.tileN, work.splitTiles, work.splits))) : 0;
       std::memcpy(slot, &ws, sizeof ws);
       break;
     }
-    case LaunchParam::StreamKTiles: {
-      auto tiles = int32_t(work.streamKTiles);
-      std::memcpy(slot, &tiles, sizeof tiles);
+    case LaunchParam::SplitTiles:
+    case LaunchParam::KSplits: {
+      auto n = int32_t(p.kind == LaunchParam::SplitTiles ? work.splitTiles : work.splits);
+      std::memcpy(slot, &n, sizeof n);
       break;
     }
     }
   }
   const std::array<unsigned, 3> grid = {unsigned(work.ctas), 1, 1}, block = {unsigned(plan.threads), 1, 1};
-  if (plan.cluster > 1)
-    cuda::launchKernelClustered(f, kernelName, grid, block, unsigned(plan.cluster), unsigned(plan.sharedBytes), stream,
-                                params.data());
-  else
-    cuda::launchKernel(f, kernelName, grid, block, unsigned(plan.sharedBytes), stream, params.data());
+  cuda::launchKernelEx(f, kernelName, grid, block, unsigned(plan.cluster), unsigned(plan.sharedBytes), stream,
+                       params.data());
 }
 
 } // namespace kiln::hopper

@@ -21,30 +21,33 @@ namespace kiln::hopper {
 /// A plan naming arguments or dims `args` lacks is refused the same way.
 bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::string* why);
 
-/// Whether launches split tiles along K (stream-K): when the cost model says it pays
-/// (auto), never, or whenever the tiles do not fill the last round of CTAs (on; for A/B).
-enum class StreamK { Auto, Off, On };
+/// Whether launches split tiles along K (split-K): never, where the cost model says it pays
+/// (auto; LaunchConfig's default, for the tests of the model), or wherever the tiles leave
+/// the last round of CTAs part-empty (on). The runtime's default is Off.
+enum class SplitK { Auto, Off, On };
 
 struct LaunchConfig {
-  int smCount = 0; ///< the GPU's SMs; 0: one CTA per tile (no persistent grid, no stream-K)
-  StreamK streamK = StreamK::Auto;
+  int smCount = 0; ///< the GPU's SMs; 0: one CTA per tile (no persistent grid, no split-K)
+  SplitK splitK = SplitK::Auto;
 };
 
-/// How one launch divides C's tiles: `ctas` CTAs, the last `streamKTiles` tiles split
-/// along K (see Sm90Tiles.h), and the busiest CTA's work in tiles of the plan (`cost`).
+/// How one launch divides C's tiles: `ctas` CTAs; the last `splitTiles` tiles cut into
+/// `splits` chunks along K (see Sm90Tiles.h); the busiest CTA's work in tiles (`cost`).
 struct Split {
   int64_t ctas = 0;
-  int64_t streamKTiles = 0;
-  int64_t streamKCtas = 0;
+  int64_t splitTiles = 0;
+  int64_t splits = 0;
   double cost = 0;
 };
 
 /// The split of `args`' tiles for `plan`. Whole tiles: ceil(tiles / slots) rounds on
-/// slots = smCount x ctasPerSm CTAs. Stream-K (a stream-K plan whose tiles leave the last
-/// round part-empty): all but the last full round and the remainder go whole, those
-/// tiles' k-steps evenly; cost tiles / slots + min(1, 6 / kTiles) (the fix-up of a split
-/// tile, measured against its main loop). Stream-K where it costs under 0.97x whole tiles
-/// (StreamK::Auto), always or never (On, Off).
+/// slots = smCount x ctasPerSm CTAs. Split-K (a split-K plan whose tiles leave the last
+/// round part-empty): the whole rounds but the last full one, then the rest cut into s
+/// chunks (2..16, each at least kSplitKMinSteps k-steps, at most 4 chunks per CTA in all:
+/// a workspace slot each), s chosen for the least cost:
+/// ceil(tiles x s / slots) / s rounds plus s x 1.5 / kTiles for the fix-up. Split where
+/// that costs under 0.97x whole tiles (SplitK::Auto), wherever a split is possible (On),
+/// or never (Off).
 Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config);
 
 /// Which of a kernel's twins (`twins`, each compiled for one tile width) runs `args`: the
@@ -55,12 +58,12 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
 int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
            std::string* why, Split* work = nullptr);
 
-/// Device memory of at least `bytes` for this launch's stream: the stream-K workspace
-/// (its first kStreamKCounterBytes zero before the first use).
+/// Device memory of at least `bytes` for this launch's stream: the split-K workspace
+/// (its first kSplitKCounterBytes zero before the first use).
 using WorkspaceFn = std::function<CUdeviceptr(size_t bytes)>;
 
 /// Encodes the tensor maps, packs the parameters and launches `f` on `stream` divided as
-/// `work` (split()'s for these arguments) says; a stream-K launch takes its workspace from
+/// `work` (split()'s for these arguments) says; a split-K launch takes its workspace from
 /// `workspace`.
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
             const std::string& kernelName, const Split& work, const WorkspaceFn& workspace);

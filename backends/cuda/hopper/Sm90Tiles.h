@@ -13,7 +13,7 @@ inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 /// 16-bit elements (one filled while the other is stored).
 inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2, kStagingBytes = 2 * 2 * kStagingBoxBytes;
 
-/// A 4-byte word per consumer warpgroup: the stream-K fix-up tells its threads whether
+/// A 4-byte word per consumer warpgroup: the split-K fix-up tells its threads whether
 /// they reduce the tile.
 inline constexpr int64_t kFlagBytes = 16;
 
@@ -31,28 +31,25 @@ constexpr int64_t maxStages(int64_t tileN) {
   return s;
 }
 
-// Stream-K. A launch with S stream-K tiles (the last S of C's tiles in the kernel's order)
-// gives its other tiles whole to its G CTAs, round-robin, and splits the I = S x kTiles
-// k-steps of the rest evenly over Gs = streamKCtas(I, G) CTAs: the first I % Gs take
-// I / Gs + 1 consecutive steps, the others I / Gs (I < 2^31: the kernel counts steps in 32
-// bits). A tile split between CTAs is summed in a fixed
-// order (by k) by whichever of them finishes last, from partial sums in the workspace:
-//   [0, kStreamKCounterBytes): per stream-K tile, one 32-bit arrival counter per consumer
+// Split-K. A launch with S split tiles (the last S of C's tiles in the kernel's order) and
+// s splits gives its other tiles whole to its G CTAs, round-robin, then cuts each split tile
+// into s chunks of k-steps, [j kTiles / s, (j + 1) kTiles / s), as work units u = j S + t
+// (chunk-major: CTAs running together read the same k range), CTA b taking units b, b + G,
+// ... A tile's chunks are summed in a fixed order (by j) by the consumer warpgroup that
+// finishes its chunk last, from partial sums in the workspace:
+//   [0, kSplitKCounterBytes): per split tile, one 32-bit arrival counter per consumer
 //     warpgroup; zero between launches (the last arrival resets its counter);
-//   then per CTA c < Gs, two slots (0: its first segment, 1: its last), each per consumer
-//     warpgroup 128 threads x tileN / 2 f32 in fragment order, 16 bytes per thread per step.
-// The host and the kernel compute these the same way; the kernel's copy is in WgmmaGemm.cpp.
-inline constexpr int64_t kStreamKCounterBytes = 64 * 1024;
-/// Every stream-K CTA takes at least this many k-steps (shorter would cost more in
-/// pipeline fill and fix-up than it spreads).
-inline constexpr int64_t kStreamKMinSteps = 4;
-constexpr int64_t streamKCtas(int64_t steps, int64_t ctas) {
-  const int64_t byWork = steps / kStreamKMinSteps;
-  return byWork < 1 ? 1 : (byWork < ctas ? byWork : ctas);
-}
-constexpr int64_t streamKSlotBytes(int64_t tileN) { return 2 * 128 * (tileN / 2) * 4; }
-constexpr int64_t streamKWorkspaceBytes(int64_t tileN, int64_t streamKCtas) {
-  return kStreamKCounterBytes + streamKCtas * 2 * streamKSlotBytes(tileN);
+//   then per unit u, a slot: per consumer warpgroup 128 threads x tileN / 2 f32 in
+//     fragment order, 16 bytes per thread per step.
+// The host (Sm90Launch.cpp) and the kernel (WgmmaGemm.cpp's work loop, SplitK.cpp's slots)
+// compute these the same way.
+inline constexpr int64_t kSplitKCounterBytes = 64 * 1024;
+/// Every chunk has at least this many k-steps (shorter would cost more in pipeline fill
+/// and fix-up than it spreads).
+inline constexpr int64_t kSplitKMinSteps = 4;
+constexpr int64_t splitKSlotBytes(int64_t tileN) { return 2 * 128 * (tileN / 2) * 4; }
+constexpr int64_t splitKWorkspaceBytes(int64_t tileN, int64_t splitTiles, int64_t splits) {
+  return kSplitKCounterBytes + splitTiles * splits * splitKSlotBytes(tileN);
 }
 
 } // namespace kiln::hopper

@@ -55,12 +55,13 @@ void Emitter::declareParams() {
   param({LaunchParam::Dim, int(m_.a), 0, {}}, b_.getI32Type()); // M
   param({LaunchParam::Dim, int(m_.b), 1, {}}, b_.getI32Type()); // N
   param({LaunchParam::Dim, int(m_.a), 1, {}}, b_.getI32Type()); // K
-  // Stream-K (persistent CTAs without clusters): the runtime's workspace and how many of
-  // C's tiles this launch splits along K (Sm90Tiles.h).
-  const bool streamK = cfg_.persistent && cfg_.cluster == 1;
-  if (streamK) {
+  // Split-K (persistent CTAs without clusters): the runtime's workspace, how many of C's
+  // tiles this launch cuts along K and into how many chunks (Sm90Tiles.h).
+  const bool splitK = cfg_.persistent && cfg_.cluster == 1;
+  if (splitK) {
     param({LaunchParam::Workspace, 0, 0, {}}, global);
-    param({LaunchParam::StreamKTiles, 0, 0, {}}, b_.getI32Type());
+    param({LaunchParam::SplitTiles, 0, 0, {}}, b_.getI32Type());
+    param({LaunchParam::KSplits, 0, 0, {}}, b_.getI32Type());
   }
 
   b_.setInsertionPointToEnd(gm_.getBody());
@@ -88,9 +89,10 @@ void Emitter::declareParams() {
   M_ = entry.getArgument(i++);
   N_ = entry.getArgument(i++);
   K_ = entry.getArgument(i++);
-  if (streamK) {
+  if (splitK) {
     ws_ = entry.getArgument(i++);
     skTiles_ = entry.getArgument(i++);
+    kSplits_ = entry.getArgument(i++);
   }
 
   plan_.entry = name;
@@ -109,7 +111,7 @@ void Emitter::declareParams() {
   };
   plan_.gridDims = {{int(m_.a), 0, kBM, dimName(m_.a, 0)}, {int(m_.b), 1, cfg_.bn, dimName(m_.b, 1)}};
   plan_.persistent = cfg_.persistent;
-  if (streamK) plan_.reduction = {int(m_.a), 1, kBK, dimName(m_.a, 1)};
+  if (splitK) plan_.reduction = {int(m_.a), 1, kBK, dimName(m_.a, 1)};
 }
 
 void Emitter::run() {
@@ -140,17 +142,6 @@ void Emitter::run() {
   Value bidx = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
   rank_ = cfg_.cluster == 1 ? i32(0) : remu(bidx, i32(cfg_.cluster));
   kTiles_ = divu(add(K_, i32(kBK - 1)), i32(kBK));
-  if (skTiles_) {
-    // Sm90Tiles.h's streamKCtas(), on the device.
-    // 32-bit throughout (the host keeps skTiles x kTiles under 2^31): a 64-bit division is a
-    // subroutine call to ptxas, and any call serialises wgmma.
-    Value grid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::GridDimOp>(loc_, gpu::Dimension::x));
-    skSteps_ = mul(skTiles_, kTiles_);
-    skCtas_ = b_.create<arith::MinUIOp>(
-        loc_, grid, b_.create<arith::MaxUIOp>(loc_, divu(skSteps_, i32(kStreamKMinSteps)), i32(1)));
-    skQ_ = divu(skSteps_, skCtas_);
-    skR_ = remu(skSteps_, skCtas_);
-  }
 
   // The dynamic shared memory, rounded up to 1024 B: 128B-swizzle atoms and the wgmma
   // descriptors assume it, whatever alignment the loader gives.
@@ -181,7 +172,7 @@ void Emitter::run() {
         forEachTile([&] {
           Value acc = consumerMainloop();
           if (!skTiles_) return epilogue(acc);
-          auto [sum, mine] = streamKFixup(acc);
+          auto [sum, mine] = splitKFixup(acc);
           ifThen(mine, [&] { epilogue(sum); });
         });
         // The last boxes' stores finish before the CTA (and its shared memory) goes away.
@@ -201,9 +192,11 @@ void Emitter::run() {
 /// The persistent loop: CTA b takes tiles b, b + grid, b + 2 grid, ... of C (a grid of one
 /// CTA per tile takes exactly one), in setTile's order.
 ///
-/// With stream-K tiles (skTiles_ > 0) only the tiles before the last skTiles_ go this way;
-/// then the CTA takes its share of the stream-K k-steps, [skStart(b), skStart(b + 1)) of
-/// I = skTiles_ x kTiles (Sm90Tiles.h), one work item per tile it touches.
+/// With split tiles (skTiles_ > 0) only the tiles before the last skTiles_ go this way;
+/// then the CTA takes the split tiles' chunks u = b, b + grid, ... (Sm90Tiles.h: chunk j of
+/// split tile t is u = j skTiles_ + t, its k-steps [j kTiles / s, (j + 1) kTiles / s)).
+/// Index math stays 32-bit: a 64-bit division is a ptxas subroutine call, and any call
+/// serialises every wgmma of the kernel.
 ///
 /// With a cluster of 2 the loop runs over clusters and work units instead: cluster c takes
 /// units c, c + clusters, ...; a unit is a pair of horizontally adjacent tiles, the CTA of
@@ -221,42 +214,47 @@ template <class F> void Emitter::forEachTile(F&& body) {
     // Whole tiles this CTA takes: bid, bid + grid, ... below dpTiles.
     Value nDp = b_.create<arith::SelectOp>(loc_, ult(bid, dpTiles), divu(add(sub(dpTiles, bid), sub(grid, i32(1))), grid),
                                            i32(0));
-    Value inSk = ult(bid, skCtas_);
-    Value myStart = b_.create<arith::SelectOp>(loc_, inSk, skStart(bid), skSteps_);
-    Value myEnd = b_.create<arith::SelectOp>(loc_, inSk, skStart(add(bid, i32(1))), skSteps_);
-    skMyStart_ = myStart;
+    // Divisors of at least 1: with no split tiles the loop never takes a chunk, but the
+    // selects below still compute one.
+    Value one = i32(1);
+    Value splitTiles = b_.create<arith::MaxUIOp>(loc_, skTiles_, one);
+    Value splits = b_.create<arith::MaxUIOp>(loc_, kSplits_, one);
+    Value chunks = mul(skTiles_, kSplits_);
     Type i32t = b_.getI32Type();
-    auto loop = b_.create<scf::WhileOp>(loc_, TypeRange{i32t, i32t, i32t}, ValueRange{i32(0), myStart, i32(0)});
+    auto loop = b_.create<scf::WhileOp>(loc_, TypeRange{i32t, i32t, i32t}, ValueRange{i32(0), bid, i32(0)});
     {
       Block* before = b_.createBlock(&loop.getBefore(), {}, {i32t, i32t, i32t}, {loc_, loc_, loc_});
       b_.setInsertionPointToStart(before);
-      Value more = b_.create<arith::OrIOp>(
-          loc_, ult(before->getArgument(0), nDp),
-          b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, before->getArgument(1), myEnd));
+      Value more = b_.create<arith::OrIOp>(loc_, ult(before->getArgument(0), nDp), ult(before->getArgument(1), chunks));
       b_.create<scf::ConditionOp>(loc_, more, before->getArguments());
     }
     Block* after = b_.createBlock(&loop.getAfter(), {}, {i32t, i32t, i32t}, {loc_, loc_, loc_});
     b_.setInsertionPointToStart(after);
-    Value i = after->getArgument(0), it = after->getArgument(1), base = after->getArgument(2);
+    Value i = after->getArgument(0), u = after->getArgument(1), base = after->getArgument(2);
     Value isDp = ult(i, nDp);
     auto sel = [&](Value c, Value a, Value b) { return b_.create<arith::SelectOp>(loc_, c, a, b).getResult(); };
-    Value skTile = divu(it, kTiles_);
-    Value kb = remu(it, kTiles_);
-    Value ke = b_.create<arith::MinUIOp>(loc_, add(kb, b_.create<arith::MinUIOp>(loc_, sub(myEnd, it), kTiles_)), kTiles_);
-    setTile(sel(isDp, add(bid, mul(i, grid)), add(dpTiles, skTile)), tilesN_);
-    kBegin_ = sel(isDp, i32(0), kb);
-    kEnd_ = sel(isDp, kTiles_, ke);
+    // A chunk's tile and k-steps, computed only for chunks (whole tiles need none of it).
+    auto chunk = b_.create<scf::IfOp>(loc_, TypeRange{i32t, i32t, i32t, i32t}, isDp, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard cg(b_);
+      b_.setInsertionPointToStart(chunk.thenBlock());
+      b_.create<scf::YieldOp>(loc_, ValueRange{add(bid, mul(i, grid)), i32(0), kTiles_, i32(0)});
+      b_.setInsertionPointToStart(chunk.elseBlock());
+      Value t = remu(u, splitTiles), j = divu(u, splitTiles);
+      b_.create<scf::YieldOp>(loc_, ValueRange{add(dpTiles, t), divu(mul(j, kTiles_), splits),
+                                               divu(mul(add(j, one), kTiles_), splits), t});
+    }
+    Value skTile = chunk.getResult(3);
+    setTile(chunk.getResult(0), tilesN_);
+    kBegin_ = chunk.getResult(1);
+    kEnd_ = chunk.getResult(2);
     base_ = base;
-    partial_ = b_.create<arith::AndIOp>(
-        loc_, b_.create<arith::XOrIOp>(loc_, isDp, b_.create<arith::ConstantIntOp>(loc_, 1, 1)),
-        b_.create<arith::OrIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, kb, i32(0)),
-                                b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, ke, kTiles_)));
-    segStart_ = it;
+    partial_ = b_.create<arith::XOrIOp>(loc_, isDp, b_.create<arith::ConstantIntOp>(loc_, 1, 1));
+    skUnit_ = u;
     skTile_ = skTile;
     body();
     Value steps = sub(kEnd_, kBegin_);
-    b_.create<scf::YieldOp>(loc_, ValueRange{sel(isDp, add(i, i32(1)), i), sel(isDp, it, add(it, steps)),
-                                             add(base, steps)});
+    b_.create<scf::YieldOp>(loc_, ValueRange{sel(isDp, add(i, one), i), sel(isDp, u, add(u, grid)), add(base, steps)});
     return;
   }
   Value first = cl == 1 ? bid : divu(bid, i32(cl)), step = cl == 1 ? grid : divu(grid, i32(cl));

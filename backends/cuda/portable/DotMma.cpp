@@ -81,23 +81,19 @@ Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType c
   Value l16 = b_.create<arith::RemUIOp>(loc_, ln, cidx(16));
   Value aCol = b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, ln, cidx(16)), cidx(8));
   auto toI32 = [&](Value idx) { return b_.create<arith::IndexCastOp>(loc_, i32, idx).getResult(); };
+  // nvvm.ldmatrix: n 8x8 matrices of 16-bit elements, transposed for B (which mma's "col"
+  // operand wants K-major); `addr` is this lane's row address in the shared window.
+  auto sharedPtr = LLVM::LLVMPointerType::get(b_.getContext(), 3);
   auto ldmatrix = [&](int n, bool trans, Value addr) {
-    std::string text = "ldmatrix.sync.aligned.m8n8.x" + std::to_string(n) + (trans ? ".trans" : "") +
-                       ".shared.b16 {";
-    std::string cons;
-    for (int r = 0; r < n; ++r) {
-      text += (r ? ",$" : "$") + std::to_string(r);
-      cons += "=r,";
-    }
-    text += "}, [$" + std::to_string(n) + "];";
+    Value ptr = b_.create<LLVM::IntToPtrOp>(loc_, sharedPtr, addr);
     SmallVector<Type> regs(n, i32);
     auto st = LLVM::LLVMStructType::getLiteral(b_.getContext(), regs);
-    auto op = b_.create<LLVM::InlineAsmOp>(loc_, st, ValueRange{addr}, text, cons + "r",
-                                           /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                           LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+    auto op = b_.create<NVVM::LdMatrixOp>(loc_, st, ptr, uint32_t(n), trans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+                                          NVVM::LdStMatrixShapeAttr::get(b_.getContext(), 8, 8),
+                                          NVVM::LdStMatrixEltType::B16);
     SmallVector<Value> out;
     for (int r = 0; r < n; ++r)
-      out.push_back(b_.create<LLVM::ExtractValueOp>(loc_, op.getResult(0), ArrayRef<int64_t>{r}));
+      out.push_back(b_.create<LLVM::ExtractValueOp>(loc_, op.getRes(), ArrayRef<int64_t>{r}));
     return out;
   };
   auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(K / 16), cidx(1), ValueRange(acc));
@@ -118,10 +114,15 @@ Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType c
     Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(N)), col);
     return ldmatrix(2, true, b_.create<arith::AddIOp>(loc_, bBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
   };
-  std::string asmText = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + (e.isBF16() ? "bf16.bf16" : "f16.f16") +
-                        ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  // nvvm.mma.sync m16n8k16, row x col, f32 accumulators. Its bf16 operands are i32 pairs
+  // as ldmatrix gives them; its f16 ones are f16x2 vectors (the same bits).
   auto f32 = b_.getF32Type();
   auto resT = LLVM::LLVMStructType::getLiteral(b_.getContext(), {f32, f32, f32, f32});
+  const bool bf16 = e.isBF16();
+  auto pair = [&](Value r) {
+    return bf16 ? r : b_.create<LLVM::BitcastOp>(loc_, VectorType::get({2}, b_.getF16Type()), r).getResult();
+  };
+  const NVVM::MMATypes type = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
   Elems next(acc.size());
   ValueRange c = loop.getRegionIterArgs();
   SmallVector<SmallVector<Value>> bfrag;
@@ -130,14 +131,15 @@ Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType c
     SmallVector<Value> a = aFrag(tmi);
     for (int64_t tni = 0; tni < l.tn; ++tni) {
       int64_t base = (tmi * l.tn + tni) * 4;
-      SmallVector<Value> ops{a[0], a[1], a[2], a[3], bfrag[tni][0], bfrag[tni][1],
-                             c[base], c[base + 1], c[base + 2], c[base + 3]};
-      auto mma = b_.create<LLVM::InlineAsmOp>(loc_, resT, ops, asmText,
-                                              "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", /*has_side_effects=*/false,
-                                              /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
-                                              LLVM::AsmDialectAttr(), ArrayAttr());
+      SmallVector<Value> opA{pair(a[0]), pair(a[1]), pair(a[2]), pair(a[3])};
+      SmallVector<Value> opB{pair(bfrag[tni][0]), pair(bfrag[tni][1])};
+      SmallVector<Value> opC{c[base], c[base + 1], c[base + 2], c[base + 3]};
+      auto mma = b_.create<NVVM::MmaOp>(loc_, resT, opA, opB, opC, ArrayRef<int64_t>{16, 8, 16},
+                                        std::optional<NVVM::MMAB1Op>(), std::optional<NVVM::MMAIntOverflow>(),
+                                        std::array<NVVM::MMATypes, 2>{type, type},
+                                        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
       for (int64_t r = 0; r < 4; ++r)
-        next[base + r] = b_.create<LLVM::ExtractValueOp>(loc_, mma.getResult(0), ArrayRef<int64_t>{r});
+        next[base + r] = b_.create<LLVM::ExtractValueOp>(loc_, mma.getRes(), ArrayRef<int64_t>{r});
     }
   }
   b_.create<scf::YieldOp>(loc_, next);

@@ -12,9 +12,9 @@
 // RASTER: \22raster\22:16
 // BADRASTER: raster-group must be 1..64, got 0
 
-// Stream-K: the work loop (whole tiles, then this CTA's share of the split tiles' k-steps);
-// a part of a tile goes to the workspace as 16-byte stores, one thread per warpgroup counts
-// it in between two device-wide fences, and the last part's warpgroup reads every part back
+// Split-K: the work loop (whole tiles, then this CTA's chunks of the split tiles); a chunk's
+// sums go to the workspace as 16-byte stores, one thread per warpgroup counts them in
+// between two device-wide fences, and the last chunk's warpgroup reads every chunk back
 // (volatile: other SMs wrote them).
 // SK: scf.while
 // SK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
@@ -22,8 +22,8 @@
 // SK: llvm.atomicrmw add %{{.*}} monotonic : !llvm.ptr<1>, i32
 // SK: nvvm.memory.barrier <gpu>
 // SK: llvm.load volatile %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
-// Clusters take whole tiles: no stream-K parameters, no work loop of that kind.
-// SKCL-NOT: stream_k_tiles
+// Clusters take whole tiles: no split-K parameters, no work loop of that kind.
+// SKCL-NOT: split_tiles
 // SKCL-NOT: scf.while
 
 // A GEMM with a bias + ReLU epilogue, as the DSL traces it (composites already expanded):
@@ -34,13 +34,14 @@
 // CHECK: gpu.module @kiln
 // CHECK: llvm.mlir.global external @kiln_sm90_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
 // The parameters: tensor maps of A, B and C (bf16: stored by TMA), the bias and its stride, M, N, K,
-// then stream-K's workspace and split tiles.
-// CHECK: gpu.func @mm__sm90(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32) kernel
+// then split-K's workspace, split tiles and chunks per tile.
+// CHECK: gpu.func @mm__sm90(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32) kernel
 // CHECK-SAME: kiln.launch_plan = "{{.*}}\22entry\22:\22mm__sm90\22
 // CHECK-SAME: \22output\22:3
 // CHECK-SAME: \22kind\22:\22tensormap\22
 // CHECK-SAME: \22kind\22:\22workspace\22
-// CHECK-SAME: \22kind\22:\22stream_k_tiles\22
+// CHECK-SAME: \22kind\22:\22split_tiles\22
+// CHECK-SAME: \22kind\22:\22k_splits\22
 // CHECK-SAME: \22raster\22:8
 // CHECK-SAME: \22reduction\22:{\22arg\22:0,\22dim\22:1,\22name\22:\22K\22,\22tile\22:64}
 // CHECK-SAME: \22shared_bytes\22:230512

@@ -30,10 +30,12 @@
 // CHECK-NEXT: gpu.barrier
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.commit.group
-// Fragments come from the stage's buffers with ldmatrix (x2.trans for B, x4 for A).
-// CHECK: llvm.inline_asm has_side_effects "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
-// CHECK: llvm.inline_asm has_side_effects "ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// CHECK-COUNT-2: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// Fragments come from the stage's buffers with nvvm.ldmatrix (x2 transposed, "col", for B;
+// x4 for A), then nvvm.mma.sync m16n8k16 row x col on bf16 pairs.
+// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 2 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32)>
+// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK-COUNT-2: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT: llvm.inline_asm
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: gpu.barrier
 // CHECK: } else {
@@ -42,7 +44,7 @@
 // CHECK: scf.if %{{.*}} -> (bf16)
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: gpu.barrier
-// CHECK: mma.sync.aligned.m16n8k16
+// CHECK: nvvm.mma.sync
 // The mma accumulator is stored two adjacent columns at a time where C's rows allow it
 // (checked per launch), element by element otherwise; only where the tile is inside C.
 // CHECK: vector.store %{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>, #gpu.address_space<global>>, vector<2xf32>

@@ -1,0 +1,104 @@
+// The sm_90a twin's split-K fix-up: a tile cut into chunks along K (see Sm90Tiles.h for the
+// cut and the workspace) is summed by the consumer warpgroup that finishes its chunk last,
+// in chunk order, so the same inputs give the same bits whichever CTA that is. No CTA waits
+// for another: a CTA that is not scheduled yet (another kernel holds its SM) cannot stall
+// one that is running.
+#include "hopper/Emitter.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <algorithm>
+
+namespace kiln::hopper::detail {
+
+std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
+  auto op = b_.create<scf::IfOp>(loc_, TypeRange{accType(), b_.getI1Type()}, partial_, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointToStart(op.elseBlock());
+  b_.create<scf::YieldOp>(loc_, ValueRange{acc, b_.create<arith::ConstantIntOp>(loc_, 1, 1)});
+  b_.setInsertionPointToStart(op.thenBlock());
+
+  MLIRContext* ctx = b_.getContext();
+  auto global = LLVM::LLVMPointerType::get(ctx, 1);
+  auto v4 = VectorType::get({4}, b_.getF32Type());
+  const int64_t vecs = cfg_.bn / 8; // 16-byte steps per thread: the fragment's bn / 2 floats
+  Value cw = sub(wg_, i32(1));
+  Value lane = remu(tid_, i32(128));
+  // This warpgroup's part of unit u's slot, at this thread's first 16 bytes; step q of the
+  // fragment lies q x 2 KiB further (the warpgroup's 128 threads side by side).
+  auto part = [&](Value u) {
+    Value off = add(add(i64(kSplitKCounterBytes), mul(ext64(u), i64(splitKSlotBytes(cfg_.bn)))),
+                    add(mul(ext64(cw), i64(splitKSlotBytes(cfg_.bn) / 2)), ext64(mul(lane, i32(16)))));
+    return byteAt(ws_, off);
+  };
+  auto stepAt = [&](Value p, int64_t q) { return q ? byteAt(p, i64(q * 128 * 16)) : p; };
+  auto syncWarpgroup = [&] { b_.create<NVVM::BarrierOp>(loc_, Type(), wg_, i32(128), NVVM::BarrierReductionAttr(), Value()); };
+
+  // 1. This chunk's sums into its unit's slot.
+  Value mine = part(skUnit_);
+  for (int64_t q = 0; q < vecs; ++q) {
+    SmallVector<Value, 4> x;
+    for (int64_t e = 0; e < 4; ++e) x.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{4 * q + e}));
+    b_.create<LLVM::StoreOp>(loc_, b_.create<vector::FromElementsOp>(loc_, v4, x), stepAt(mine, q), /*alignment=*/16);
+  }
+  syncWarpgroup();
+
+  // 2. One thread counts the warpgroup in. The fence before: the warpgroup's sums (ordered
+  //    before it by the barrier) are visible device-wide before the count; after: every
+  //    chunk counted before is visible to the warpgroup after the next barrier. One thread's
+  //    fences, not one per thread (an ordered atomicrmw would do, but NVPTX emits it
+  //    without its ordering).
+  Value counter = b_.create<LLVM::GEPOp>(loc_, global, b_.getI32Type(), ws_, ValueRange{add(mul(skTile_, i32(2)), cw)});
+  Value flag = sharedPtr(add(i32(cfg_.flagOffset()), mul(cw, i32(4))));
+  ifThen(eq(lane, i32(0)), [&] {
+    b_.create<NVVM::MembarOp>(loc_, NVVM::MemScopeKind::GPU);
+    Value before = b_.create<LLVM::AtomicRMWOp>(loc_, LLVM::AtomicBinOp::add, counter, i32(1),
+                                                LLVM::AtomicOrdering::monotonic);
+    b_.create<NVVM::MembarOp>(loc_, NVVM::MemScopeKind::GPU);
+    Value last = b_.create<arith::ExtUIOp>(loc_, b_.getI32Type(), eq(before, sub(kSplits_, i32(1))));
+    b_.create<LLVM::StoreOp>(loc_, last, flag);
+  });
+  syncWarpgroup();
+  Value isLast = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, b_.create<LLVM::LoadOp>(loc_, b_.getI32Type(), flag),
+                                          i32(0));
+
+  // 3. The last warpgroup sums the tile's chunks j = 0 .. s - 1 (units j skTiles + t, its
+  //    own included, from the workspace) in that order, and leaves the counter at zero
+  //    for the next launch.
+  Value sum = ifValue(
+      accType(), isLast,
+      [&] {
+        Value zero = b_.create<LLVM::ZeroOp>(loc_, accType());
+        auto loop = b_.create<scf::ForOp>(loc_, i32(0), kSplits_, i32(1), ValueRange{zero});
+        {
+          OpBuilder::InsertionGuard lg(b_);
+          b_.setInsertionPointToStart(loop.getBody());
+          Value p = part(add(mul(loop.getInductionVar(), skTiles_), skTile_));
+          Value r = loop.getRegionIterArgs()[0];
+          // 16 loads in flight at a time: all of a 128 x 256 tile's 32 beside its 128
+          // accumulators would not fit in 240 registers. Volatile: another SM wrote these,
+          // and no stale L1 line may answer.
+          constexpr int64_t kInFlight = 16;
+          for (int64_t q0 = 0; q0 < vecs; q0 += kInFlight) {
+            SmallVector<Value> loaded;
+            for (int64_t q = q0; q < std::min(vecs, q0 + kInFlight); ++q)
+              loaded.push_back(b_.create<LLVM::LoadOp>(loc_, v4, stepAt(p, q), /*alignment=*/16, /*isVolatile=*/true));
+            for (int64_t q = q0; q < std::min(vecs, q0 + kInFlight); ++q)
+              for (int64_t e = 0; e < 4; ++e) {
+                Value x = b_.create<vector::ExtractOp>(loc_, loaded[size_t(q - q0)], ArrayRef<int64_t>{e});
+                Value a = b_.create<LLVM::ExtractValueOp>(loc_, r, ArrayRef<int64_t>{4 * q + e});
+                r = b_.create<LLVM::InsertValueOp>(loc_, r, b_.create<arith::AddFOp>(loc_, a, x),
+                                                   ArrayRef<int64_t>{4 * q + e});
+              }
+          }
+          b_.create<scf::YieldOp>(loc_, r);
+        }
+        ifThen(eq(lane, i32(0)), [&] { b_.create<LLVM::StoreOp>(loc_, i32(0), counter); });
+        return loop.getResult(0);
+      },
+      [&] { return acc; });
+  b_.create<scf::YieldOp>(loc_, ValueRange{sum, isLast});
+  return {op.getResult(0), op.getResult(1)};
+}
+
+} // namespace kiln::hopper::detail
