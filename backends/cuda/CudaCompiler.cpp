@@ -141,8 +141,10 @@ void readSm90Plan(ModuleOp m, DeviceCode& out) {
   for (auto f : gm.getOps<gpu::GPUFuncOp>())
     if (auto plan = f->getAttrOfType<StringAttr>(hopper::kLaunchPlanAttr))
       out.sm90.push_back(hopper::LaunchPlan::fromJson(nlohmann::json::parse(plan.str())));
+  // 128 x 128, 128 x 256, 64 x 128: the order hopper::choose() breaks ties in.
+  auto rank = [](const hopper::LaunchPlan& p) { return p.tileM == 128 ? p.tileN : 1024; };
   std::stable_sort(out.sm90.begin(), out.sm90.end(),
-                   [](const hopper::LaunchPlan& a, const hopper::LaunchPlan& b) { return a.tileN < b.tileN; });
+                   [&](const hopper::LaunchPlan& a, const hopper::LaunchPlan& b) { return rank(a) < rank(b); });
 }
 
 /// A tensor map is a 128-byte kernel parameter read in place (`__grid_constant__`): TMA
@@ -171,6 +173,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     if (cudaTarget(o.arch).wgmma && o.hopperGemm) {
       KilnLowerGemmSm90Options sm90;
       sm90.tileN = o.hopperTileN;
+      sm90.tileM = o.hopperTileM;
       sm90.stages = o.hopperStages;
       sm90.cluster = o.hopperCluster == 2 ? 2 : 1;
       sm90.rasterGroup = o.hopperRaster ? o.hopperRaster : 8;
@@ -245,6 +248,13 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   if (options.hopperTileN != 0 && options.hopperTileN != 128 && options.hopperTileN != 256)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_n must be 0, 128 or 256, got " +
                                                 std::to_string(options.hopperTileN));
+  if (options.hopperTileM != 0 && options.hopperTileM != 64 && options.hopperTileM != 128)
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_m must be 0, 64 or 128, got " +
+                                                std::to_string(options.hopperTileM));
+  if (options.hopperTileM == 64 && options.hopperTileN == 256)
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() +
+                                                "': hopper_tile_m 64 with hopper_tile_n 256: the twins' tiles are "
+                                                "128 x 128, 128 x 256 and 64 x 128");
   if (options.hopperCluster < 0 || options.hopperCluster > 2)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_cluster must be 0, 1 or 2, got " +
                                                 std::to_string(options.hopperCluster));
@@ -252,12 +262,14 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_raster must be 0..64, got " +
                                                 std::to_string(options.hopperRaster));
   if (options.hopperStages != 0) {
-    // With both widths (hopper_tile_n 0) the ring must fit the wider one.
-    const int64_t most = hopper::maxStages(options.hopperTileN ? options.hopperTileN : 256);
+    // The ring must fit every twin the options select: the 128 x 256 tile's when it is one.
+    const int64_t tileN = options.hopperTileN ? options.hopperTileN : options.hopperTileM == 64 ? 128 : 256;
+    const int64_t most = hopper::maxStages(options.hopperTileM == 64 ? 64 : 128, tileN);
     if (options.hopperStages < 2 || options.hopperStages > most)
       throw Error(ErrorKind::InvalidArgument,
                   "kernel '" + kernel.name() + "': hopper_stages must be 0 or 2.." + std::to_string(most) +
                       " at hopper_tile_n " + std::to_string(options.hopperTileN) +
+                      (options.hopperTileM ? " and hopper_tile_m " + std::to_string(options.hopperTileM) : "") +
                       " (the ring must fit in 227 KiB of shared memory), got " + std::to_string(options.hopperStages));
   }
   const std::string& name = kernel.name();

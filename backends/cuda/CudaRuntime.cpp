@@ -231,8 +231,14 @@ public:
   std::shared_ptr<CudaState> state;
 
   CompileOptions compileOptions() const {
-    return {state->arch, state->options.num_warps, state->options.hopper_gemm, state->options.hopper_tile_n,
-            state->options.hopper_stages, state->options.hopper_cluster, state->options.hopper_raster};
+    return {state->arch,
+            state->options.num_warps,
+            state->options.hopper_gemm,
+            state->options.hopper_tile_n,
+            state->options.hopper_tile_m,
+            state->options.hopper_stages,
+            state->options.hopper_cluster,
+            state->options.hopper_raster};
   }
 
   /// KernelReport::sm90 for `code`.
@@ -250,7 +256,7 @@ public:
     }
     if (relocatable && !counts.empty())
       s += " (nvJitLink's relocatable compile, without setmaxnreg; on a GPU the driver compiles it as a whole program)";
-    if (code.sm90.size() > 1) s += "; each launch takes the width that leaves the busiest SM least work";
+    if (code.sm90.size() > 1) s += "; each launch takes the tile that leaves the busiest SM least work";
     return s + "; runs when A and B have contiguous rows at 16-byte aligned addresses and pitches";
   }
 
@@ -384,6 +390,7 @@ public:
                           {"ptx_compiler", ptxCompiler}};
     // Only when set: the keys of cache entries made before the option existed stay valid.
     if (state->options.hopper_raster) key["hopper_raster"] = state->options.hopper_raster;
+    if (state->options.hopper_tile_m) key["hopper_tile_m"] = state->options.hopper_tile_m;
     return key;
   }
 
@@ -617,6 +624,8 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     state->hopperSplitK = *v == "off" ? hopper::SplitK::Off : *v == "on" ? hopper::SplitK::On : hopper::SplitK::Auto;
   if (auto v = env("KILN_HOPPER_TILE_N", {"0", "128", "256"}); v && options.hopper_tile_n == 0)
     state->options.hopper_tile_n = std::stoi(*v);
+  if (auto v = env("KILN_HOPPER_TILE_M", {"0", "64", "128"}); v && options.hopper_tile_m == 0)
+    state->options.hopper_tile_m = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2"}); v && options.hopper_cluster == 0)
     state->options.hopper_cluster = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_RASTER", {"0", "1", "2", "4", "8", "16", "32", "64"}); v && options.hopper_raster == 0)

@@ -46,6 +46,10 @@ struct KILN_API RuntimeOptions {
   /// lets each launch take the one that suits the shape (docs/cuda.md), or
   /// KILN_HOPPER_TILE_N when set.
   int hopper_tile_n = 0;
+  /// The twin's rows of C per CTA: 128 (two consumer warpgroups; 128 x 128 and 128 x 256
+  /// tiles) or 64 (one; a 64 x 128 tile, for shapes with too few 128-row tiles to fill the
+  /// GPU); 0 compiles both and lets each launch choose, or KILN_HOPPER_TILE_M when set.
+  int hopper_tile_m = 0;
   /// The twin's ring of shared-memory stages (TMA loads in flight): 2 up to what fits in
   /// 227 KiB (6 at width 128, 4 at 256); 0 lets kiln choose (the most that fit), or
   /// KILN_HOPPER_STAGES when set.

@@ -78,7 +78,7 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
     B at (k, j), bf16 or f16) followed by an elementwise epilogue stored to C at (i, j)
     gets a second kernel `<name>__sm90` in `gpu.module @kiln`: 384 threads, a producer
     warpgroup issuing TMA loads into a ring of `stages` 128B-swizzled shared-memory stages
-    guarded by mbarriers, two consumer warpgroups running `wgmma.mma_async` m64n`tile-n`k16
+    guarded by mbarriers, one or two consumer warpgroups running `wgmma.mma_async` m64n`tile-n`k16
     with f32 accumulators in registers, and the kernel's own epilogue evaluated on the
     accumulator fragments. The tile kernel itself is left for kiln-lower-to-gpu (the
     portable kernel the runtime falls back to). The kernel's launch plan (parameters:
@@ -88,7 +88,10 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"tileN", "tile-n", "int64_t", /*default=*/"0",
-           "columns of C per CTA: 128 or 256; 0 emits both (<kernel>__sm90 and <kernel>__sm90_n256)">,
+           "columns of C per tile: 128 or 256 (0: both); with tile-m, which twins to emit: 128 x 128 "
+           "(<kernel>__sm90), 128 x 256 (<kernel>__sm90_n256), 64 x 128 (<kernel>__sm90_m64)">,
+    Option<"tileM", "tile-m", "int64_t", /*default=*/"0",
+           "rows of C per tile: 64 (one consumer warpgroup) or 128 (two); 0: both">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "shared-memory ring depth (0: the most that fit in 227 KiB)">,
     Option<"cluster", "cluster", "int64_t", /*default=*/"1",

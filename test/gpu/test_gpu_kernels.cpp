@@ -314,7 +314,7 @@ TEST_CASE("gpu: every elementwise math op agrees with the CPU backend", "[gpu]")
 
 TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside the portable kernel", "[gpu][sm90]") {
   // Shapes the twin takes (K and N multiples of 8: 16-byte rows), ragged against its
-  // 128 x 128|256 x 64 tiles, and small ones (one k-tile, one CTA).
+  // 128 x 128|256 and 64 x 128 tiles (k-steps of 64), and small ones (one k-tile, one CTA).
   // {2049, 2056, 136}: more tiles than SMs (a persistent CTA takes several, its ring
   // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
   // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks.
@@ -327,6 +327,9 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // last pair without a tile: it loads zeros and stores nothing).
   Runtime paired = Runtime::create(Backend::cuda, {.hopper_tile_n = 128, .hopper_cluster = 2});
   Runtime pairedWide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2});
+  // The 64 x 128 tile (one consumer warpgroup) on every shape, alone and in pairs.
+  Runtime low = Runtime::create(Backend::cuda, {.hopper_tile_m = 64});
+  Runtime pairedLow = Runtime::create(Backend::cuda, {.hopper_tile_m = 64, .hopper_cluster = 2});
   // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
   // cut into chunks of k-steps, summed in order by whichever CTA finishes its chunk last.
   Runtime splitK = [] {
@@ -343,7 +346,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     for (DType d : {DType::bf16, DType::f16}) {
       const catalogue::Entry& e = catalogue::find(name);
       for (const Runtime* rt :
-           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &splitK, &splitKWide, &portable}) {
+           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &low, &pairedLow, &splitK,
+                                                 &splitKWide, &portable}) {
         CompiledKernel ck = rt->compile(e.make(d));
         INFO(name << " " << to_string(d) << ": " << ck.report().str());
         if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper
@@ -396,7 +400,8 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
     REQUIRE(std::sscanf(path.c_str() + at, "split-K: the last %ld tiles cut along K into %ld chunks", &splitTiles,
                         &chunks) == 2);
     const int64_t tileN = path.find("__sm90_n256") != std::string::npos ? 256 : 128;
-    const int64_t tiles = (s[0] + 127) / 128 * ((s[1] + tileN - 1) / tileN);
+    const int64_t tileM = path.find("__sm90_m64") != std::string::npos ? 64 : 128;
+    const int64_t tiles = (s[0] + tileM - 1) / tileM * ((s[1] + tileN - 1) / tileN);
     if (s[0] == 2176) CHECK(splitTiles < tiles);
     else CHECK(splitTiles == tiles);
     std::vector<std::vector<uint16_t>> runs;
@@ -409,12 +414,12 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
     }
     CHECK(runs[1] == runs[0]);
     CHECK(runs[2] == runs[0]);
-    // The workspace (arrival counters, then a slot of 128 x tileN f32 per chunk) is device
+    // The workspace (arrival counters, then a slot of tileM x tileN f32 per chunk) is device
     // memory kiln holds beside the problem's tensors: made by the first split-K launch,
     // grown when a launch needs more.
     int64_t tensorBytes = 0;
     for (const TensorView& v : dp.views) tensorBytes += v.numel() * 2;
-    CHECK(rt.memory().in_use_bytes >= tensorBytes + 64 * 1024 + int64_t(splitTiles) * chunks * 128 * tileN * 4);
+    CHECK(rt.memory().in_use_bytes >= tensorBytes + 64 * 1024 + int64_t(splitTiles) * chunks * tileM * tileN * 4);
     verify::Report r = catalogue::verify_output(rt, dp, p);
     INFO(r.summary());
     CHECK(r.ok);

@@ -179,9 +179,10 @@ TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twi
       CompiledKernel ck = rt.compile(k);
       CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles, 6 stages, 384 threads"));
       // Compiled as the runtime compiles it on a GPU (a whole program: setmaxnreg holds):
-      // both widths.
+      // every tile.
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64") == 0);
       // ptxas neither serialises the wgmma chain nor warns (its notes are in the report).
       CHECK_THAT(ck.report().ptxas_notes, !Contains("serializ") && !Contains("warning"));
     }
@@ -212,6 +213,37 @@ TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]
   CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128 or 256, got 192"));
 }
 
+TEST_CASE("hopper_tile_m picks the twins' height: 64 rows by one consumer warpgroup, or 128 by two", "[cuda][sm90]") {
+  auto make = [](int tileM, int tileN = 0, int stages = 0) {
+    return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = tileN,
+                                           .hopper_tile_m = tileM, .hopper_stages = stages});
+  };
+  Kernel k = catalogue::gemm_bias_relu(DType::bf16);
+  // 64 alone: one twin, named as a lone twin is, 256 threads, no register hand-over.
+  Runtime low = make(64);
+  const std::string ptx = low.emit(k, Stage::ptx);
+  CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".maxntid 256, 1, 1") &&
+                      Contains("m64n128k16") && !Contains("_sm90_n256") && !Contains("_sm90_m64") &&
+                      !Contains("setmaxnreg"));
+  CHECK(wholeProgramSpills(ptx, "gemm_bias_relu__sm90") == 0);
+  CHECK_THAT(low.compile(k).report().sm90, Contains("64x128x64 tiles, 8 stages, 256 threads"));
+  CHECK_THAT(make(64, 0, 3).compile(k).report().sm90,
+             Contains("3 stages") && Contains(std::to_string(3 * (24576 + 16) + 16384 + 16 + 1024) + " B smem"));
+  CHECK_THROWS_WITH(make(64, 0, 9).compile(k), Contains("hopper_stages must be 0 or 2..8 at hopper_tile_n 0 and hopper_tile_m 64"));
+  // 128: the two 128-row twins, as before the 64-row one existed.
+  const std::string tall = make(128).emit(k, Stage::ptx);
+  CHECK_THAT(tall, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90_n256(") &&
+                       !Contains("_sm90_m64"));
+  // With a width: the twins of that width.
+  CHECK_THAT(make(0, 128).emit(k, Stage::ptx), Contains(".entry gemm_bias_relu__sm90(") &&
+                                                   Contains(".entry gemm_bias_relu__sm90_m64(") && !Contains("_sm90_n256"));
+  CHECK_THROWS_WITH(make(64, 256).compile(k), Contains("hopper_tile_m 64 with hopper_tile_n 256"));
+  CHECK_THROWS_WITH(make(32).compile(k), Contains("hopper_tile_m must be 0, 64 or 128, got 32"));
+  // KILN_HOPPER_TILE_M when the options leave it to kiln.
+  ScopedEnv env("KILN_HOPPER_TILE_M", "64");
+  CHECK_THAT(make(0).compile(k).report().sm90, Contains("64x128x64 tiles") && !Contains("128x256x64"));
+}
+
 TEST_CASE("the layouts stage shows the tile IR with its encodings and conversions, beside the twins", "[cuda][sm90]") {
   std::string ir = offline("sm_90a").emit(catalogue::gemm_bias_relu(DType::bf16), Stage::layouts);
   CHECK_THAT(ir, Contains("tile.dot") && Contains("#tile.mma<warps = [2, 2], frags = [2, 4]>"));
@@ -223,16 +255,18 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
 }
 
-TEST_CASE("by default a GEMM gets both twin widths, and the report names each", "[cuda][sm90]") {
+TEST_CASE("by default a GEMM gets three twin tiles, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
-  CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90_n256("));
+  CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90_n256(") &&
+                      Contains(".entry gemm_bias_relu__sm90_m64("));
   CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16"));
   std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
-  CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages") &&
-                         Contains("gemm_bias_relu__sm90_n256: 128x256x64 tiles, 4 stages") &&
-                         Contains("each launch takes the width"));
-  for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256"}) {
+  CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
+                         Contains("gemm_bias_relu__sm90_n256: 128x256x64 tiles, 4 stages, 384 threads") &&
+                         Contains("gemm_bias_relu__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
+                         Contains("each launch takes the tile"));
+  for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64"}) {
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
   }
@@ -334,6 +368,7 @@ TEST_CASE("KILN_HOPPER_* set the twin where the options leave the defaults", "[c
     const char *name, *value, *shows, *bad, *error;
   };
   for (const Case& c : {Case{"KILN_HOPPER_TILE_N", "256", "128x256x64 tiles", "300", "expected 0, 128 or 256"},
+                        Case{"KILN_HOPPER_TILE_M", "64", "64x128x64 tiles", "96", "expected 0, 64 or 128"},
                         Case{"KILN_HOPPER_GEMM", "off", "", "maybe", "expected on or off"},
                         Case{"KILN_HOPPER_STAGES", "3", "3 stages", "many", "expected 0, 1, 2"},
                         Case{"KILN_HOPPER_CLUSTER", "2", "clusters of 2", "3", "expected 0, 1 or 2"},

@@ -183,6 +183,30 @@ TEST_CASE("each launch takes the twin width that leaves the busiest SM least wor
   CHECK(choose(twins, args(4096, 4096, 64), {0}, &why) == 1);
 }
 
+TEST_CASE("a launch takes the 64-row tile only where C has at most 64 rows", "[sm90]") {
+  LaunchPlan narrow = gemmPlan(), wide = gemmPlan(), low = gemmPlan();
+  narrow.persistent = wide.persistent = low.persistent = true;
+  wide.tileN = 256;
+  wide.gridDims[1].tile = 256;
+  low.tileM = 64;
+  low.threads = 256;
+  low.gridDims[0].tile = 64;
+  std::vector<LaunchPlan> twins = {narrow, wide, low};
+  std::string why;
+  auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why); };
+  // Decode shapes: the 128-row tile would multiply 112 (or 64) empty rows.
+  CHECK(pick(16, 4096, 4096) == 2);
+  CHECK(pick(1, 8, 8) == 2);
+  CHECK(pick(64, 16384, 4096) == 2);
+  // More rows: B's tiles would be read once per 64 rows; the 128-row tiles as before.
+  CHECK(pick(65, 4096, 4096) == 0);
+  CHECK(pick(1000, 1000, 1000) == 0);
+  CHECK(pick(128, 12288, 4096) == 0);
+  CHECK(pick(4096, 4096, 4096) == 1);
+  // The 64-row twin alone runs every shape.
+  CHECK(choose({low}, args(4096, 4096, 4096), {132}, &why) == 0);
+}
+
 namespace {
 // The same plan as a split-K twin makes it: a workspace, the split tiles and their chunks,
 // K as its reduction.

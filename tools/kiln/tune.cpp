@@ -49,8 +49,8 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
   // orders at either end (row by row, and groups of 32 tile rows) and in 2-CTA clusters.
   // First of all, kiln's untuned default (no parameter: both widths, chosen per launch).
   if (twin) {
-    for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_cluster", 2}, {"hopper_raster", 32},
-                              {"hopper_raster", 1}})
+    for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_tile_m", 64}, {"hopper_cluster", 2},
+                              {"hopper_raster", 32}, {"hopper_raster", 1}})
       s.configs.insert(s.configs.begin(), Config{{{key, value}}});
     for (auto [n, stages] : {std::pair<int64_t, int64_t>{256, 3}, {128, 4}, {256, 0}, {128, 0}}) {
       Config c{{{"hopper_tile_n", n}}};

@@ -22,13 +22,14 @@ namespace kiln::hopper::detail {
 using namespace mlir;
 using namespace kiln::tile;
 
-constexpr int64_t kBM = kTileM, kBK = kTileK;
+constexpr int64_t kBK = kTileK;
 /// Epilogue column groups evaluated together (4 elements per thread each): more would keep
 /// too many values live beside a 128 x 256 tile's accumulators.
 constexpr int64_t kChunk = 4;
 constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements, 128 B rows
 
 struct Config {
+  int64_t bm = 128; ///< rows of C per tile: 64 per consumer warpgroup
   int64_t bn = 128;
   int64_t stages = 4;
   bool persistent = true;
@@ -40,13 +41,15 @@ struct Config {
   int64_t rasterGroup = 8;
   /// Arrivals that free a ring slot: every consumer thread (one CTA), or each consumer
   /// warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
-  int64_t emptyArrivals() const { return cluster == 1 ? 256 : 8 * cluster; }
-  int64_t aBytes() const { return kBM * kBK * 2; }
-  int64_t stageBytes() const { return hopper::stageBytes(bn); }
+  int64_t emptyArrivals() const { return cluster == 1 ? 128 * consumers() : 4 * consumers() * cluster; }
+  int64_t consumers() const { return hopper::consumers(bm); }
+  int64_t threads() const { return hopper::threads(bm); }
+  int64_t aBytes() const { return bm * kBK * 2; }
+  int64_t stageBytes() const { return hopper::stageBytes(bm, bn); }
   int64_t stagingOffset() const { return stages * stageBytes(); }
-  int64_t barrierOffset() const { return stagingOffset() + kStagingBytes; }
+  int64_t barrierOffset() const { return stagingOffset() + stagingBytes(bm); }
   int64_t flagOffset() const { return barrierOffset() + 16 * stages; }
-  int64_t smemBytes() const { return sharedBytes(bn, stages); }
+  int64_t smemBytes() const { return sharedBytes(bm, bn, stages); }
 };
 
 /// One accumulator element in the epilogue: its index in the fragment struct, its global

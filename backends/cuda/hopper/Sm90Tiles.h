@@ -5,29 +5,35 @@
 
 namespace kiln::hopper {
 
-inline constexpr int64_t kTileM = 128, kTileK = 64, kThreads = 384;
+inline constexpr int64_t kTileK = 64;
 /// Dynamic shared memory one CTA may opt into on sm_90 (227 KiB).
 inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
+/// A twin's tile is tileM x tileN: tileM 128 (two consumer warpgroups of 64 rows each) or
+/// 64 (one), tileN 128 or 256 (128 only with tileM 64). One producer warpgroup besides.
+constexpr int64_t consumers(int64_t tileM) { return tileM / 64; }
+constexpr int64_t threads(int64_t tileM) { return 128 * (1 + consumers(tileM)); }
+
 /// C staging for the TMA-store epilogue: per consumer warpgroup, two 64 x 64 boxes of
 /// 16-bit elements (one filled while the other is stored).
-inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2, kStagingBytes = 2 * 2 * kStagingBoxBytes;
+inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2;
+constexpr int64_t stagingBytes(int64_t tileM) { return consumers(tileM) * 2 * kStagingBoxBytes; }
 
 /// A 4-byte word per consumer warpgroup: the split-K fix-up tells its threads whether
 /// they reduce the tile.
 inline constexpr int64_t kFlagBytes = 16;
 
-/// Bytes of one ring stage: an A tile (128 x 64) and a B tile (64 x tileN), 16-bit elements.
-constexpr int64_t stageBytes(int64_t tileN) { return (kTileM + tileN) * kTileK * 2; }
+/// Bytes of one ring stage: an A tile (tileM x 64) and a B tile (64 x tileN), 16-bit elements.
+constexpr int64_t stageBytes(int64_t tileM, int64_t tileN) { return (tileM + tileN) * kTileK * 2; }
 /// The CTA's dynamic shared memory: the ring, the C staging, two mbarriers per stage, the
 /// fix-up flags, and 1 KiB the kernel may skip to align the ring to 1024 B.
-constexpr int64_t sharedBytes(int64_t tileN, int64_t stages) {
-  return stages * (stageBytes(tileN) + 16) + kStagingBytes + kFlagBytes + 1024;
+constexpr int64_t sharedBytes(int64_t tileM, int64_t tileN, int64_t stages) {
+  return stages * (stageBytes(tileM, tileN) + 16) + stagingBytes(tileM) + kFlagBytes + 1024;
 }
-/// The deepest ring that fits (6 at width 128, 4 at 256): kiln's default.
-constexpr int64_t maxStages(int64_t tileN) {
+/// The deepest ring that fits (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128): kiln's default.
+constexpr int64_t maxStages(int64_t tileM, int64_t tileN) {
   int64_t s = 2;
-  while (sharedBytes(tileN, s + 1) <= kMaxSharedBytes) ++s;
+  while (sharedBytes(tileM, tileN, s + 1) <= kMaxSharedBytes) ++s;
   return s;
 }
 
@@ -37,19 +43,20 @@ constexpr int64_t maxStages(int64_t tileN) {
 // (chunk-major: CTAs running together read the same k range), CTA b taking units b, b + G,
 // ... A tile's chunks are summed in a fixed order (by j) by the consumer warpgroup that
 // finishes its chunk last, from partial sums in the workspace:
-//   [0, kSplitKCounterBytes): per split tile, one 32-bit arrival counter per consumer
-//     warpgroup; zero between launches (the last arrival resets its counter);
-//   then per unit u, a slot: per consumer warpgroup 128 threads x tileN / 2 f32 in
-//     fragment order, 16 bytes per thread per step.
+//   [0, kSplitKCounterBytes): per split tile, two 32-bit arrival counters, one per consumer
+//     warpgroup (the second unused with one); zero between launches (the last arrival
+//     resets its counter);
+//   then per unit u, a slot of tileM x tileN f32: per consumer warpgroup 128 threads x
+//     tileN / 2 f32 in fragment order, 16 bytes per thread per step.
 // The host (Sm90Launch.cpp) and the kernel (WgmmaGemm.cpp's work loop, SplitK.cpp's slots)
 // compute these the same way.
 inline constexpr int64_t kSplitKCounterBytes = 64 * 1024;
 /// Every chunk has at least this many k-steps (shorter would cost more in pipeline fill
 /// and fix-up than it spreads).
 inline constexpr int64_t kSplitKMinSteps = 4;
-constexpr int64_t splitKSlotBytes(int64_t tileN) { return 2 * 128 * (tileN / 2) * 4; }
-constexpr int64_t splitKWorkspaceBytes(int64_t tileN, int64_t splitTiles, int64_t splits) {
-  return kSplitKCounterBytes + splitTiles * splits * splitKSlotBytes(tileN);
+constexpr int64_t splitKSlotBytes(int64_t tileM, int64_t tileN) { return tileM * tileN * 4; }
+constexpr int64_t splitKWorkspaceBytes(int64_t tileM, int64_t tileN, int64_t splitTiles, int64_t splits) {
+  return kSplitKCounterBytes + splitTiles * splits * splitKSlotBytes(tileM, tileN);
 }
 
 } // namespace kiln::hopper

@@ -27,8 +27,8 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
   // This warpgroup's part of unit u's slot, at this thread's first 16 bytes; step q of the
   // fragment lies q x 2 KiB further (the warpgroup's 128 threads side by side).
   auto part = [&](Value u) {
-    Value off = add(add(i64(kSplitKCounterBytes), mul(ext64(u), i64(splitKSlotBytes(cfg_.bn)))),
-                    add(mul(ext64(cw), i64(splitKSlotBytes(cfg_.bn) / 2)), ext64(mul(lane, i32(16)))));
+    Value off = add(add(i64(kSplitKCounterBytes), mul(ext64(u), i64(splitKSlotBytes(cfg_.bm, cfg_.bn)))),
+                    add(mul(ext64(cw), i64(splitKSlotBytes(cfg_.bm, cfg_.bn) / 2)), ext64(mul(lane, i32(16)))));
     return byteAt(ws_, off);
   };
   auto stepAt = [&](Value p, int64_t q) { return q ? byteAt(p, i64(q * 128 * 16)) : p; };

@@ -4,13 +4,15 @@
 // preconditions hold (hopper/Sm90Launch.h). This file: parameters, warp roles, the TMA ring
 // and the wgmma main loop, the pass; Epilogue.cpp: the epilogue and the stores of C.
 //
-// One CTA computes a BM x BN tile of C (BM = 128; BN = 128 or 256) with 384 threads:
+// One CTA computes a BM x BN tile of C (128 x 128, 128 x 256, or 64 x 128) with 128 threads
+// per 64 rows and 128 more:
 //   warpgroup 0 (producer): one thread issues TMA loads of A (BM x 64) and B (64 x BN) into
 //     a ring of `stages` 128B-swizzled shared-memory stages; full[s] counts the bytes in,
-//     empty[s] counts the consumers' releases. setmaxnreg gives its registers to the
-//     consumers (24 kept, 240 each for them), which holds when the module is compiled as a
-//     whole program (the runtime has the driver's JIT do that: nvJitLink drops it).
-//   warpgroups 1, 2 (consumers): each owns 64 rows; per k-tile it waits for full[s], runs
+//     empty[s] counts the consumers' releases. With two consumers, setmaxnreg gives its
+//     registers to them (24 kept, 240 each for them), which holds when the module is
+//     compiled as a whole program (the runtime has the driver's JIT do that: nvJitLink
+//     drops it); with one, 256 threads may hold 255 registers each anyway.
+//   warpgroups 1 (and 2) (consumers): each owns 64 rows; per k-tile it waits for full[s], runs
 //     4 x wgmma.mma_async m64nBNk16 (both operands from shared memory through descriptors,
 //     f32 accumulators in registers), keeps one wgmma group in flight, and releases the
 //     stage before. Then the epilogue: the tile kernel's own elementwise ops, evaluated on
@@ -39,7 +41,7 @@ void Emitter::declareParams() {
     plan_.params.push_back(p);
     types.push_back(t);
   };
-  param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, kBM / cfg_.cluster}}, generic);
+  param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, cfg_.bm / cfg_.cluster}}, generic);
   param({LaunchParam::TensorMap, int(m_.b), 0, {64, kBK}}, generic);
   const bool cByTma = m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
   if (cByTma) {
@@ -69,7 +71,7 @@ void Emitter::declareParams() {
   func_ = b_.create<gpu::GPUFuncOp>(loc_, name, b_.getFunctionType(types, {}));
   func_->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
   // .maxntid + .minnctapersm: without both, ptxas ignores setmaxnreg.
-  func_.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({int32_t(kThreads), 1, 1}));
+  func_.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({int32_t(cfg_.threads()), 1, 1}));
   func_->setAttr("nvvm.minctasm", b_.getI32IntegerAttr(1));
   Block& entry = func_.getBody().front();
   unsigned i = 0;
@@ -96,9 +98,9 @@ void Emitter::declareParams() {
   }
 
   plan_.entry = name;
-  plan_.threads = kThreads;
+  plan_.threads = cfg_.threads();
   plan_.sharedBytes = cfg_.smemBytes();
-  plan_.tileM = kBM;
+  plan_.tileM = cfg_.bm;
   plan_.tileN = cfg_.bn;
   plan_.tileK = kBK;
   plan_.stages = cfg_.stages;
@@ -109,7 +111,7 @@ void Emitter::declareParams() {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
   };
-  plan_.gridDims = {{int(m_.a), 0, kBM, dimName(m_.a, 0)}, {int(m_.b), 1, cfg_.bn, dimName(m_.b, 1)}};
+  plan_.gridDims = {{int(m_.a), 0, cfg_.bm, dimName(m_.a, 0)}, {int(m_.b), 1, cfg_.bn, dimName(m_.b, 1)}};
   plan_.persistent = cfg_.persistent;
   if (splitK) plan_.reduction = {int(m_.a), 1, kBK, dimName(m_.a, 1)};
 }
@@ -134,7 +136,7 @@ void Emitter::run() {
   b_.setInsertionPointToStart(&func_.getBody().front());
   tid_ = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::ThreadIdOp>(loc_, gpu::Dimension::x));
   wg_ = divu(tid_, i32(128));
-  tilesM_ = divu(add(M_, i32(kBM - 1)), i32(kBM));
+  tilesM_ = divu(add(M_, i32(cfg_.bm - 1)), i32(cfg_.bm));
   tilesN_ = divu(add(N_, i32(cfg_.bn - 1)), i32(cfg_.bn));
   numTiles_ = mul(tilesM_, tilesN_);
   // A cluster of 2 is CTAs 2c and 2c + 1 of the 1-D grid; its work units are pairs of
@@ -151,7 +153,7 @@ void Emitter::run() {
   sbase_ = b_.create<arith::AndIOp>(loc_, add(rawAddr, i32(1023)), i32(-1024));
   smem_ = byteAt(raw, sub(sbase_, rawAddr));
 
-  // full[s]: one arrival (the producer's expect_tx) + the bytes; empty[s]: 256 consumer threads.
+  // full[s]: one arrival (the producer's expect_tx) + the bytes; empty[s]: every consumer thread.
   Value isThread0 = eq(tid_, i32(0));
   ifThen(isThread0, [&] {
     for (int64_t s = 0; s < cfg_.stages; ++s) {
@@ -168,7 +170,7 @@ void Emitter::run() {
   ifThenElse(
       eq(wg_, i32(0)), [&] { producer(); },
       [&] {
-        b_.create<NVVM::SetMaxRegisterOp>(loc_, 240, NVVM::SetMaxRegisterAction::increase);
+        if (cfg_.consumers() == 2) b_.create<NVVM::SetMaxRegisterOp>(loc_, 240, NVVM::SetMaxRegisterAction::increase);
         forEachTile([&] {
           Value acc = consumerMainloop();
           if (!skTiles_) return epilogue(acc);
@@ -275,7 +277,7 @@ void Emitter::setTile(Value t, Value columns) {
   Value firstM = mul(group, i32(kGroup));
   Value groupRows = b_.create<arith::MinUIOp>(loc_, sub(tilesM_, firstM), i32(kGroup));
   Value local = remu(t, perGroup);
-  m0_ = mul(add(firstM, remu(local, groupRows)), i32(kBM));
+  m0_ = mul(add(firstM, remu(local, groupRows)), i32(cfg_.bm));
   Value column = divu(local, groupRows);
   // A cluster's unit is `cluster` adjacent tiles: rank r takes the unit's r-th column.
   n0_ = mul(cfg_.cluster == 1 ? column : add(mul(column, i32(cfg_.cluster)), rank_), i32(cfg_.bn));
@@ -288,7 +290,8 @@ void Emitter::clusterSync() {
 }
 
 void Emitter::producer() {
-  b_.create<NVVM::SetMaxRegisterOp>(loc_, 24, NVVM::SetMaxRegisterAction::decrease);
+  // With one consumer (256 threads) every thread may hold 255 registers: nothing to move.
+  if (cfg_.consumers() == 2) b_.create<NVVM::SetMaxRegisterOp>(loc_, 24, NVVM::SetMaxRegisterAction::decrease);
   ifThen(eq(tid_, i32(0)), [&] {
   // The tensor maps live in parameter space: fetch their lines now rather than at the first
   // copy of each (CUTLASS does the same).
@@ -324,7 +327,7 @@ void Emitter::producer() {
     } else {
       // This CTA's share of A's rows, multicast into the same place in every CTA of the
       // cluster (each full[s] counts the whole stage's bytes, its peer's share included).
-      const int64_t rows = kBM / cfg_.cluster;
+      const int64_t rows = cfg_.bm / cfg_.cluster;
       Value dst = b_.create<LLVM::AddrSpaceCastOp>(loc_, cluster,
                                                    sharedPtr(add(stage, mul(rank_, i32(rows * 128)))));
       Value mask = b_.create<arith::ConstantIntOp>(loc_, (1 << cfg_.cluster) - 1, 16);
@@ -419,22 +422,32 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
       return signalPassFailure();
     }
     if (tileN != 0 && tileN != 128 && tileN != 256) {
-      m.emitError("tile-n must be 0 (both), 128 or 256, got ") << int64_t(tileN);
+      m.emitError("tile-n must be 0 (every width), 128 or 256, got ") << int64_t(tileN);
       return signalPassFailure();
     }
-    // tile-n 0: both widths, the narrow one named <kernel>__sm90, the wide <kernel>__sm90_n256.
+    if (tileM != 0 && tileM != 64 && tileM != 128) {
+      m.emitError("tile-m must be 0 (every height), 64 or 128, got ") << int64_t(tileM);
+      return signalPassFailure();
+    }
+    // The tiles tile-m and tile-n select (0: any): 128 x 128 named <kernel>__sm90, 128 x 256
+    // <kernel>__sm90_n256, 64 x 128 <kernel>__sm90_m64; a twin selected alone is <kernel>__sm90.
     SmallVector<Config> configs;
-    for (int64_t n : {int64_t(128), int64_t(256)}) {
-      if (tileN != 0 && tileN != n) continue;
-      Config cfg{n, stages ? stages : maxStages(n), persistent, tileN == 0 && n == 256 ? "__sm90_n256" : "__sm90",
-                 cluster, rasterGroup};
-      if (cfg.stages < 2 || cfg.stages > maxStages(n)) {
-        m.emitError("stages must be 2..") << maxStages(n) << " at tile-n " << n
-                                          << " (227 KiB of shared memory), got " << int64_t(stages);
+    for (auto [bm, bn, suffix] : {std::tuple<int64_t, int64_t, const char*>{128, 128, "__sm90"},
+                                  {128, 256, "__sm90_n256"}, {64, 128, "__sm90_m64"}}) {
+      if ((tileM != 0 && tileM != bm) || (tileN != 0 && tileN != bn)) continue;
+      Config cfg{bm, bn, stages ? stages : maxStages(bm, bn), persistent, suffix, cluster, rasterGroup};
+      if (cfg.stages < 2 || cfg.stages > maxStages(bm, bn)) {
+        m.emitError("stages must be 2..") << maxStages(bm, bn) << " at a " << bm << " x " << bn
+                                          << " tile (227 KiB of shared memory), got " << int64_t(stages);
         return signalPassFailure();
       }
       configs.push_back(cfg);
     }
+    if (configs.empty()) {
+      m.emitError("no twin is ") << int64_t(tileM) << " x " << int64_t(tileN) << " (tiles: 128 x 128, 128 x 256, 64 x 128)";
+      return signalPassFailure();
+    }
+    if (configs.size() == 1) configs[0].suffix = "__sm90";
     for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {
       GemmMatch match;
       std::string why;

@@ -7,6 +7,23 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 cluster=2" | FileCheck %s --check-prefix=SKCL
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 raster-group=16" | FileCheck %s --check-prefix=RASTER
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="raster-group=0" 2>&1 | FileCheck %s --check-prefix=BADRASTER
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64" | FileCheck %s --check-prefix=M64
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64 tile-n=256" 2>&1 | FileCheck %s --check-prefix=BADTILE
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=32" 2>&1 | FileCheck %s --check-prefix=BADM
+
+// The 64-row tile: one consumer warpgroup (256 threads: no setmaxnreg needed, each may hold
+// 255 registers), A's box 64 rows, a ring of 8 stages of 24 KiB, 128 arrivals free a slot.
+// M64: gpu.func @mm__sm90(
+// M64-SAME: \22params\22:[{\22arg\22:0,\22box\22:[64,64],\22dim\22:0,\22kind\22:\22tensormap\22}
+// M64-SAME: \22stages\22:8
+// M64-SAME: \22threads\22:256
+// M64-SAME: \22tile\22:[64,128,64]
+// M64-NOT: nvvm.setmaxregister
+// M64: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// M64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// M64-NOT: gpu.func @mm__sm90_m64
+// BADTILE: no twin is 64 x 256
+// BADM: tile-m must be 0 (every height), 64 or 128, got 32
 
 // The tile order: groups of raster-group tile rows (8 unless set), recorded in the plan.
 // RASTER: \22raster\22:16
@@ -94,6 +111,11 @@
 // CHECK-SAME: \22stages\22:4
 // CHECK-SAME: \22tile\22:[128,256,64]
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>
+// And the 64 x 128 twin, for C with at most 64 rows (decode shapes).
+// CHECK: gpu.func @mm__sm90_m64(
+// CHECK-SAME: \22threads\22:256
+// CHECK-SAME: \22tile\22:[64,128,64]
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
 
 // N256: gpu.func @mm__sm90(
 // N256-SAME: \22stages\22:3
