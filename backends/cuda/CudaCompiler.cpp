@@ -176,6 +176,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       sm90.tileM = o.hopperTileM;
       sm90.stages = o.hopperStages;
       sm90.cluster = o.hopperCluster == 2 ? 2 : 1;
+      sm90.clusterM = o.hopperClusterM;
       sm90.rasterGroup = o.hopperRaster ? o.hopperRaster : 8;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
     }
@@ -257,6 +258,10 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
                                                 "128 x 128, 128 x 256 and 64 x 128");
   if (options.hopperCluster < 0 || options.hopperCluster > 2)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_cluster must be 0, 1 or 2, got " +
+                                                std::to_string(options.hopperCluster));
+  if (options.hopperClusterM && options.hopperCluster != 2)
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() +
+                                                "': hopper_cluster_m pairs tiles in clusters: it needs hopper_cluster 2, got " +
                                                 std::to_string(options.hopperCluster));
   if (options.hopperRaster < 0 || options.hopperRaster > 64)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_raster must be 0..64, got " +

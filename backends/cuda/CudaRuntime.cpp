@@ -238,6 +238,7 @@ public:
             state->options.hopper_tile_m,
             state->options.hopper_stages,
             state->options.hopper_cluster,
+            state->options.hopper_cluster_m,
             state->options.hopper_raster};
   }
 
@@ -391,6 +392,7 @@ public:
     // Only when set: the keys of cache entries made before the option existed stay valid.
     if (state->options.hopper_raster) key["hopper_raster"] = state->options.hopper_raster;
     if (state->options.hopper_tile_m) key["hopper_tile_m"] = state->options.hopper_tile_m;
+    if (state->options.hopper_cluster_m) key["hopper_cluster_m"] = true;
     return key;
   }
 
@@ -624,6 +626,8 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     state->hopperSplitK = *v == "off" ? hopper::SplitK::Off : *v == "on" ? hopper::SplitK::On : hopper::SplitK::Auto;
   if (auto v = env("KILN_HOPPER_TILE_N", {"0", "128", "256"}); v && options.hopper_tile_n == 0)
     state->options.hopper_tile_n = std::stoi(*v);
+  if (auto v = env("KILN_HOPPER_CLUSTER_M", {"on", "off"}); v && !options.hopper_cluster_m)
+    state->options.hopper_cluster_m = *v == "on";
   if (auto v = env("KILN_HOPPER_TILE_M", {"0", "64", "128"}); v && options.hopper_tile_m == 0)
     state->options.hopper_tile_m = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2"}); v && options.hopper_cluster == 0)

@@ -59,6 +59,10 @@ struct KILN_API RuntimeOptions {
   /// KILN_HOPPER_CLUSTER when set. EXPERIMENTAL: 2 is correct on the H200 but no faster
   /// than 1 there (docs/cuda.md); leave it at 0 in production.
   int hopper_cluster = 0;
+  /// With hopper_cluster 2: a cluster takes vertically adjacent tiles and shares B's tile by
+  /// multicast (what cuBLASLt's 64 x 128 kernels do), instead of horizontally adjacent ones
+  /// sharing A's. EXPERIMENTAL; KILN_HOPPER_CLUSTER_M=on|off when false.
+  bool hopper_cluster_m = false;
   /// The order the twin's persistent CTAs take C's tiles in: in groups of this many tile
   /// rows, column by column inside a group (CTAs running at once then share A and B tiles
   /// in L2). 1 walks C row by row; a group as tall as C, column by column. 1..64; 0 lets

@@ -330,6 +330,11 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // The 64 x 128 tile (one consumer warpgroup) on every shape, alone and in pairs.
   Runtime low = Runtime::create(Backend::cuda, {.hopper_tile_m = 64});
   Runtime pairedLow = Runtime::create(Backend::cuda, {.hopper_tile_m = 64, .hopper_cluster = 2});
+  // Pairs of vertically adjacent tiles sharing B by multicast (each CTA loads half its
+  // boxes), every tile and the wide one alone (two boxes per CTA).
+  Runtime stacked = Runtime::create(Backend::cuda, {.hopper_cluster = 2, .hopper_cluster_m = true});
+  Runtime stackedWide =
+      Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2, .hopper_cluster_m = true});
   // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
   // cut into chunks of k-steps, summed in order by whichever CTA finishes its chunk last.
   Runtime splitK = [] {
@@ -346,8 +351,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     for (DType d : {DType::bf16, DType::f16}) {
       const catalogue::Entry& e = catalogue::find(name);
       for (const Runtime* rt :
-           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &low, &pairedLow, &splitK,
-                                                 &splitKWide, &portable}) {
+           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &low, &pairedLow, &stacked,
+                                                 &stackedWide, &splitK, &splitKWide, &portable}) {
         CompiledKernel ck = rt->compile(e.make(d));
         INFO(name << " " << to_string(d) << ": " << ck.report().str());
         if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper

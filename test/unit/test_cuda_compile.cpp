@@ -294,6 +294,26 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
   CHECK_THROWS_WITH(bad.compile(k), Contains("hopper_cluster must be 0, 1 or 2, got 4"));
 }
 
+TEST_CASE("hopper_cluster_m pairs vertically adjacent tiles, which share B's boxes by multicast", "[cuda][sm90]") {
+  Runtime rt = Runtime::create(Backend::cuda,
+                               {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 2, .hopper_cluster_m = true});
+  Kernel k = catalogue::gemm_bias_relu(DType::bf16);
+  const std::string ptx = rt.emit(k, Stage::ptx);
+  // One multicast per twin at width 128 (a box each), two at 256.
+  size_t multicasts = 0;
+  for (size_t at = ptx.find(".multicast::cluster"); at != std::string::npos; at = ptx.find(".multicast::cluster", at + 1))
+    ++multicasts;
+  CHECK(multicasts == 4);
+  CHECK_THAT(rt.compile(k).report().sm90, Contains("clusters of 2 (B multicast)") && !Contains("(A multicast)"));
+  for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64"}) {
+    INFO(entry);
+    CHECK(wholeProgramSpills(ptx, entry) == 0);
+  }
+  CHECK(ptx != Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 2}).emit(k, Stage::ptx));
+  Runtime alone = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster_m = true});
+  CHECK_THROWS_WITH(alone.compile(k), Contains("hopper_cluster_m pairs tiles in clusters: it needs hopper_cluster 2, got 0"));
+}
+
 TEST_CASE("the twin's ring is as deep as shared memory allows unless hopper_stages says otherwise", "[cuda][sm90]") {
   auto twin = [](int tileN, int stages) {
     return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = tileN,

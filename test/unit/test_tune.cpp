@@ -224,7 +224,7 @@ TEST_CASE("a config's warps and hopper_* parameters select runtime options; its 
   RuntimeOptions base;
   base.cache_dir = "off";
   base.num_warps = 4;
-  tune::Config c{{{"m", 128}, {"n", 64}, {"warps", 8}, {"hopper_gemm", 0}, {"hopper_tile_n", 256}, {"hopper_tile_m", 128}, {"hopper_stages", 3}, {"hopper_cluster", 2}, {"hopper_raster", 16}}};
+  tune::Config c{{{"m", 128}, {"n", 64}, {"warps", 8}, {"hopper_gemm", 0}, {"hopper_tile_n", 256}, {"hopper_tile_m", 128}, {"hopper_stages", 3}, {"hopper_cluster", 2}, {"hopper_cluster_m", 1}, {"hopper_raster", 16}}};
   RuntimeOptions o = tune::options_for(base, c);
   CHECK(o.num_warps == 8);
   CHECK_FALSE(o.hopper_gemm);
@@ -232,6 +232,7 @@ TEST_CASE("a config's warps and hopper_* parameters select runtime options; its 
   CHECK(o.hopper_tile_m == 128);
   CHECK(o.hopper_stages == 3);
   CHECK(o.hopper_cluster == 2);
+  CHECK(o.hopper_cluster_m);
   CHECK(o.hopper_raster == 16);
   CHECK(o.cache_dir == "off"); // the rest of the base is kept
   RuntimeOptions same = tune::options_for(base, tune::Config{{{"m", 64}}});
@@ -241,4 +242,5 @@ TEST_CASE("a config's warps and hopper_* parameters select runtime options; its 
   CHECK(same.hopper_tile_m == 0);
   CHECK(same.hopper_stages == 0);
   CHECK(same.hopper_raster == 0);
+  CHECK_FALSE(same.hopper_cluster_m);
 }

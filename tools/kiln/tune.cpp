@@ -45,10 +45,15 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
         return true;
       });
   // The twin: each width with the deepest ring that fits (its default), and one stage less
-  // (a shallower ring leaves L2 more room on some shapes); the default widths in the tile
-  // orders at either end (row by row, and groups of 32 tile rows) and in 2-CTA clusters.
-  // First of all, kiln's untuned default (no parameter: both widths, chosen per launch).
+  // (a shallower ring leaves L2 more room on some shapes); the 64-row tile on every shape;
+  // the default tiles in the tile orders at either end (row by row, and groups of 32 tile
+  // rows) and in 2-CTA clusters, side by side (sharing A) and stacked (sharing B, also with
+  // the 64-row tile alone). First of all, kiln's untuned default (no parameter: every tile,
+  // chosen per launch).
   if (twin) {
+    // Pairs along M sharing B: every tile, and the 64-row tile alone (1000^3's best on the H200).
+    s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
+    s.configs.insert(s.configs.begin(), Config{{{"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
     for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_tile_m", 64}, {"hopper_cluster", 2},
                               {"hopper_raster", 32}, {"hopper_raster", 1}})
       s.configs.insert(s.configs.begin(), Config{{{key, value}}});

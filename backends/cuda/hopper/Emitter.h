@@ -37,6 +37,9 @@ struct Config {
   /// CTAs per cluster (1 or 2). With 2, the CTAs of a cluster take horizontally adjacent
   /// tiles (the same rows of A): each loads half of the A tile and multicasts it to both.
   int64_t cluster = 1;
+  /// With a cluster: its CTAs take vertically adjacent tiles (the same columns of B) and
+  /// each loads a share of the B tile's 64-column boxes, multicast to all, instead.
+  bool clusterAlongM = false;
   /// The tile order's group: this many tile rows, column by column inside a group.
   int64_t rasterGroup = 8;
   /// Arrivals that free a ring slot: every consumer thread (one CTA), or each consumer
@@ -138,7 +141,7 @@ private:
   /// Sets m0_, n0_ for work unit `t` of C, in `columns` unit columns, in the kernel's order
   /// (groups of 8 M-tiles, column by column inside a group, so CTAs running at once share A
   /// and B tiles in L2). A unit is a tile, or a cluster's adjacent tiles.
-  void setTile(Value t, Value columns);
+  void setTile(Value t, Value rows, Value columns);
   /// Split-K: a warpgroup's share of a tile split along K. Adds its partial sums to the
   /// workspace; the warpgroup that arrives last sums every part in k order. Returns the
   /// tile's accumulator (valid where the flag is set) and whether this warpgroup stores it.

@@ -90,7 +90,8 @@ void Emitter::epilogue(Value acc) {
     else epilogueStores(acc, row0, col0, masked);
   };
   auto both = [&] { ifThenElse(inside, [&] { body(false); }, [&] { body(true); }); };
-  if (cfg_.cluster > 1) ifThen(ult(n0_, N_), both); // a cluster's tile past C's last column
+  // A cluster's tile past C's last column (row, along M) stores nothing.
+  if (cfg_.cluster > 1) ifThen(cfg_.clusterAlongM ? ult(m0_, M_) : ult(n0_, N_), both);
   else both();
 }
 

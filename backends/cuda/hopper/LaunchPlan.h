@@ -59,8 +59,10 @@ struct LaunchPlan {
   std::vector<LaunchParam> params;
   int output = -1; ///< the argument the kernel writes (C)
   /// CTAs per cluster along grid.x (launched with cuLaunchKernelEx when above 1). A cluster
-  /// takes `cluster` horizontally adjacent tiles at once.
+  /// takes `cluster` horizontally adjacent tiles at once (sharing A's tile), or vertically
+  /// adjacent ones (sharing B's) when clusterAlongM.
   int64_t cluster = 1;
+  bool clusterAlongM = false;
   /// A persistent kernel's tile order: groups of this many tile rows, column by column
   /// inside a group (0: not recorded, plans from before it was).
   int64_t raster = 0;
@@ -86,7 +88,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
   return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
-          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"raster", raster},
+          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};
 }
 

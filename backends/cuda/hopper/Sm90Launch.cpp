@@ -11,15 +11,16 @@ namespace kiln::hopper {
 
 namespace {
 
-/// The plan's work units when `group` adjacent tiles along the last grid dim (C's columns)
-/// make one: C's tiles for group 1, a cluster's pairs for 2. The product of the grid dims,
-/// each under 2^31 (checked by applies()).
+/// The plan's work units when `group` adjacent tiles along the last grid dim (C's columns;
+/// the first, C's rows, for clusters along M) make one: C's tiles for group 1, a cluster's
+/// pairs for 2. The product of the grid dims, each under 2^31 (checked by applies()).
 int64_t unitCount(const LaunchPlan& plan, const std::vector<TensorView>& args, int64_t group = 1) {
   int64_t n = 1;
+  const size_t grouped = plan.clusterAlongM ? 0 : plan.gridDims.size() - 1;
   for (size_t i = 0; i < plan.gridDims.size(); ++i) {
     const GridDim& g = plan.gridDims[i];
     const int64_t tiles = (args[size_t(g.arg)].dims[size_t(g.dim)] + g.tile - 1) / g.tile;
-    n *= i + 1 == plan.gridDims.size() ? (tiles + group - 1) / group : tiles;
+    n *= i == grouped ? (tiles + group - 1) / group : tiles;
   }
   return n;
 }

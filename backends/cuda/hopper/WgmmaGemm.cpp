@@ -41,7 +41,8 @@ void Emitter::declareParams() {
     plan_.params.push_back(p);
     types.push_back(t);
   };
-  param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, cfg_.bm / cfg_.cluster}}, generic);
+  // A cluster along N shares A's tile: each CTA loads its share of the rows.
+  param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, cfg_.clusterAlongM ? cfg_.bm : cfg_.bm / cfg_.cluster}}, generic);
   param({LaunchParam::TensorMap, int(m_.b), 0, {64, kBK}}, generic);
   const bool cByTma = m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
   if (cByTma) {
@@ -106,6 +107,7 @@ void Emitter::declareParams() {
   plan_.stages = cfg_.stages;
   plan_.output = int(m_.c);
   plan_.cluster = cfg_.cluster;
+  plan_.clusterAlongM = cfg_.cluster > 1 && cfg_.clusterAlongM;
   plan_.raster = cfg_.rasterGroup;
   auto dimName = [&](unsigned arg, unsigned d) {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
@@ -202,8 +204,9 @@ void Emitter::run() {
 ///
 /// With a cluster of 2 the loop runs over clusters and work units instead: cluster c takes
 /// units c, c + clusters, ...; a unit is a pair of horizontally adjacent tiles, the CTA of
-/// rank r taking tile column 2u + r. Past C's last column that CTA still loads (zeros) and
-/// multiplies, so both keep the same ring schedule, and stores nothing.
+/// rank r taking tile column 2u + r (vertically adjacent ones along M: tile row 2u + r).
+/// Past C's last column (row) that CTA still loads (zeros) and multiplies, so both keep the
+/// same ring schedule, and stores nothing.
 template <class F> void Emitter::forEachTile(F&& body) {
   const int64_t cl = cfg_.cluster;
   Value bid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
@@ -247,7 +250,7 @@ template <class F> void Emitter::forEachTile(F&& body) {
                                                divu(mul(add(j, one), kTiles_), splits), t});
     }
     Value skTile = chunk.getResult(3);
-    setTile(chunk.getResult(0), tilesN_);
+    setTile(chunk.getResult(0), tilesM_, tilesN_);
     kBegin_ = chunk.getResult(1);
     kEnd_ = chunk.getResult(2);
     base_ = base;
@@ -260,27 +263,33 @@ template <class F> void Emitter::forEachTile(F&& body) {
     return;
   }
   Value first = cl == 1 ? bid : divu(bid, i32(cl)), step = cl == 1 ? grid : divu(grid, i32(cl));
-  Value unitsN = cl == 1 ? tilesN_ : divu(add(tilesN_, i32(cl - 1)), i32(cl));
-  auto loop = b_.create<scf::ForOp>(loc_, first, mul(tilesM_, unitsN), step);
+  const bool alongM = cl > 1 && cfg_.clusterAlongM;
+  Value unitsN = cl == 1 || alongM ? tilesN_ : divu(add(tilesN_, i32(cl - 1)), i32(cl));
+  Value unitsM = alongM ? divu(add(tilesM_, i32(cl - 1)), i32(cl)) : tilesM_;
+  auto loop = b_.create<scf::ForOp>(loc_, first, mul(unitsM, unitsN), step);
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPoint(loop.getBody()->getTerminator());
   Value t = loop.getInductionVar();
-  setTile(t, unitsN);
+  setTile(t, unitsM, unitsN);
   base_ = mul(divu(sub(t, first), step), kTiles_);
   body();
 }
 
-void Emitter::setTile(Value t, Value columns) {
+void Emitter::setTile(Value t, Value rows, Value columns) {
   const int64_t kGroup = cfg_.rasterGroup;
   Value perGroup = mul(columns, i32(kGroup));
   Value group = divu(t, perGroup);
   Value firstM = mul(group, i32(kGroup));
-  Value groupRows = b_.create<arith::MinUIOp>(loc_, sub(tilesM_, firstM), i32(kGroup));
+  Value groupRows = b_.create<arith::MinUIOp>(loc_, sub(rows, firstM), i32(kGroup));
   Value local = remu(t, perGroup);
-  m0_ = mul(add(firstM, remu(local, groupRows)), i32(cfg_.bm));
+  Value row = add(firstM, remu(local, groupRows));
   Value column = divu(local, groupRows);
-  // A cluster's unit is `cluster` adjacent tiles: rank r takes the unit's r-th column.
-  n0_ = mul(cfg_.cluster == 1 ? column : add(mul(column, i32(cfg_.cluster)), rank_), i32(cfg_.bn));
+  // A cluster's unit is `cluster` adjacent tiles: rank r takes the unit's r-th column (or
+  // row, along M).
+  auto rankTh = [&](Value u) { return add(mul(u, i32(cfg_.cluster)), rank_); };
+  const bool alongM = cfg_.cluster > 1 && cfg_.clusterAlongM, alongN = cfg_.cluster > 1 && !cfg_.clusterAlongM;
+  m0_ = mul(alongM ? rankTh(row) : row, i32(cfg_.bm));
+  n0_ = mul(alongN ? rankTh(column) : column, i32(cfg_.bn));
 }
 
 void Emitter::clusterSync() {
@@ -322,7 +331,7 @@ void Emitter::producer() {
                                                                 NVVM::CTAGroupKindAttr(), Value());
     };
     // Coordinates are innermost first: A's box at (k0, m0), B's boxes at (n0 + 64h, k0).
-    if (cfg_.cluster == 1) {
+    if (cfg_.cluster == 1 || cfg_.clusterAlongM) {
       tma(stage, tmA_, {k0, m0_});
     } else {
       // This CTA's share of A's rows, multicast into the same place in every CTA of the
@@ -335,8 +344,22 @@ void Emitter::producer() {
           loc_, dst, tmA_, ValueRange{k0, add(m0_, mul(rank_, i32(rows)))}, full, ValueRange{}, mask, Value(),
           NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
     }
-    for (int64_t h = 0; h < cfg_.bn / 64; ++h)
-      tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0});
+    if (cfg_.cluster > 1 && cfg_.clusterAlongM) {
+      // This CTA's share of B's boxes (h = j x cluster + rank), multicast into the same place
+      // in every CTA of the cluster.
+      Value mask = b_.create<arith::ConstantIntOp>(loc_, (1 << cfg_.cluster) - 1, 16);
+      for (int64_t j = 0; j < cfg_.bn / 64 / cfg_.cluster; ++j) {
+        Value h = add(i32(j * cfg_.cluster), rank_);
+        Value dst = b_.create<LLVM::AddrSpaceCastOp>(
+            loc_, cluster, sharedPtr(add(stage, add(i32(cfg_.aBytes()), mul(h, i32(kBoxBytes))))));
+        b_.create<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(
+            loc_, dst, tmB_, ValueRange{add(n0_, mul(h, i32(64))), k0}, full, ValueRange{}, mask, Value(),
+            NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
+      }
+    } else {
+      for (int64_t h = 0; h < cfg_.bn / 64; ++h)
+        tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0});
+    }
   }); });
 }
 
@@ -417,6 +440,10 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
       m.emitError("cluster must be 1 or 2, got ") << int64_t(cluster);
       return signalPassFailure();
     }
+    if (clusterM && cluster == 1) {
+      m.emitError("cluster-m needs cluster=2");
+      return signalPassFailure();
+    }
     if (rasterGroup < 1 || rasterGroup > 64) {
       m.emitError("raster-group must be 1..64, got ") << int64_t(rasterGroup);
       return signalPassFailure();
@@ -435,7 +462,9 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
     for (auto [bm, bn, suffix] : {std::tuple<int64_t, int64_t, const char*>{128, 128, "__sm90"},
                                   {128, 256, "__sm90_n256"}, {64, 128, "__sm90_m64"}}) {
       if ((tileM != 0 && tileM != bm) || (tileN != 0 && tileN != bn)) continue;
-      Config cfg{bm, bn, stages ? stages : maxStages(bm, bn), persistent, suffix, cluster, rasterGroup};
+      Config cfg{bm, bn, stages ? stages : maxStages(bm, bn), persistent, suffix, cluster};
+      cfg.clusterAlongM = clusterM;
+      cfg.rasterGroup = rasterGroup;
       if (cfg.stages < 2 || cfg.stages > maxStages(bm, bn)) {
         m.emitError("stages must be 2..") << maxStages(bm, bn) << " at a " << bm << " x " << bn
                                           << " tile (227 KiB of shared memory), got " << int64_t(stages);

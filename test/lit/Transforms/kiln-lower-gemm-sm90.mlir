@@ -8,6 +8,17 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 raster-group=16" | FileCheck %s --check-prefix=RASTER
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="raster-group=0" 2>&1 | FileCheck %s --check-prefix=BADRASTER
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64" | FileCheck %s --check-prefix=M64
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 tile-m=128 cluster=2 cluster-m=true" | FileCheck %s --check-prefix=CLM
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster-m=true" 2>&1 | FileCheck %s --check-prefix=BADCLM
+
+// Clusters along M: A's box is the whole tile (no share), the plan says so, and each CTA
+// multicasts its one B box (of two) to both.
+// CLM: gpu.func @mm__sm90(
+// CLM-SAME: \22cluster\22:2,\22cluster_m\22:true
+// CLM-SAME: \22params\22:[{\22arg\22:0,\22box\22:[64,128],\22dim\22:0,\22kind\22:\22tensormap\22}
+// CLM-COUNT-1: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// CLM-NOT: multicast_mask
+// BADCLM: cluster-m needs cluster=2
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64 tile-n=256" 2>&1 | FileCheck %s --check-prefix=BADTILE
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=32" 2>&1 | FileCheck %s --check-prefix=BADM
 
