@@ -90,7 +90,9 @@ private:
   Value divu(Value a, Value b) { return b_.create<arith::DivUIOp>(loc_, a, b); }
   Value remu(Value a, Value b) { return b_.create<arith::RemUIOp>(loc_, a, b); }
   Value ult(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, a, b); }
+  Value ule(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, a, b); }
   Value eq(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b); }
+  Value ne(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, a, b); }
   Value ext64(Value v) { return b_.create<arith::ExtUIOp>(loc_, b_.getI64Type(), v); }
   Value byteAt(Value base, Value off) {
     return b_.create<LLVM::GEPOp>(loc_, base.getType(), b_.getI8Type(), base, ValueRange{off});

@@ -83,8 +83,7 @@ void Emitter::epilogue(Value acc) {
   Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
   // Tiles inside C (all but the last row and column of tiles) read their inputs without
   // clamps and store without masks; the edge tiles take the careful path.
-  Value inside = b_.create<arith::AndIOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(m0_, i32(cfg_.bm)), M_),
-                                          b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, add(n0_, i32(cfg_.bn)), N_));
+  Value inside = b_.create<arith::AndIOp>(loc_, ule(add(m0_, i32(cfg_.bm)), M_), ule(add(n0_, i32(cfg_.bn)), N_));
   auto body = [&](bool masked) {
     if (tmC_) epilogueTma(acc, row0, col0, masked);
     else epilogueStores(acc, row0, col0, masked);

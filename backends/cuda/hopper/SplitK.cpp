@@ -59,8 +59,7 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
     b_.create<LLVM::StoreOp>(loc_, last, flag);
   });
   syncWarpgroup();
-  Value isLast = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, b_.create<LLVM::LoadOp>(loc_, b_.getI32Type(), flag),
-                                          i32(0));
+  Value isLast = ne(b_.create<LLVM::LoadOp>(loc_, b_.getI32Type(), flag), i32(0));
 
   // 3. The last warpgroup sums the tile's chunks j = 0 .. s - 1 (units j skTiles + t, its
   //    own included, from the workspace) in that order, and leaves the counter at zero
