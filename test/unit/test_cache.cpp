@@ -170,9 +170,11 @@ TEST_CASE("the key changes with anything that changes the code, and only then", 
   CHECK(key(catalogue::gemm(DType::bf16, {128, 64, 32, 3}), 4, "sm_90a") != base); // other tiles
   CHECK(key(catalogue::gemm(DType::bf16), 8, "sm_90a") != base);      // other warps
   CHECK(key(catalogue::gemm(DType::bf16), 4, "sm_80") != base);       // other target
-  auto hopper = [&](bool on, int tileN, int stages = 0, int cluster = 0) {
+  auto hopper = [&](bool on, int tileN, int stages = 0, int cluster = 0, int tileM = 0, bool clusterM = false,
+                    int raster = 0) {
     RuntimeOptions o{.compile_only = true, .arch = "sm_90a", .hopper_gemm = on, .hopper_tile_n = tileN,
-                     .hopper_stages = stages, .hopper_cluster = cluster, .cache_dir = dir.path};
+                     .hopper_tile_m = tileM, .hopper_stages = stages, .hopper_cluster = cluster,
+                     .hopper_cluster_m = clusterM, .hopper_raster = raster, .cache_dir = dir.path};
     return Runtime::create(Backend::cuda, o).compile(catalogue::gemm(DType::bf16)).cache().key;
   };
   CHECK(hopper(true, 0) == base);
@@ -180,6 +182,10 @@ TEST_CASE("the key changes with anything that changes the code, and only then", 
   CHECK(hopper(true, 256) != base); // a wider twin
   CHECK(hopper(true, 0, 3) != base); // a shallower ring
   CHECK(hopper(true, 0, 0, 2) != base); // clusters
+  CHECK(hopper(true, 0, 0, 0, 64) != base); // the 64-row twin alone
+  CHECK(hopper(true, 0, 0, 0, 128) != base); // the 128-row twins alone
+  CHECK(hopper(true, 0, 0, 2, 0, true) != hopper(true, 0, 0, 2)); // stacked pairs, not side by side
+  CHECK(hopper(true, 0, 0, 0, 0, false, 32) != base); // another tile order
   CHECK(cpuWith(dir.path).compile(catalogue::gemm(DType::bf16)).cache().key != base); // other backend
   CHECK(base.size() == 64);
 }
