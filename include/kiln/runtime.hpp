@@ -56,7 +56,8 @@ struct KILN_API RuntimeOptions {
   int hopper_stages = 0;
   /// The twin's CTAs per thread-block cluster: 1 (none), or 2 (two CTAs take adjacent tiles
   /// and share A's tile by TMA multicast, or B's with hopper_cluster_m); 0 lets kiln choose
-  /// (the 64-row tile in stacked pairs sharing B, the 128-row tiles alone), or
+  /// (the 128-row tiles alone; the 64-row tile both alone and in stacked pairs sharing B,
+  /// each launch taking what suits its shape), or
   /// KILN_HOPPER_CLUSTER when set. EXPERIMENTAL: 2 for every tile is correct on the H200 but
   /// no faster there (docs/cuda.md); leave it at 0 in production.
   int hopper_cluster = 0;
