@@ -41,9 +41,9 @@ struct CudaState {
   /// Modules with a twin are compiled by the driver's JIT as whole programs (see
   /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
   bool twinByDriver = true;
-  /// KILN_HOPPER_SPLIT_K=off|auto|on: split-K never (the default: the first, stream-K
-  /// form measured slower on the H200), where the cost model says it pays, or wherever
-  /// tiles leave the last round of CTAs part-empty. EXPERIMENTAL.
+  /// KILN_HOPPER_SPLIT_K=off|auto|on: split-K never (the default: on the H200 it was
+  /// slower wherever it cut tiles but on a decode shape), where the cost model says it pays,
+  /// or wherever tiles leave the last round of CTAs part-empty. EXPERIMENTAL.
   hopper::SplitK hopperSplitK = hopper::SplitK::Off;
   /// Counts the workspaces below in Runtime::memory().
   std::shared_ptr<kd::MemoryMeter> meter;

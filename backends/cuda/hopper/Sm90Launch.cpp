@@ -121,14 +121,14 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   const double before = double(units - splitTiles) / double(slots); // whole rounds first
   Split best; // the cheapest split (splits 0: none possible)
   // More tiles than the counters hold: whole tiles.
-  if (splitTiles * 2 * 4 > kSplitKCounterBytes) return whole;
+  if (splitTiles * kSplitKCountersPerTile * 4 > kSplitKCounterBytes) return whole;
   for (int64_t s = 2; s <= kTiles / kSplitKMinSteps && s <= 16; ++s) {
-    const int64_t rounds = (splitTiles * s + slots - 1) / slots;
+    const int64_t chunkRounds = (splitTiles * s + slots - 1) / slots;
     // At most 4 chunks per CTA: bounds the workspace (a slot per chunk) to 4 x slots slots.
     if (splitTiles * s > 4 * slots) break;
     // A chunk costs 1/s of a tile; the fix-up of a tile reads its s parts back, each about
     // 1.5 k-steps' worth of the main loop.
-    const double cost = before + double(rounds) / double(s) + double(s) * 1.5 / double(kTiles);
+    const double cost = before + double(chunkRounds) / double(s) + double(s) * 1.5 / double(kTiles);
     if (best.splits == 0 || cost < best.cost) best = {slots, splitTiles, s, cost};
   }
   if (best.splits == 0) return whole;
@@ -140,6 +140,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
            std::string* why, Split* work) {
   int best = -1;
   double bestCost = 0;
+  const bool tall = std::any_of(twins.begin(), twins.end(), [](const LaunchPlan& t) { return t.tileM >= 128; });
   for (size_t i = 0; i < twins.size(); ++i) {
     std::string whyNot;
     if (!applies(twins[i], args, &whyNot)) {
@@ -152,8 +153,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // empty rows a 128-row tile multiplies; elsewhere it measured no faster on the H200,
     // 1000^3: 14.0 against 13.4 us); in stacked pairs sharing B, anywhere, and the rounds
     // decide (1000^3: 12.0 us).
-    if (p.tileM < 128 && !p.gridDims.empty() &&
-        std::any_of(twins.begin(), twins.end(), [](const LaunchPlan& t) { return t.tileM >= 128; })) {
+    if (p.tileM < 128 && tall && !p.gridDims.empty()) {
       const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)];
       const int64_t stack = p.clusterAlongM ? p.cluster : 1; // stacked tiles make one unit
       if (((rows + p.tileM - 1) / p.tileM + stack - 1) / stack > (rows + 127) / 128) continue;

@@ -50,8 +50,8 @@ struct Split {
 /// or never (Off).
 Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config);
 
-/// Which of a kernel's twins (`twins`, each compiled for one tile width) runs `args`: the
-/// one whose split (above) costs least, counting a 128 x 256 tile as 1.88 128 x 128 tiles
+/// Which of a kernel's twins (`twins`, each compiled for one tile) runs `args`: the one
+/// whose split (above) costs least, counting a 128 x 256 tile as 1.88 128 x 128 tiles
 /// (it computes 6% faster per element on the H200) and a 64 x 128 one as 0.68, the latter
 /// only where C has at most 64 rows; ties go to the one first in `twins` (the compiler
 /// orders them 128 x 128, 128 x 256, 64 x 128). -1 when none

@@ -51,6 +51,9 @@ constexpr int64_t maxStages(int64_t tileM, int64_t tileN) {
 // The host (Sm90Launch.cpp) and the kernel (WgmmaGemm.cpp's work loop, SplitK.cpp's slots)
 // compute these the same way.
 inline constexpr int64_t kSplitKCounterBytes = 64 * 1024;
+/// Arrival counters per split tile: one per consumer warpgroup of the 128-row tile (the
+/// 64-row tile leaves its second unused), 4 bytes each.
+inline constexpr int64_t kSplitKCountersPerTile = 2;
 /// Every chunk has at least this many k-steps (shorter would cost more in pipeline fill
 /// and fix-up than it spreads).
 inline constexpr int64_t kSplitKMinSteps = 4;

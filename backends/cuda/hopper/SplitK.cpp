@@ -48,7 +48,7 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
   //    chunk counted before is visible to the warpgroup after the next barrier. One thread's
   //    fences, not one per thread (an ordered atomicrmw would do, but NVPTX emits it
   //    without its ordering).
-  Value counter = b_.create<LLVM::GEPOp>(loc_, global, b_.getI32Type(), ws_, ValueRange{add(mul(skTile_, i32(2)), cw)});
+  Value counter = b_.create<LLVM::GEPOp>(loc_, global, b_.getI32Type(), ws_, ValueRange{add(mul(skTile_, i32(kSplitKCountersPerTile)), cw)});
   Value flag = sharedPtr(add(i32(cfg_.flagOffset()), mul(cw, i32(4))));
   ifThen(eq(lane, i32(0)), [&] {
     b_.create<NVVM::MembarOp>(loc_, NVVM::MemScopeKind::GPU);

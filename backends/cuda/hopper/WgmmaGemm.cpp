@@ -324,9 +324,12 @@ void Emitter::producer() {
     auto cluster = LLVM::LLVMPointerType::get(b_.getContext(), 7);
     Value stage = mul(s, i32(cfg_.stageBytes()));
     Value k0 = mul(kt, i32(kBK));
-    auto tma = [&](Value dstOff, Value map, SmallVector<Value> coords) {
+    // A TMA load into this CTA's stage, or with `multicast` into the same place in every CTA
+    // of the cluster (each full[s] counts the whole stage's bytes, its peers' shares included).
+    auto tma = [&](Value dstOff, Value map, SmallVector<Value> coords, bool multicast = false) {
       Value dst = b_.create<LLVM::AddrSpaceCastOp>(loc_, cluster, sharedPtr(dstOff));
-      b_.create<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(loc_, dst, map, coords, full, ValueRange{}, Value(),
+      Value mask = multicast ? b_.create<arith::ConstantIntOp>(loc_, (1 << cfg_.cluster) - 1, 16) : Value();
+      b_.create<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(loc_, dst, map, coords, full, ValueRange{}, mask,
                                                                 Value(), NVVM::TMALoadMode::TILE, false,
                                                                 NVVM::CTAGroupKindAttr(), Value());
     };
@@ -334,27 +337,15 @@ void Emitter::producer() {
     if (cfg_.cluster == 1 || cfg_.clusterAlongM) {
       tma(stage, tmA_, {k0, m0_});
     } else {
-      // This CTA's share of A's rows, multicast into the same place in every CTA of the
-      // cluster (each full[s] counts the whole stage's bytes, its peer's share included).
+      // This CTA's share of A's rows, multicast.
       const int64_t rows = cfg_.bm / cfg_.cluster;
-      Value dst = b_.create<LLVM::AddrSpaceCastOp>(loc_, cluster,
-                                                   sharedPtr(add(stage, mul(rank_, i32(rows * 128)))));
-      Value mask = b_.create<arith::ConstantIntOp>(loc_, (1 << cfg_.cluster) - 1, 16);
-      b_.create<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(
-          loc_, dst, tmA_, ValueRange{k0, add(m0_, mul(rank_, i32(rows)))}, full, ValueRange{}, mask, Value(),
-          NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
+      tma(add(stage, mul(rank_, i32(rows * 128))), tmA_, {k0, add(m0_, mul(rank_, i32(rows)))}, true);
     }
     if (cfg_.cluster > 1 && cfg_.clusterAlongM) {
-      // This CTA's share of B's boxes (h = j x cluster + rank), multicast into the same place
-      // in every CTA of the cluster.
-      Value mask = b_.create<arith::ConstantIntOp>(loc_, (1 << cfg_.cluster) - 1, 16);
+      // This CTA's share of B's boxes (h = j x cluster + rank), multicast.
       for (int64_t j = 0; j < cfg_.bn / 64 / cfg_.cluster; ++j) {
         Value h = add(i32(j * cfg_.cluster), rank_);
-        Value dst = b_.create<LLVM::AddrSpaceCastOp>(
-            loc_, cluster, sharedPtr(add(stage, add(i32(cfg_.aBytes()), mul(h, i32(kBoxBytes))))));
-        b_.create<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(
-            loc_, dst, tmB_, ValueRange{add(n0_, mul(h, i32(64))), k0}, full, ValueRange{}, mask, Value(),
-            NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
+        tma(add(stage, add(i32(cfg_.aBytes()), mul(h, i32(kBoxBytes)))), tmB_, {add(n0_, mul(h, i32(64))), k0}, true);
       }
     } else {
       for (int64_t h = 0; h < cfg_.bn / 64; ++h)
