@@ -141,8 +141,9 @@ void readSm90Plan(ModuleOp m, DeviceCode& out) {
   for (auto f : gm.getOps<gpu::GPUFuncOp>())
     if (auto plan = f->getAttrOfType<StringAttr>(hopper::kLaunchPlanAttr))
       out.sm90.push_back(hopper::LaunchPlan::fromJson(nlohmann::json::parse(plan.str())));
-  // 128 x 128, 128 x 256, 64 x 128: the order hopper::choose() breaks ties in.
-  auto rank = [](const hopper::LaunchPlan& p) { return p.tileM == 128 ? p.tileN : 1024; };
+  // 128 x 128, 128 x 256, 64 x 128, 64 x 128 in clusters: the order hopper::choose() breaks
+  // ties in.
+  auto rank = [](const hopper::LaunchPlan& p) { return p.tileM == 128 ? p.tileN : 1024 + p.cluster; };
   std::stable_sort(out.sm90.begin(), out.sm90.end(),
                    [&](const hopper::LaunchPlan& a, const hopper::LaunchPlan& b) { return rank(a) < rank(b); });
 }
@@ -175,7 +176,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       sm90.tileN = o.hopperTileN;
       sm90.tileM = o.hopperTileM;
       sm90.stages = o.hopperStages;
-      sm90.cluster = o.hopperCluster == 2 ? 2 : 1;
+      sm90.cluster = o.hopperCluster; // 0: kiln's choice (the pass's)
       sm90.clusterM = o.hopperClusterM;
       sm90.rasterGroup = o.hopperRaster ? o.hopperRaster : 8;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));

@@ -327,8 +327,9 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // last pair without a tile: it loads zeros and stores nothing).
   Runtime paired = Runtime::create(Backend::cuda, {.hopper_tile_n = 128, .hopper_cluster = 2});
   Runtime pairedWide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2});
-  // The 64 x 128 tile (one consumer warpgroup) on every shape, alone and in pairs.
-  Runtime low = Runtime::create(Backend::cuda, {.hopper_tile_m = 64});
+  // The 64 x 128 tile (one consumer warpgroup) on every shape, alone and in pairs side by side
+  // (by default it runs in stacked pairs: gpu() and `stacked` below).
+  Runtime low = Runtime::create(Backend::cuda, {.hopper_tile_m = 64, .hopper_cluster = 1});
   Runtime pairedLow = Runtime::create(Backend::cuda, {.hopper_tile_m = 64, .hopper_cluster = 2});
   // Pairs of vertically adjacent tiles sharing B by multicast (each CTA loads half its
   // boxes), every tile and the wide one alone (two boxes per CTA).
@@ -337,13 +338,14 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
       Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2, .hopper_cluster_m = true});
   // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
   // cut into chunks of k-steps, summed in order by whichever CTA finishes its chunk last.
+  // (Clusters off: clustered twins take whole tiles.)
   Runtime splitK = [] {
     ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
-    return Runtime::create(Backend::cuda);
+    return Runtime::create(Backend::cuda, {.hopper_cluster = 1});
   }();
   Runtime splitKWide = [] {
     ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
-    return Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
+    return Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 1});
   }();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   std::map<const Runtime*, int> splitLaunches;
@@ -387,7 +389,7 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
     return;
   }
   ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
-  Runtime rt = Runtime::create(Backend::cuda);
+  Runtime rt = Runtime::create(Backend::cuda, {.hopper_cluster = 1}); // clustered twins take whole tiles
   // 1000^3: 64 tiles of 16 k-steps cut in halves; 128 x 12288 x 1024: 96 tiles in chunks;
   // 2176 x 4096 x 512: whole rounds of tiles first, then the rest in chunks (a CTA's ring
   // carried from its whole tiles into its chunks).

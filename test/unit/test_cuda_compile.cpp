@@ -183,6 +183,7 @@ TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twi
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64") == 0);
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64x2") == 0);
       // ptxas neither serialises the wgmma chain nor warns (its notes are in the report).
       CHECK_THAT(ck.report().ptxas_notes, !Contains("serializ") && !Contains("warning"));
     }
@@ -214,9 +215,10 @@ TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]
 }
 
 TEST_CASE("hopper_tile_m picks the twins' height: 64 rows by one consumer warpgroup, or 128 by two", "[cuda][sm90]") {
+  // Clusters off: the tile alone (by default the 64-row tile runs in stacked pairs).
   auto make = [](int tileM, int tileN = 0, int stages = 0) {
     return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = tileN,
-                                           .hopper_tile_m = tileM, .hopper_stages = stages});
+                                           .hopper_tile_m = tileM, .hopper_stages = stages, .hopper_cluster = 1});
   };
   Kernel k = catalogue::gemm_bias_relu(DType::bf16);
   // 64 alone: one twin, named as a lone twin is, 256 threads, no register hand-over.
@@ -255,18 +257,20 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
 }
 
-TEST_CASE("by default a GEMM gets three twin tiles, and the report names each", "[cuda][sm90]") {
+TEST_CASE("by default a GEMM gets four twins, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
   CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90_n256(") &&
-                      Contains(".entry gemm_bias_relu__sm90_m64("));
+                      Contains(".entry gemm_bias_relu__sm90_m64(") && Contains(".entry gemm_bias_relu__sm90_m64x2("));
   CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16"));
   std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
   CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90_n256: 128x256x64 tiles, 4 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
+                         Contains("gemm_bias_relu__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast), 256 threads") &&
                          Contains("each launch takes the tile"));
-  for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64"}) {
+  for (const char* entry :
+       {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64", "gemm_bias_relu__sm90_m64x2"}) {
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
   }
@@ -288,8 +292,18 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
   }
-  // Without it, no cluster instruction at all.
-  CHECK_THAT(offline("sm_90a").emit(k, Stage::ptx), !Contains("multicast") && !Contains("barrier.cluster"));
+  // hopper_cluster 1: no cluster instruction at all.
+  Runtime none = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 1});
+  CHECK_THAT(none.emit(k, Stage::ptx), !Contains("multicast") && !Contains("barrier.cluster"));
+  // By default (0) only the second 64-row twin runs in clusters: stacked pairs sharing B.
+  const std::string byDefault = offline("sm_90a").emit(k, Stage::ptx);
+  // (the PTX lists the twins in the order they are made)
+  CHECK_THAT(byDefault.substr(0, byDefault.find(".entry gemm_bias_relu__sm90_m64x2(")), !Contains("multicast"));
+  CHECK_THAT(byDefault, Contains(".multicast::cluster"));
+  CHECK_THAT(offline("sm_90a").compile(k).report().sm90,
+             Contains("__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
+                 Contains("__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
+                 Contains("__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast)"));
   Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 4});
   CHECK_THROWS_WITH(bad.compile(k), Contains("hopper_cluster must be 0, 1 or 2, got 4"));
 }

@@ -207,6 +207,36 @@ TEST_CASE("a launch takes the 64-row tile only where C has at most 64 rows", "[s
   CHECK(choose({low}, args(4096, 4096, 4096), {132}, &why) == 0);
 }
 
+TEST_CASE("a launch takes the 64-row tile in stacked pairs wherever its rounds cost least", "[sm90]") {
+  LaunchPlan narrow = gemmPlan(), wide = gemmPlan(), low = gemmPlan(), stacked = gemmPlan();
+  narrow.persistent = wide.persistent = low.persistent = stacked.persistent = true;
+  low.tileM = 64;
+  low.threads = 256;
+  low.gridDims[0].tile = 64;
+  wide.tileN = 256;
+  wide.gridDims[1].tile = 256;
+  stacked.tileM = 64;
+  stacked.threads = 256;
+  stacked.gridDims[0].tile = 64;
+  stacked.cluster = 2;
+  stacked.clusterAlongM = true;
+  std::vector<LaunchPlan> twins = {narrow, wide, low, stacked}; // as the compiler orders them
+  std::string why;
+  Split work;
+  auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why, &work); };
+  // Up to 66 pairs: one round on 132 SMs, each tile half a 128 x 128 one.
+  CHECK(pick(1000, 1000, 1000) == 3);
+  CHECK(work.ctas == 128); // 64 pairs
+  // C with at most 64 rows: the tile alone (a pair's lower CTA would have no rows), also
+  // where its 96 tiles would take two rounds of pairs.
+  CHECK(pick(16, 4096, 4096) == 2);
+  CHECK(work.ctas == 32);
+  CHECK(pick(16, 12288, 4096) == 2);
+  // More: two rounds of pairs cost more than one of 128 x 128 tiles.
+  CHECK(pick(128, 12288, 4096) == 0);
+  CHECK(pick(4096, 4096, 4096) == 1);
+}
+
 namespace {
 // The same plan as a split-K twin makes it: a workspace, the split tiles and their chunks,
 // K as its reduction.

@@ -54,8 +54,10 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
     // Pairs along M sharing B: every tile, and the 64-row tile alone (1000^3's best on the H200).
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
-    for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_tile_m", 64}, {"hopper_cluster", 2},
-                              {"hopper_raster", 32}, {"hopper_raster", 1}})
+    // The 64-row tile alone, without clusters (by default it runs in stacked pairs).
+    s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 1}}});
+    for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_cluster", 2}, {"hopper_raster", 32},
+                              {"hopper_raster", 1}})
       s.configs.insert(s.configs.begin(), Config{{{key, value}}});
     for (auto [n, stages] : {std::pair<int64_t, int64_t>{256, 3}, {128, 4}, {256, 0}, {128, 0}}) {
       Config c{{{"hopper_tile_n", n}}};

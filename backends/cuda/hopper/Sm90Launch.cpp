@@ -148,13 +148,15 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
       continue;
     }
     const LaunchPlan& p = twins[i];
-    // Beside 128-row twins, a tile of fewer rows only where C has no more tile rows of it
-    // than of 128 (at most 64 rows: decode shapes): there it skips the empty rows a 128-row
-    // tile multiplies. Elsewhere it measured no faster on the H200 for all its extra CTAs
-    // (1000^3: 14.0 against 13.4 us; its consumer waits on the ring most of the time).
+    // Beside 128-row twins, a tile of fewer rows only where C has no more rows of its units
+    // than of 128-row tiles: alone, where C has at most 64 rows (decode shapes: it skips the
+    // empty rows a 128-row tile multiplies; elsewhere it measured no faster on the H200,
+    // 1000^3: 14.0 against 13.4 us); in stacked pairs sharing B, anywhere, and the rounds
+    // decide (1000^3: 12.0 us).
     if (p.tileM < 128 && tall && !p.gridDims.empty()) {
       const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)];
-      if ((rows + p.tileM - 1) / p.tileM > (rows + 127) / 128) continue;
+      const int64_t stack = p.clusterAlongM ? p.cluster : 1; // stacked tiles make one unit
+      if (((rows + p.tileM - 1) / p.tileM + stack - 1) / stack > (rows + 127) / 128) continue;
     }
     // Work per tile relative to a 128 x 128 tile: a 128 x 256 one computes 6% faster per
     // element (measured: 1442 vs 1366 us at 8192^3), a 64 x 128 one (one consumer
