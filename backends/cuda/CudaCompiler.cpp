@@ -178,7 +178,6 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       sm90.stages = o.hopperStages;
       sm90.cluster = o.hopperCluster; // 0: kiln's choice (the pass's)
       sm90.clusterM = o.hopperClusterM;
-      sm90.kPair = o.hopperKPair;
       sm90.rasterGroup = o.hopperRaster ? o.hopperRaster : 8;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
     }
@@ -271,8 +270,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   if (options.hopperStages != 0) {
     // The ring must fit every twin the options select: the 128 x 256 tile's when it is one.
     const int64_t tileN = options.hopperTileN ? options.hopperTileN : options.hopperTileM == 64 ? 128 : 256;
-    const int64_t most = hopper::maxStages(options.hopperTileM == 64 ? 64 : 128, tileN,
-                                           options.hopperKPair && options.hopperTileM == 64);
+    const int64_t most = hopper::maxStages(options.hopperTileM == 64 ? 64 : 128, tileN);
     if (options.hopperStages < 2 || options.hopperStages > most)
       throw Error(ErrorKind::InvalidArgument,
                   "kernel '" + kernel.name() + "': hopper_stages must be 0 or 2.." + std::to_string(most) +

@@ -36,7 +36,6 @@ struct CompileOptions {
   int hopperStages = 0;   ///< its shared-memory ring depth (0: the most that fit)
   int hopperCluster = 0;  ///< its CTAs per cluster (0 or 1: none; 2: pairs sharing A)
   bool hopperClusterM = false; ///< pairs sharing B (vertically adjacent tiles) instead
-  bool hopperKPair = false;    ///< 64-row tiles: two consumer warpgroups, alternate k-steps
   int hopperRaster = 0;   ///< its tile order: groups of this many tile rows (0: 8)
 };
 

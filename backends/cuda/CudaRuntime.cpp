@@ -239,7 +239,6 @@ public:
             state->options.hopper_stages,
             state->options.hopper_cluster,
             state->options.hopper_cluster_m,
-            state->options.hopper_k_pair,
             state->options.hopper_raster};
   }
 
@@ -394,7 +393,6 @@ public:
     if (state->options.hopper_raster) key["hopper_raster"] = state->options.hopper_raster;
     if (state->options.hopper_tile_m) key["hopper_tile_m"] = state->options.hopper_tile_m;
     if (state->options.hopper_cluster_m) key["hopper_cluster_m"] = true;
-    if (state->options.hopper_k_pair) key["hopper_k_pair"] = true;
     return key;
   }
 
@@ -630,8 +628,6 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     state->options.hopper_tile_n = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER_M", {"on", "off"}); v && !options.hopper_cluster_m)
     state->options.hopper_cluster_m = *v == "on";
-  if (auto v = env("KILN_HOPPER_K_PAIR", {"on", "off"}); v && !options.hopper_k_pair)
-    state->options.hopper_k_pair = *v == "on";
   if (auto v = env("KILN_HOPPER_TILE_M", {"0", "64", "128"}); v && options.hopper_tile_m == 0)
     state->options.hopper_tile_m = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2"}); v && options.hopper_cluster == 0)

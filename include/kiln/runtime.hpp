@@ -65,11 +65,6 @@ struct KILN_API RuntimeOptions {
   /// multicast (what cuBLASLt's 64 x 128 kernels do), instead of horizontally adjacent ones
   /// sharing A's. EXPERIMENTAL; KILN_HOPPER_CLUSTER_M=on|off when false.
   bool hopper_cluster_m = false;
-  /// The twin's 64-row tiles with two consumer warpgroups taking alternate k-steps (each
-  /// its own accumulator chain; the second hands its sums to the first, which stores the
-  /// tile while the second starts the next) instead of one. EXPERIMENTAL;
-  /// KILN_HOPPER_K_PAIR=on|off when false.
-  bool hopper_k_pair = false;
   /// The order the twin's persistent CTAs take C's tiles in: in groups of this many tile
   /// rows, column by column inside a group (CTAs running at once then share A and B tiles
   /// in L2). 1 walks C row by row; a group as tall as C, column by column. 1..64; 0 lets

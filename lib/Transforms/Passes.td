@@ -98,8 +98,6 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
            "CTAs per cluster: 1, or 2 (adjacent tiles share A's tile by TMA multicast); 0: the 64-row tile in stacked pairs sharing B, the others alone">,
     Option<"clusterM", "cluster-m", "bool", /*default=*/"false",
            "with cluster=2: pair vertically adjacent tiles (sharing B's tile by multicast) instead of side by side (sharing A's)">,
-    Option<"kPair", "k-pair", "bool", /*default=*/"false",
-           "64-row tiles: two consumer warpgroups taking alternate k-steps (the second hands its sums to the first) instead of one">,
     Option<"rasterGroup", "raster-group", "int64_t", /*default=*/"8",
            "tile order: groups of this many tile rows, column by column inside a group (1..64)">,
     Option<"persistent", "persistent", "bool", /*default=*/"true",

@@ -172,7 +172,6 @@ RuntimeOptions options_for(const RuntimeOptions& base, const Config& config) {
   o.hopper_stages = int(config.get("hopper_stages", base.hopper_stages));
   o.hopper_cluster = int(config.get("hopper_cluster", base.hopper_cluster));
   o.hopper_cluster_m = config.get("hopper_cluster_m", base.hopper_cluster_m ? 1 : 0) != 0;
-  o.hopper_k_pair = config.get("hopper_k_pair", base.hopper_k_pair ? 1 : 0) != 0;
   o.hopper_raster = int(config.get("hopper_raster", base.hopper_raster));
   return o;
 }
@@ -192,11 +191,11 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
 
   // One Runtime per set of runtime options (the kernel cache is per Runtime; the GPU
   // context is shared).
-  std::map<std::tuple<int, bool, int, int, int, int, bool, bool, int>, Runtime> runtimes;
+  std::map<std::tuple<int, bool, int, int, int, int, bool, int>, Runtime> runtimes;
   auto keyOf = [&](const Config& c) {
     RuntimeOptions o = options_for(base, c);
     return std::tuple{o.num_warps, o.hopper_gemm, o.hopper_tile_n, o.hopper_tile_m, o.hopper_stages, o.hopper_cluster,
-                      o.hopper_cluster_m, o.hopper_k_pair, o.hopper_raster};
+                      o.hopper_cluster_m, o.hopper_raster};
   };
   auto runtimeFor = [&](const Config& c) -> const Runtime& {
     auto it = runtimes.find(keyOf(c));

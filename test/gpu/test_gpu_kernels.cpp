@@ -352,13 +352,6 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
     return Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 1});
   }();
-  // 64-row tiles with two consumers on alternate k-steps: alone, in stacked pairs, and 192
-  // wide in stacked pairs (one k-step, K = 8: the second consumer has none and hands over zeros).
-  Runtime kPair = Runtime::create(Backend::cuda, {.hopper_tile_m = 64, .hopper_cluster = 1, .hopper_k_pair = true});
-  Runtime kPairStacked = Runtime::create(
-      Backend::cuda, {.hopper_tile_m = 64, .hopper_cluster = 2, .hopper_cluster_m = true, .hopper_k_pair = true});
-  Runtime kPairNarrow = Runtime::create(Backend::cuda, {.hopper_tile_n = 192, .hopper_tile_m = 64, .hopper_cluster = 2,
-                                                        .hopper_cluster_m = true, .hopper_k_pair = true});
   Runtime splitKLowNarrow = [] {
     ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
     return Runtime::create(Backend::cuda, {.hopper_tile_n = 192, .hopper_tile_m = 64, .hopper_cluster = 1});
@@ -370,8 +363,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
       const catalogue::Entry& e = catalogue::find(name);
       for (const Runtime* rt :
            std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &low, &pairedLow, &stacked,
-                                                 &stackedWide, &narrow, &stackedNarrow, &kPair, &kPairStacked,
-                                                 &kPairNarrow, &splitK, &splitKWide, &splitKLowNarrow, &portable}) {
+                                                 &stackedWide, &narrow, &stackedNarrow, &splitK, &splitKWide,
+                                                 &splitKLowNarrow, &portable}) {
         CompiledKernel ck = rt->compile(e.make(d));
         INFO(name << " " << to_string(d) << ": " << ck.report().str());
         if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper

@@ -214,34 +214,6 @@ TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]
   CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128, 192 or 256, got 96"));
 }
 
-TEST_CASE("hopper_k_pair gives the 64-row twins two consumer warpgroups on alternate k-steps", "[cuda][sm90]") {
-  auto make = [](bool pair, int tileN = 0, int stages = 0) {
-    return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = tileN,
-                                           .hopper_tile_m = 64, .hopper_stages = stages, .hopper_cluster = 0,
-                                           .hopper_k_pair = pair});
-  };
-  Kernel k = catalogue::gemm_bias_relu(DType::bf16);
-  const std::string ptx = make(true).emit(k, Stage::ptx);
-  std::string flat; // the PTX with each run of blanks as one space
-  for (char c : ptx)
-    if (!((c == ' ' || c == '\t') && !flat.empty() && flat.back() == ' ')) flat += c == '\t' ? ' ' : c;
-  // 384 threads (a producer and two consumers, registers handed over); the second consumer
-  // hands its sums over through named barriers 3 and 4.
-  CHECK_THAT(flat, Contains(".maxntid 384, 1, 1") && Contains("setmaxnreg") && Contains("bar.arrive 3, 256") &&
-                       Contains("bar.sync 3, 256") && Contains("bar.arrive 4, 256") && Contains("bar.sync 4, 256"));
-  CHECK_THAT(make(false).emit(k, Stage::ptx), Contains(".maxntid 256, 1, 1") && !Contains("bar.arrive"));
-  for (const char* twin : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_m64x2"}) {
-    INFO(twin);
-    CHECK(wholeProgramSpills(ptx, twin) == 0);
-  }
-  // The exchange (64 x 128 f32) takes a ring stage's room: 7 stages instead of 8; no split-K.
-  const std::string report = make(true).compile(k).report().sm90;
-  CHECK_THAT(report, Contains("64x128x64 tiles, 7 stages") && Contains("consumers on alternate k-steps, 384 threads") &&
-                         !Contains("split-K"));
-  CHECK_THAT(make(true, 192).compile(k).report().sm90, Contains("64x192x64 tiles, 5 stages"));
-  CHECK_THROWS_WITH(make(true, 0, 8).compile(k), Contains("hopper_stages must be 0 or 2..7"));
-}
-
 TEST_CASE("hopper_tile_n 192 makes 192-wide twins, which kiln's own choice leaves out", "[cuda][sm90]") {
   auto make = [](int tileM, int cluster, bool stacked = false) {
     return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 192,

@@ -42,24 +42,17 @@ struct Config {
   bool clusterAlongM = false;
   /// The tile order's group: this many tile rows, column by column inside a group.
   int64_t rasterGroup = 8;
-  /// A 64-row tile with two consumer warpgroups: the first takes even k-steps, the second
-  /// odd ones, each into its own accumulator; the second hands its sums to the first
-  /// through shared memory, and the first stores the tile.
-  bool kPair = false;
   /// Arrivals that free a ring slot: every consumer thread (one CTA), or each consumer
   /// warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
-  int64_t emptyArrivals() const { return cluster == 1 ? 128 * stageReaders() : 4 * stageReaders() * cluster; }
-  int64_t consumers() const { return hopper::consumers(bm, kPair); }
-  /// Consumer warpgroups that read each ring stage.
-  int64_t stageReaders() const { return kPair ? 1 : consumers(); }
-  int64_t threads() const { return hopper::threads(bm, kPair); }
+  int64_t emptyArrivals() const { return cluster == 1 ? 128 * consumers() : 4 * consumers() * cluster; }
+  int64_t consumers() const { return hopper::consumers(bm); }
+  int64_t threads() const { return hopper::threads(bm); }
   int64_t aBytes() const { return bm * kBK * 2; }
   int64_t stageBytes() const { return hopper::stageBytes(bm, bn); }
   int64_t stagingOffset() const { return stages * stageBytes(); }
-  int64_t exchangeOffset() const { return stagingOffset() + stagingBytes(bm); }
-  int64_t barrierOffset() const { return exchangeOffset() + exchangeBytes(bn, kPair); }
+  int64_t barrierOffset() const { return stagingOffset() + stagingBytes(bm); }
   int64_t flagOffset() const { return barrierOffset() + 16 * stages; }
-  int64_t smemBytes() const { return sharedBytes(bm, bn, stages, kPair); }
+  int64_t smemBytes() const { return sharedBytes(bm, bn, stages); }
 };
 
 /// One accumulator element in the epilogue: its index in the fragment struct, its global
@@ -145,9 +138,6 @@ private:
   Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(cfg_.barrierOffset() + 8 * cfg_.stages))); }
   void producer();
   Value consumerMainloop();
-  /// kPair, after the main loop: the second consumer's sums into the exchange, added to the
-  /// first's; returns the tile's accumulator in the first consumer (the second's own in it).
-  Value pairExchange(Value acc);
   /// The wgmma group of the `j`-th k-step of the current work item (ring slot base_ + j).
   Value kTile(Value j, Value acc, bool first);
   /// Sets m0_, n0_ for work unit `t` of C, in `columns` unit columns, in the kernel's order

@@ -18,7 +18,6 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     plan.persistent = j.at("persistent").get<bool>();
     plan.cluster = j.value("cluster", int64_t(1));
     plan.clusterAlongM = j.value("cluster_m", false);
-    plan.kPair = j.value("k_pair", false);
     plan.raster = j.value("raster", int64_t(0));
     if (plan.raster < 0 || plan.raster > 64) throw std::out_of_range("bad raster group");
     if (plan.cluster < 1 || plan.cluster > 8) throw std::out_of_range("bad cluster size");
@@ -80,7 +79,6 @@ std::string LaunchPlan::str() const {
                   (stages ? std::to_string(stages) + " stages, " : std::string()) +
                   (cluster > 1 ? "clusters of " + std::to_string(cluster) + (clusterAlongM ? " (B multicast), " : " (A multicast), ")
                                : std::string()) +
-                  (kPair ? "consumers on alternate k-steps, " : "") +
                   std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, " + (persistent ? "persistent over " : "one CTA per ");
   for (size_t i = 0; i < gridDims.size(); ++i)
     s += (i ? " x " : "") + std::string("ceildiv(") +

@@ -63,8 +63,6 @@ struct LaunchPlan {
   /// adjacent ones (sharing B's) when clusterAlongM.
   int64_t cluster = 1;
   bool clusterAlongM = false;
-  /// A 64-row tile computed by two consumer warpgroups taking alternate k-steps.
-  bool kPair = false;
   /// A persistent kernel's tile order: groups of this many tile rows, column by column
   /// inside a group (0: not recorded, plans from before it was).
   int64_t raster = 0;
@@ -90,7 +88,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
   return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
-          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"k_pair", kPair}, {"raster", raster},
+          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};
 }
 

@@ -11,17 +11,13 @@ inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
 /// A twin's tile is tileM x tileN: tileM 128 (two consumer warpgroups of 64 rows each) or
 /// 64 (one), tileN 128, 192 or 256 (not 256 with tileM 64). One producer warpgroup besides.
-/// With kPair (64-row tiles only) two consumer warpgroups share the tile's rows and take
-/// alternate k-steps instead.
-constexpr int64_t consumers(int64_t tileM, bool kPair = false) { return kPair ? 2 : tileM / 64; }
-constexpr int64_t threads(int64_t tileM, bool kPair = false) { return 128 * (1 + consumers(tileM, kPair)); }
+constexpr int64_t consumers(int64_t tileM) { return tileM / 64; }
+constexpr int64_t threads(int64_t tileM) { return 128 * (1 + consumers(tileM)); }
 
 /// C staging for the TMA-store epilogue: per consumer warpgroup, two 64 x 64 boxes of
 /// 16-bit elements (one filled while the other is stored).
 inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2;
-constexpr int64_t stagingBytes(int64_t tileM) { return tileM / 64 * 2 * kStagingBoxBytes; }
-/// kPair: the second consumer's sums, handed to the first (64 x tileN f32).
-constexpr int64_t exchangeBytes(int64_t tileN, bool kPair) { return kPair ? 64 * tileN * 4 : 0; }
+constexpr int64_t stagingBytes(int64_t tileM) { return consumers(tileM) * 2 * kStagingBoxBytes; }
 
 /// A 4-byte word per consumer warpgroup: the split-K fix-up tells its threads whether
 /// they reduce the tile.
@@ -29,18 +25,15 @@ inline constexpr int64_t kFlagBytes = 16;
 
 /// Bytes of one ring stage: an A tile (tileM x 64) and a B tile (64 x tileN), 16-bit elements.
 constexpr int64_t stageBytes(int64_t tileM, int64_t tileN) { return (tileM + tileN) * kTileK * 2; }
-/// The CTA's dynamic shared memory: the ring, the C staging, the kPair exchange, two
-/// mbarriers per stage, the fix-up flags, and 1 KiB the kernel may skip to align the ring
-/// to 1024 B.
-constexpr int64_t sharedBytes(int64_t tileM, int64_t tileN, int64_t stages, bool kPair = false) {
-  return stages * (stageBytes(tileM, tileN) + 16) + stagingBytes(tileM) + exchangeBytes(tileN, kPair) + kFlagBytes +
-         1024;
+/// The CTA's dynamic shared memory: the ring, the C staging, two mbarriers per stage, the
+/// fix-up flags, and 1 KiB the kernel may skip to align the ring to 1024 B.
+constexpr int64_t sharedBytes(int64_t tileM, int64_t tileN, int64_t stages) {
+  return stages * (stageBytes(tileM, tileN) + 16) + stagingBytes(tileM) + kFlagBytes + 1024;
 }
-/// The deepest ring that fits (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128, 7 with kPair):
-/// kiln's default.
-constexpr int64_t maxStages(int64_t tileM, int64_t tileN, bool kPair = false) {
+/// The deepest ring that fits (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128): kiln's default.
+constexpr int64_t maxStages(int64_t tileM, int64_t tileN) {
   int64_t s = 2;
-  while (sharedBytes(tileM, tileN, s + 1, kPair) <= kMaxSharedBytes) ++s;
+  while (sharedBytes(tileM, tileN, s + 1) <= kMaxSharedBytes) ++s;
   return s;
 }
 

@@ -23,7 +23,6 @@
 #include "hopper/Emitter.h"
 #include "Transforms/Passes.h"
 
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace kiln {
@@ -61,7 +60,7 @@ void Emitter::declareParams() {
   param({LaunchParam::Dim, int(m_.a), 1, {}}, b_.getI32Type()); // K
   // Split-K (persistent CTAs without clusters): the runtime's workspace, how many of C's
   // tiles this launch cuts along K and into how many chunks (Sm90Tiles.h).
-  const bool splitK = cfg_.persistent && cfg_.cluster == 1 && !cfg_.kPair;
+  const bool splitK = cfg_.persistent && cfg_.cluster == 1;
   if (splitK) {
     param({LaunchParam::Workspace, 0, 0, {}}, global);
     param({LaunchParam::SplitTiles, 0, 0, {}}, b_.getI32Type());
@@ -109,7 +108,6 @@ void Emitter::declareParams() {
   plan_.output = int(m_.c);
   plan_.cluster = cfg_.cluster;
   plan_.clusterAlongM = cfg_.cluster > 1 && cfg_.clusterAlongM;
-  plan_.kPair = cfg_.kPair;
   plan_.raster = cfg_.rasterGroup;
   auto dimName = [&](unsigned arg, unsigned d) {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
@@ -177,10 +175,6 @@ void Emitter::run() {
         if (cfg_.consumers() == 2) b_.create<NVVM::SetMaxRegisterOp>(loc_, 240, NVVM::SetMaxRegisterAction::increase);
         forEachTile([&] {
           Value acc = consumerMainloop();
-          if (cfg_.kPair) {
-            Value sum = pairExchange(acc);
-            return ifThen(eq(wg_, i32(1)), [&] { epilogue(sum); });
-          }
           if (!skTiles_) return epilogue(acc);
           auto [sum, mine] = splitKFixup(acc);
           ifThen(mine, [&] { epilogue(sum); });
@@ -371,9 +365,10 @@ Value Emitter::kTile(Value j, Value acc, bool first) {
   auto [s, phase] = slotOf(add(base_, j));
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, fullBarrier(s), phase, i32(10000000));
   // Descriptor start addresses: (shared address >> 4) & 0x3FFF. This consumer's 64 rows of
-  // A start 64 x 128 B into the stage (both consumers of a k-pair read the same rows).
+  // A start 64 x 128 B into the stage.
   Value stageAddr = add(sbase_, mul(s, i32(cfg_.stageBytes())));
-  Value aAddr = cfg_.kPair ? stageAddr : add(stageAddr, mul(sub(wg_, i32(1)), i32(64 * 128)));
+  Value cw = sub(wg_, i32(1));
+  Value aAddr = add(stageAddr, mul(cw, i32(64 * 128)));
   Value bAddr = add(stageAddr, i32(cfg_.aBytes()));
   auto field = [&](Value addr) {
     return ext64(b_.create<arith::AndIOp>(loc_, b_.create<arith::ShRUIOp>(loc_, addr, i32(4)), i32(0x3FFF)));
@@ -400,16 +395,12 @@ Value Emitter::consumerMainloop() {
   // k-step 0 is peeled: its first wgmma overwrites an undefined accumulator (scale-d = 0), so
   // no zeroing moves land between wgmma.fence and the wgmma. An empty item (K = 0) never
   // gets here (the runtime launches the portable kernel then), but stays defined: zero.
-  // A k-pair's consumers take steps first, first + 2, ... (first: 0 or 1), the second none
-  // of a one-step item (its sums: zero).
   Value steps = sub(kEnd_, kBegin_);
-  const int64_t stride = cfg_.kPair ? 2 : 1;
-  Value first = cfg_.kPair ? sub(wg_, i32(1)) : i32(0);
   return ifValue(
-      accType(), ult(first, steps),
+      accType(), ult(i32(0), steps),
       [&] {
-        Value acc0 = kTile(first, b_.create<LLVM::UndefOp>(loc_, accType()), true);
-        auto loop = b_.create<scf::ForOp>(loc_, add(first, i32(stride)), steps, i32(stride), ValueRange{acc0});
+        Value first = kTile(i32(0), b_.create<LLVM::UndefOp>(loc_, accType()), true);
+        auto loop = b_.create<scf::ForOp>(loc_, i32(1), steps, i32(1), ValueRange{first});
         {
           OpBuilder::InsertionGuard g(b_);
           b_.setInsertionPointToStart(loop.getBody());
@@ -417,60 +408,15 @@ Value Emitter::consumerMainloop() {
           Value acc = kTile(j, loop.getRegionIterArgs()[0], false);
           // One wgmma group stays in flight; the one before it is done: release its stage.
           b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 1);
-          release(sub(add(base_, j), i32(stride)));
+          release(sub(add(base_, j), i32(1)));
           b_.create<scf::YieldOp>(loc_, acc);
         }
         // The last k-step's stage goes back to the producer too: it fills the next item.
         b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
-        Value last = cfg_.kPair ? add(first, mul(divu(sub(sub(steps, i32(1)), first), i32(2)), i32(2)))
-                                : sub(steps, i32(1));
-        release(add(base_, last));
+        release(sub(add(base_, steps), i32(1)));
         return loop.getResult(0);
       },
       [&] { return Value(b_.create<LLVM::ZeroOp>(loc_, accType())); });
-}
-
-Value Emitter::pairExchange(Value acc) {
-  // Thread t's 16-byte step q of the fragment at q x 2 KiB + 16 t (the warpgroup's 128
-  // threads side by side: conflict-free). Named barriers 3 (the sums are in) and 4 (they
-  // were read), 256 threads each: the second consumer arrives on 3 and waits on 4, the
-  // first waits on 3 and arrives on 4, once per tile, so the counts always match and the
-  // second starts its next tile as soon as the first has read (not stored) this one.
-  auto v4 = VectorType::get({4}, b_.getF32Type());
-  const int64_t vecs = cfg_.bn / 8;
-  Value mine = add(i32(cfg_.exchangeOffset()), mul(remu(tid_, i32(128)), i32(16)));
-  auto at = [&](int64_t q) { return sharedPtr(add(mine, i32(q * 128 * 16))); };
-  auto arrive = [&](int64_t id) { b_.create<NVVM::BarrierArriveOp>(loc_, i32(id), i32(256)); };
-  auto wait = [&](int64_t id) {
-    b_.create<NVVM::BarrierOp>(loc_, Type(), i32(id), i32(256), NVVM::BarrierReductionAttr(), Value());
-  };
-  return ifValue(
-      accType(), eq(wg_, i32(2)),
-      [&] {
-        for (int64_t q = 0; q < vecs; ++q) {
-          SmallVector<Value, 4> x;
-          for (int64_t e = 0; e < 4; ++e)
-            x.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{4 * q + e}));
-          b_.create<LLVM::StoreOp>(loc_, b_.create<vector::FromElementsOp>(loc_, v4, x), at(q), /*alignment=*/16);
-        }
-        arrive(3);
-        wait(4);
-        return acc;
-      },
-      [&] {
-        wait(3);
-        Value r = acc;
-        for (int64_t q = 0; q < vecs; ++q) {
-          Value x = b_.create<LLVM::LoadOp>(loc_, v4, at(q), /*alignment=*/16);
-          for (int64_t e = 0; e < 4; ++e) {
-            Value a = b_.create<LLVM::ExtractValueOp>(loc_, r, ArrayRef<int64_t>{4 * q + e});
-            Value sum = b_.create<arith::AddFOp>(loc_, a, b_.create<vector::ExtractOp>(loc_, x, ArrayRef<int64_t>{e}));
-            r = b_.create<LLVM::InsertValueOp>(loc_, r, sum, ArrayRef<int64_t>{4 * q + e});
-          }
-        }
-        arrive(4);
-        return r;
-      });
 }
 
 } // namespace kiln::hopper::detail
@@ -517,9 +463,7 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
     // on the H200).
     SmallVector<Config> configs;
     auto add = [&](int64_t bm, int64_t bn, std::string suffix, int64_t cl, bool alongM) {
-      const bool pair = kPair && bm == 64;
-      Config cfg{bm, bn, stages ? stages : maxStages(bm, bn, pair), persistent, suffix, cl};
-      cfg.kPair = pair;
+      Config cfg{bm, bn, stages ? stages : maxStages(bm, bn), persistent, suffix, cl};
       cfg.clusterAlongM = alongM;
       cfg.rasterGroup = rasterGroup;
       configs.push_back(cfg);
@@ -528,9 +472,8 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
                                   {128, 256, "__sm90_n256"}, {64, 128, "__sm90_m64"},
                                   {128, 192, "__sm90_n192"}, {64, 192, "__sm90_m64n192"}}) {
       if ((tileM != 0 && tileM != bm) || (tileN != 0 && tileN != bn) || (tileN == 0 && bn == 192)) continue;
-      const int64_t most = maxStages(bm, bn, kPair && bm == 64);
-      if (stages != 0 && (stages < 2 || stages > most)) {
-        m.emitError("stages must be 2..") << most << " at a " << bm << " x " << bn
+      if (stages != 0 && (stages < 2 || stages > maxStages(bm, bn))) {
+        m.emitError("stages must be 2..") << maxStages(bm, bn) << " at a " << bm << " x " << bn
                                           << " tile (227 KiB of shared memory), got " << int64_t(stages);
         return signalPassFailure();
       }
