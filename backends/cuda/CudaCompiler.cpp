@@ -247,8 +247,8 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   const std::string& arch = options.arch;
   const int numWarps = options.numWarps;
   checkArch(arch);
-  if (options.hopperTileN != 0 && options.hopperTileN != 128 && options.hopperTileN != 256)
-    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_n must be 0, 128 or 256, got " +
+  if (options.hopperTileN != 0 && options.hopperTileN != 128 && options.hopperTileN != 192 && options.hopperTileN != 256)
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_n must be 0, 128, 192 or 256, got " +
                                                 std::to_string(options.hopperTileN));
   if (options.hopperTileM != 0 && options.hopperTileM != 64 && options.hopperTileM != 128)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_m must be 0, 64 or 128, got " +
@@ -256,7 +256,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   if (options.hopperTileM == 64 && options.hopperTileN == 256)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() +
                                                 "': hopper_tile_m 64 with hopper_tile_n 256: the twins' tiles are "
-                                                "128 x 128, 128 x 256 and 64 x 128");
+                                                "128 x 128, 128 x 256, 128 x 192, 64 x 128 and 64 x 192");
   if (options.hopperCluster < 0 || options.hopperCluster > 2)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_cluster must be 0, 1 or 2, got " +
                                                 std::to_string(options.hopperCluster));

@@ -624,7 +624,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink"})) state->twinByDriver = *v == "driver";
   if (auto v = env("KILN_HOPPER_SPLIT_K", {"auto", "off", "on"}))
     state->hopperSplitK = *v == "off" ? hopper::SplitK::Off : *v == "on" ? hopper::SplitK::On : hopper::SplitK::Auto;
-  if (auto v = env("KILN_HOPPER_TILE_N", {"0", "128", "256"}); v && options.hopper_tile_n == 0)
+  if (auto v = env("KILN_HOPPER_TILE_N", {"0", "128", "192", "256"}); v && options.hopper_tile_n == 0)
     state->options.hopper_tile_n = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER_M", {"on", "off"}); v && !options.hopper_cluster_m)
     state->options.hopper_cluster_m = *v == "on";

@@ -336,6 +336,11 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   Runtime stacked = Runtime::create(Backend::cuda, {.hopper_cluster = 2, .hopper_cluster_m = true});
   Runtime stackedWide =
       Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2, .hopper_cluster_m = true});
+  // 192-wide tiles (three B boxes): 128 x 192 alone, and 64 x 192 in stacked pairs, where the
+  // boxes do not split evenly (two for one CTA, one for the other).
+  Runtime narrow = Runtime::create(Backend::cuda, {.hopper_tile_n = 192, .hopper_tile_m = 128, .hopper_cluster = 1});
+  Runtime stackedNarrow = Runtime::create(
+      Backend::cuda, {.hopper_tile_n = 192, .hopper_tile_m = 64, .hopper_cluster = 2, .hopper_cluster_m = true});
   // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
   // cut into chunks of k-steps, summed in order by whichever CTA finishes its chunk last.
   // (Clusters off: clustered twins take whole tiles.)
@@ -347,6 +352,10 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
     return Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 1});
   }();
+  Runtime splitKLowNarrow = [] {
+    ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
+    return Runtime::create(Backend::cuda, {.hopper_tile_n = 192, .hopper_tile_m = 64, .hopper_cluster = 1});
+  }();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   std::map<const Runtime*, int> splitLaunches;
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
@@ -354,7 +363,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
       const catalogue::Entry& e = catalogue::find(name);
       for (const Runtime* rt :
            std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &low, &pairedLow, &stacked,
-                                                 &stackedWide, &splitK, &splitKWide, &portable}) {
+                                                 &stackedWide, &narrow, &stackedNarrow, &splitK, &splitKWide,
+                                                 &splitKLowNarrow, &portable}) {
         CompiledKernel ck = rt->compile(e.make(d));
         INFO(name << " " << to_string(d) << ": " << ck.report().str());
         if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper
@@ -379,7 +389,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   if (hopper) {
     CHECK(splitLaunches[&splitK] >= 3 * 8);
     CHECK(splitLaunches[&splitKWide] >= 3 * 8);
-    CHECK(splitLaunches.size() == 2);
+    CHECK(splitLaunches[&splitKLowNarrow] >= 3 * 8);
+    CHECK(splitLaunches.size() == 3);
   }
 }
 

@@ -210,8 +210,30 @@ TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]
       CHECK(wholeProgramSpills(wide.emit(catalogue::find(name).make(d), Stage::ptx), std::string(name) + "__sm90") == 0);
     }
   CHECK_THAT(wide.emit(catalogue::gemm(DType::bf16), Stage::ptx), Contains("wgmma.mma_async.sync.aligned.m64n256k16"));
-  Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 192});
-  CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128 or 256, got 192"));
+  Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 96});
+  CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128, 192 or 256, got 96"));
+}
+
+TEST_CASE("hopper_tile_n 192 makes 192-wide twins, which kiln's own choice leaves out", "[cuda][sm90]") {
+  auto make = [](int tileM, int cluster, bool stacked = false) {
+    return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 192,
+                                           .hopper_tile_m = tileM, .hopper_cluster = cluster,
+                                           .hopper_cluster_m = stacked});
+  };
+  Kernel k = catalogue::gemm_bias_relu(DType::bf16);
+  // Both heights, clusters left to kiln: 128 x 192 alone, 64 x 192 alone and in stacked pairs.
+  const std::string ptx = make(0, 0).emit(k, Stage::ptx);
+  CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90_n192(") && Contains(".entry gemm_bias_relu__sm90_m64n192(") &&
+                      Contains(".entry gemm_bias_relu__sm90_m64n192x2(") && Contains("m64n192k16") &&
+                      !Contains("m64n128k16") && !Contains("m64n256k16"));
+  for (const char* twin : {"gemm_bias_relu__sm90_n192", "gemm_bias_relu__sm90_m64n192", "gemm_bias_relu__sm90_m64n192x2"}) {
+    INFO(twin);
+    CHECK(wholeProgramSpills(ptx, twin) == 0);
+  }
+  // 64 x 192 stacked pairs: three B boxes, two loaded (and multicast) by one CTA, one by the other.
+  CHECK_THAT(make(64, 2, true).compile(k).report().sm90, Contains("64x192x64 tiles, 6 stages"));
+  // Without the option, no 192-wide twin.
+  CHECK_THAT(offline("sm_90a").emit(k, Stage::ptx), !Contains("n192"));
 }
 
 TEST_CASE("hopper_tile_m picks the twins' height: 64 rows by one consumer warpgroup, or 128 by two", "[cuda][sm90]") {
@@ -401,7 +423,7 @@ TEST_CASE("KILN_HOPPER_* set the twin where the options leave the defaults", "[c
   struct Case {
     const char *name, *value, *shows, *bad, *error;
   };
-  for (const Case& c : {Case{"KILN_HOPPER_TILE_N", "256", "128x256x64 tiles", "300", "expected 0, 128 or 256"},
+  for (const Case& c : {Case{"KILN_HOPPER_TILE_N", "256", "128x256x64 tiles", "300", "expected 0, 128, 192 or 256"},
                         Case{"KILN_HOPPER_TILE_M", "64", "64x128x64 tiles", "96", "expected 0, 64 or 128"},
                         Case{"KILN_HOPPER_GEMM", "off", "", "maybe", "expected on or off"},
                         Case{"KILN_HOPPER_STAGES", "3", "3 stages", "many", "expected 0, 1, 2"},

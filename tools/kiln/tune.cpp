@@ -51,7 +51,12 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
   // the 64-row tile alone). First of all, kiln's untuned default (no parameter: every tile,
   // chosen per launch).
   if (twin) {
-    // Pairs along M sharing B: every tile, and the 64-row tile alone (1000^3's best on the H200).
+    // Pairs along M sharing B: every tile, the 64-row tile alone (1000^3's best on the H200),
+    // and 64 x 192 (cuBLASLt's choice at 128 x 12288 x 4096: 128 CTAs on 132 SMs).
+    s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64},
+                                                {"hopper_tile_n", 192},
+                                                {"hopper_cluster", 2},
+                                                {"hopper_cluster_m", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
     // The 64-row tile alone, without clusters (by default it runs in stacked pairs).

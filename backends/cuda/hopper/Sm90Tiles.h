@@ -10,7 +10,7 @@ inline constexpr int64_t kTileK = 64;
 inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
 /// A twin's tile is tileM x tileN: tileM 128 (two consumer warpgroups of 64 rows each) or
-/// 64 (one), tileN 128 or 256 (128 only with tileM 64). One producer warpgroup besides.
+/// 64 (one), tileN 128, 192 or 256 (not 256 with tileM 64). One producer warpgroup besides.
 constexpr int64_t consumers(int64_t tileM) { return tileM / 64; }
 constexpr int64_t threads(int64_t tileM) { return 128 * (1 + consumers(tileM)); }
 

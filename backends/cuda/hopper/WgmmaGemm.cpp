@@ -341,14 +341,21 @@ void Emitter::producer() {
       const int64_t rows = cfg_.bm / cfg_.cluster;
       tma(add(stage, mul(rank_, i32(rows * 128))), tmA_, {k0, add(m0_, mul(rank_, i32(rows)))}, true);
     }
-    if (cfg_.cluster > 1 && cfg_.clusterAlongM) {
+    const int64_t boxes = cfg_.bn / 64;
+    if (cfg_.cluster > 1 && cfg_.clusterAlongM && boxes % cfg_.cluster == 0) {
       // This CTA's share of B's boxes (h = j x cluster + rank), multicast.
-      for (int64_t j = 0; j < cfg_.bn / 64 / cfg_.cluster; ++j) {
+      for (int64_t j = 0; j < boxes / cfg_.cluster; ++j) {
         Value h = add(i32(j * cfg_.cluster), rank_);
         tma(add(stage, add(i32(cfg_.aBytes()), mul(h, i32(kBoxBytes)))), tmB_, {add(n0_, mul(h, i32(64))), k0}, true);
       }
+    } else if (cfg_.cluster > 1 && cfg_.clusterAlongM) {
+      // Boxes that do not split evenly (three of a 192-wide tile): box h is rank h % cluster's.
+      for (int64_t h = 0; h < boxes; ++h)
+        ifThen(eq(rank_, i32(h % cfg_.cluster)), [&] {
+          tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0}, true);
+        });
     } else {
-      for (int64_t h = 0; h < cfg_.bn / 64; ++h)
+      for (int64_t h = 0; h < boxes; ++h)
         tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0});
     }
   }); });
@@ -439,39 +446,43 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
       m.emitError("raster-group must be 1..64, got ") << int64_t(rasterGroup);
       return signalPassFailure();
     }
-    if (tileN != 0 && tileN != 128 && tileN != 256) {
-      m.emitError("tile-n must be 0 (every width), 128 or 256, got ") << int64_t(tileN);
+    if (tileN != 0 && tileN != 128 && tileN != 192 && tileN != 256) {
+      m.emitError("tile-n must be 0 (kiln's widths), 128, 192 or 256, got ") << int64_t(tileN);
       return signalPassFailure();
     }
     if (tileM != 0 && tileM != 64 && tileM != 128) {
       m.emitError("tile-m must be 0 (every height), 64 or 128, got ") << int64_t(tileM);
       return signalPassFailure();
     }
-    // The tiles tile-m and tile-n select (0: any): 128 x 128 named <kernel>__sm90, 128 x 256
-    // <kernel>__sm90_n256, 64 x 128 <kernel>__sm90_m64; a twin selected alone is <kernel>__sm90.
-    // cluster 0 (kiln's choice): the 128-row tiles alone, the 64-row one both alone (C with at
-    // most 64 rows) and in stacked pairs sharing B, <kernel>__sm90_m64x2 (small grids: 1000^3
-    // ran 12.0 us so against 13.4 with 128 x 128 tiles on the H200).
+    // The tiles tile-m and tile-n select (0: any of kiln's): 128 x 128 named <kernel>__sm90,
+    // 128 x 256 <kernel>__sm90_n256, 64 x 128 <kernel>__sm90_m64; 192 wide only when tile-n
+    // asks for it (experimental): 128 x 192 <kernel>__sm90_n192, 64 x 192 <kernel>__sm90_m64n192.
+    // A twin selected alone is <kernel>__sm90. cluster 0 (kiln's choice): the 128-row tiles
+    // alone, the 64-row ones both alone (C with at most 64 rows) and in stacked pairs sharing
+    // B, suffixed x2 (small grids: 1000^3 ran 12.0 us so against 13.4 with 128 x 128 tiles
+    // on the H200).
     SmallVector<Config> configs;
-    auto add = [&](int64_t bm, int64_t bn, const char* suffix, int64_t cl, bool alongM) {
+    auto add = [&](int64_t bm, int64_t bn, std::string suffix, int64_t cl, bool alongM) {
       Config cfg{bm, bn, stages ? stages : maxStages(bm, bn), persistent, suffix, cl};
       cfg.clusterAlongM = alongM;
       cfg.rasterGroup = rasterGroup;
       configs.push_back(cfg);
     };
     for (auto [bm, bn, suffix] : {std::tuple<int64_t, int64_t, const char*>{128, 128, "__sm90"},
-                                  {128, 256, "__sm90_n256"}, {64, 128, "__sm90_m64"}}) {
-      if ((tileM != 0 && tileM != bm) || (tileN != 0 && tileN != bn)) continue;
+                                  {128, 256, "__sm90_n256"}, {64, 128, "__sm90_m64"},
+                                  {128, 192, "__sm90_n192"}, {64, 192, "__sm90_m64n192"}}) {
+      if ((tileM != 0 && tileM != bm) || (tileN != 0 && tileN != bn) || (tileN == 0 && bn == 192)) continue;
       if (stages != 0 && (stages < 2 || stages > maxStages(bm, bn))) {
         m.emitError("stages must be 2..") << maxStages(bm, bn) << " at a " << bm << " x " << bn
                                           << " tile (227 KiB of shared memory), got " << int64_t(stages);
         return signalPassFailure();
       }
       add(bm, bn, suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterM);
-      if (cluster == 0 && bm < 128) add(bm, bn, "__sm90_m64x2", 2, true);
+      if (cluster == 0 && bm < 128) add(bm, bn, std::string(suffix) + "x2", 2, true);
     }
     if (configs.empty()) {
-      m.emitError("no twin is ") << int64_t(tileM) << " x " << int64_t(tileN) << " (tiles: 128 x 128, 128 x 256, 64 x 128)";
+      m.emitError("no twin is ") << int64_t(tileM) << " x " << int64_t(tileN)
+                                 << " (tiles: 128 x 128, 128 x 256, 64 x 128, 128 x 192, 64 x 192)";
       return signalPassFailure();
     }
     if (configs.size() == 1 || (configs.size() == 2 && configs[0].bm == configs[1].bm)) configs[0].suffix = "__sm90";
