@@ -1,6 +1,6 @@
 #include "CudaCompiler.h"
 #include "Target.h"
-#include "hopper/Sm90Tiles.h"
+#include "hopper/Twins.h"
 
 #include <algorithm>
 
@@ -253,10 +253,6 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   if (options.hopperTileM != 0 && options.hopperTileM != 64 && options.hopperTileM != 128)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_m must be 0, 64 or 128, got " +
                                                 std::to_string(options.hopperTileM));
-  if (options.hopperTileM == 64 && options.hopperTileN == 256)
-    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() +
-                                                "': hopper_tile_m 64 with hopper_tile_n 256: the twins' tiles are "
-                                                "128 x 128, 128 x 256, 128 x 192, 64 x 128 and 64 x 192");
   if (options.hopperCluster < 0 || options.hopperCluster > 2)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_cluster must be 0, 1 or 2, got " +
                                                 std::to_string(options.hopperCluster));
@@ -267,10 +263,17 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   if (options.hopperRaster < 0 || options.hopperRaster > 64)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_raster must be 0..64, got " +
                                                 std::to_string(options.hopperRaster));
+  // The twins these options select, and so the ring depth all of them fit.
+  const std::vector<hopper::TwinShape> twins =
+      hopper::selectTwins(options.hopperTileM, options.hopperTileN, options.hopperCluster, options.hopperClusterM);
+  if (twins.empty())
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_m " +
+                                                std::to_string(options.hopperTileM) + " with hopper_tile_n " +
+                                                std::to_string(options.hopperTileN) +
+                                                ": the twins' tiles are 128 x 128, 128 x 256, 128 x 192, 64 x 128 "
+                                                "and 64 x 192");
   if (options.hopperStages != 0) {
-    // The ring must fit every twin the options select: the 128 x 256 tile's when it is one.
-    const int64_t tileN = options.hopperTileN ? options.hopperTileN : options.hopperTileM == 64 ? 128 : 256;
-    const int64_t most = hopper::maxStages(options.hopperTileM == 64 ? 64 : 128, tileN);
+    const int64_t most = hopper::maxStagesOf(twins);
     if (options.hopperStages < 2 || options.hopperStages > most)
       throw Error(ErrorKind::InvalidArgument,
                   "kernel '" + kernel.name() + "': hopper_stages must be 0 or 2.." + std::to_string(most) +

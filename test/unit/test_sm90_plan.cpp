@@ -4,6 +4,7 @@
 
 #include "hopper/LaunchPlan.h"
 #include "hopper/Sm90Launch.h"
+#include "hopper/Twins.h"
 #include "kiln/error.hpp"
 
 using namespace kiln;
@@ -345,4 +346,31 @@ TEST_CASE("a launch plan naming arguments or dims the launch lacks is refused, n
   p.params[0].arg = 2; // a tensor map of the 1-D bias
   CHECK_FALSE(applies(p, args(64, 64, 64), &why));
   CHECK_THAT(why, Contains("not a 2-D 16-bit tensor"));
+}
+
+TEST_CASE("the options select the twins by one rule, for the pass and the option checks alike", "[sm90]") {
+  auto names = [](const std::vector<TwinShape>& twins) {
+    std::string s;
+    for (const TwinShape& t : twins)
+      s += t.suffix + ":" + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "/" + std::to_string(t.cluster) +
+           (t.clusterAlongM ? "m" : "") + " ";
+    return s;
+  };
+  // kiln's choice: the 128-row tiles alone, the 64-row one alone and in stacked pairs; the
+  // deepest ring all four fit is the 128 x 256 tile's.
+  CHECK(names(selectTwins(0, 0, 0, false)) ==
+        "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_m64x2:64x128/2m ");
+  CHECK(maxStagesOf(selectTwins(0, 0, 0, false)) == maxStages(128, 256));
+  // Clusters off: three tiles; side by side: every tile in pairs sharing A.
+  CHECK(names(selectTwins(0, 0, 1, false)) == "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 ");
+  CHECK(names(selectTwins(0, 128, 2, false)) == "__sm90:128x128/2 __sm90_m64:64x128/2 ");
+  // One tile (with its stacked pairs) is named as a lone twin.
+  CHECK(names(selectTwins(64, 0, 0, false)) == "__sm90:64x128/1 __sm90_m64x2:64x128/2m ");
+  CHECK(names(selectTwins(128, 256, 1, false)) == "__sm90:128x256/1 ");
+  CHECK(maxStagesOf(selectTwins(64, 0, 1, false)) == maxStages(64, 128));
+  // 192 wide only when asked for.
+  CHECK(names(selectTwins(0, 192, 1, false)) == "__sm90_n192:128x192/1 __sm90_m64n192:64x192/1 ");
+  CHECK(names(selectTwins(64, 192, 2, true)) == "__sm90:64x192/2m ");
+  // No 64 x 256 twin.
+  CHECK(selectTwins(64, 256, 0, false).empty());
 }

@@ -21,6 +21,7 @@
 // Shared memory (1024-B aligned): per stage A as 128 rows of 128 B (K-major), B as BN/64
 // boxes of 64 K-rows x 128 B (MN-major); then the C staging boxes; then the 2 x stages mbarriers.
 #include "hopper/Emitter.h"
+#include "hopper/Twins.h"
 #include "Transforms/Passes.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -454,38 +455,24 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
       m.emitError("tile-m must be 0 (every height), 64 or 128, got ") << int64_t(tileM);
       return signalPassFailure();
     }
-    // The tiles tile-m and tile-n select (0: any of kiln's): 128 x 128 named <kernel>__sm90,
-    // 128 x 256 <kernel>__sm90_n256, 64 x 128 <kernel>__sm90_m64; 192 wide only when tile-n
-    // asks for it (experimental): 128 x 192 <kernel>__sm90_n192, 64 x 192 <kernel>__sm90_m64n192.
-    // A twin selected alone is <kernel>__sm90. cluster 0 (kiln's choice): the 128-row tiles
-    // alone, the 64-row ones both alone (C with at most 64 rows) and in stacked pairs sharing
-    // B, suffixed x2 (small grids: 1000^3 ran 12.0 us so against 13.4 with 128 x 128 tiles
-    // on the H200).
+    // Which twins (hopper/Twins.h), each with its ring: `stages`, or the deepest that fits.
     SmallVector<Config> configs;
-    auto add = [&](int64_t bm, int64_t bn, std::string suffix, int64_t cl, bool alongM) {
-      Config cfg{bm, bn, stages ? stages : maxStages(bm, bn), persistent, suffix, cl};
-      cfg.clusterAlongM = alongM;
-      cfg.rasterGroup = rasterGroup;
-      configs.push_back(cfg);
-    };
-    for (auto [bm, bn, suffix] : {std::tuple<int64_t, int64_t, const char*>{128, 128, "__sm90"},
-                                  {128, 256, "__sm90_n256"}, {64, 128, "__sm90_m64"},
-                                  {128, 192, "__sm90_n192"}, {64, 192, "__sm90_m64n192"}}) {
-      if ((tileM != 0 && tileM != bm) || (tileN != 0 && tileN != bn) || (tileN == 0 && bn == 192)) continue;
-      if (stages != 0 && (stages < 2 || stages > maxStages(bm, bn))) {
-        m.emitError("stages must be 2..") << maxStages(bm, bn) << " at a " << bm << " x " << bn
+    for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM)) {
+      if (stages != 0 && (stages < 2 || stages > maxStages(t.bm, t.bn))) {
+        m.emitError("stages must be 2..") << maxStages(t.bm, t.bn) << " at a " << t.bm << " x " << t.bn
                                           << " tile (227 KiB of shared memory), got " << int64_t(stages);
         return signalPassFailure();
       }
-      add(bm, bn, suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterM);
-      if (cluster == 0 && bm < 128) add(bm, bn, std::string(suffix) + "x2", 2, true);
+      Config cfg{t.bm, t.bn, stages ? stages : maxStages(t.bm, t.bn), persistent, t.suffix, t.cluster};
+      cfg.clusterAlongM = t.clusterAlongM;
+      cfg.rasterGroup = rasterGroup;
+      configs.push_back(cfg);
     }
     if (configs.empty()) {
       m.emitError("no twin is ") << int64_t(tileM) << " x " << int64_t(tileN)
                                  << " (tiles: 128 x 128, 128 x 256, 64 x 128, 128 x 192, 64 x 192)";
       return signalPassFailure();
     }
-    if (configs.size() == 1 || (configs.size() == 2 && configs[0].bm == configs[1].bm)) configs[0].suffix = "__sm90";
     for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {
       GemmMatch match;
       std::string why;

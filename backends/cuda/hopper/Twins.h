@@ -1,0 +1,57 @@
+#pragma once
+// Internal: which sm_90a twins a set of options selects. One list for the pass that emits
+// them (kiln-lower-gemm-sm90) and for the compiler's checks of the runtime options, so the
+// two cannot disagree about which tiles (and so which ring depths) are in play.
+#include "hopper/Sm90Tiles.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::hopper {
+
+/// One twin: its tile, its name (the kernel's + suffix) and its cluster.
+struct TwinShape {
+  int64_t bm = 128, bn = 128;
+  std::string suffix;
+  int64_t cluster = 1;
+  bool clusterAlongM = false;
+};
+
+/// The twins tileM / tileN select (0: any of kiln's), with `cluster` CTAs per cluster (1 or
+/// 2; 0: kiln's choice) stacked along M when clusterAlongM. Kiln's tiles: 128 x 128
+/// (<kernel>__sm90), 128 x 256 (__sm90_n256), 64 x 128 (__sm90_m64); 192 wide only when
+/// tileN asks for it (experimental): 128 x 192 (__sm90_n192), 64 x 192 (__sm90_m64n192). A
+/// twin selected alone (or with its stacked pairs) is <kernel>__sm90. cluster 0: the
+/// 128-row tiles alone, the 64-row ones both alone (C with at most 64 rows) and in stacked
+/// pairs sharing B, suffixed x2 (small grids: 1000^3 ran 12.0 us so against 13.4 with
+/// 128 x 128 tiles on the H200). Empty when no twin has the tile (64 x 256). The options'
+/// values are the caller's to check.
+inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM) {
+  struct Tile {
+    int64_t bm, bn;
+    const char* suffix;
+  };
+  static constexpr Tile kTiles[] = {{128, 128, "__sm90"},      {128, 256, "__sm90_n256"},   {64, 128, "__sm90_m64"},
+                                    {128, 192, "__sm90_n192"}, {64, 192, "__sm90_m64n192"}};
+  std::vector<TwinShape> twins;
+  for (const Tile& t : kTiles) {
+    if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (tileN == 0 && t.bn == 192)) continue;
+    twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
+    if (cluster == 0 && t.bm < 128) twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
+  }
+  if (twins.size() == 1 || (twins.size() == 2 && twins[0].bm == twins[1].bm && twins[0].bn == twins[1].bn))
+    twins[0].suffix = "__sm90";
+  return twins;
+}
+
+/// The deepest ring every twin of `twins` fits: the most a hopper_stages that applies to
+/// all of them may ask for.
+inline int64_t maxStagesOf(const std::vector<TwinShape>& twins) {
+  int64_t most = 64;
+  for (const TwinShape& t : twins) most = std::min(most, maxStages(t.bm, t.bn));
+  return most;
+}
+
+} // namespace kiln::hopper
