@@ -10,6 +10,23 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64" | FileCheck %s --check-prefix=M64
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 tile-m=128 cluster=2 cluster-m=true" | FileCheck %s --check-prefix=CLM
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster-m=true" 2>&1 | FileCheck %s --check-prefix=BADCLM
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64 tile-n=192 cluster=2 cluster-m=true" | FileCheck %s --check-prefix=N192
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=192 cluster=0" | FileCheck %s --check-prefix=N192ALL
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=96" 2>&1 | FileCheck %s --check-prefix=BADN
+
+// 192-wide tiles: three B boxes, which a stacked pair cannot halve: each box is loaded (and
+// multicast) by one CTA, chosen by its rank, the first CTA taking two.
+// N192: gpu.func @mm__sm90(
+// N192-SAME: \22cluster\22:2,\22cluster_m\22:true
+// N192-SAME: \22tile\22:[64,192,64]
+// N192-COUNT-3: scf.if
+// N192: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 192, k = 16>
+// Asked for by tile-n with clusters left to kiln: both heights, the 64-row one also in
+// stacked pairs.
+// N192ALL: gpu.func @mm__sm90_n192(
+// N192ALL: gpu.func @mm__sm90_m64n192(
+// N192ALL: gpu.func @mm__sm90_m64n192x2(
+// BADN: tile-n must be 0 (kiln's widths), 128, 192 or 256, got 96
 
 // Clusters along M: A's box is the whole tile (no share), the plan says so, and each CTA
 // multicasts its one B box (of two) to both.
