@@ -52,7 +52,8 @@ struct KILN_API RuntimeOptions {
   /// GPU); 0 compiles both and lets each launch choose, or KILN_HOPPER_TILE_M when set.
   int hopper_tile_m = 0;
   /// The twin's ring of shared-memory stages (TMA loads in flight): 2 up to what fits in
-  /// 227 KiB (6 at width 128, 4 at 256); 0 lets kiln choose (the most that fit), or
+  /// 227 KiB (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128; 4 at 128 x 192, 6 at 64 x 192; the
+  /// least of the tiles compiled); 0 lets kiln choose (the most that fit), or
   /// KILN_HOPPER_STAGES when set.
   int hopper_stages = 0;
   /// The twin's CTAs per thread-block cluster: 1 (none), or 2 (two CTAs take adjacent tiles

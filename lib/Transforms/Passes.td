@@ -88,14 +88,15 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"tileN", "tile-n", "int64_t", /*default=*/"0",
-           "columns of C per tile: 128 or 256 (0: both); with tile-m, which twins to emit: 128 x 128 "
-           "(<kernel>__sm90), 128 x 256 (<kernel>__sm90_n256), 64 x 128 (<kernel>__sm90_m64)">,
+           "columns of C per tile: 128, 192 or 256 (0: 128 and 256); with tile-m, which twins to emit: "
+           "128 x 128 (<kernel>__sm90), 128 x 256 (<kernel>__sm90_n256), 64 x 128 (<kernel>__sm90_m64), "
+           "128 x 192 (<kernel>__sm90_n192), 64 x 192 (<kernel>__sm90_m64n192); see hopper/Twins.h">,
     Option<"tileM", "tile-m", "int64_t", /*default=*/"0",
            "rows of C per tile: 64 (one consumer warpgroup) or 128 (two); 0: both">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "shared-memory ring depth (0: the most that fit in 227 KiB)">,
     Option<"cluster", "cluster", "int64_t", /*default=*/"1",
-           "CTAs per cluster: 1, or 2 (adjacent tiles share A's tile by TMA multicast); 0: the 64-row tile in stacked pairs sharing B, the others alone">,
+           "CTAs per cluster: 1, or 2 (adjacent tiles share A's tile by TMA multicast); 0: the 64-row tiles both alone and in stacked pairs sharing B (suffix x2), the others alone">,
     Option<"clusterM", "cluster-m", "bool", /*default=*/"false",
            "with cluster=2: pair vertically adjacent tiles (sharing B's tile by multicast) instead of side by side (sharing A's)">,
     Option<"rasterGroup", "raster-group", "int64_t", /*default=*/"8",

@@ -314,7 +314,7 @@ TEST_CASE("gpu: every elementwise math op agrees with the CPU backend", "[gpu]")
 
 TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside the portable kernel", "[gpu][sm90]") {
   // Shapes the twin takes (K and N multiples of 8: 16-byte rows), ragged against its
-  // 128 x 128|256 and 64 x 128 tiles (k-steps of 64), and small ones (one k-tile, one CTA).
+  // 128 x 128|192|256 and 64 x 128|192 tiles (k-steps of 64), and small ones (one k-tile, one CTA).
   // {2049, 2056, 136}: more tiles than SMs (a persistent CTA takes several, its ring
   // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
   // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks.
@@ -336,11 +336,14 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   Runtime stacked = Runtime::create(Backend::cuda, {.hopper_cluster = 2, .hopper_cluster_m = true});
   Runtime stackedWide =
       Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2, .hopper_cluster_m = true});
-  // 192-wide tiles (three B boxes): 128 x 192 alone, and 64 x 192 in stacked pairs, where the
-  // boxes do not split evenly (two for one CTA, one for the other).
+  // 192-wide tiles (three B boxes): 128 x 192 alone, both heights in stacked pairs, where the
+  // boxes do not split evenly (two for one CTA, one for the other), and side by side.
   Runtime narrow = Runtime::create(Backend::cuda, {.hopper_tile_n = 192, .hopper_tile_m = 128, .hopper_cluster = 1});
   Runtime stackedNarrow = Runtime::create(
       Backend::cuda, {.hopper_tile_n = 192, .hopper_tile_m = 64, .hopper_cluster = 2, .hopper_cluster_m = true});
+  Runtime stackedNarrowTall =
+      Runtime::create(Backend::cuda, {.hopper_tile_n = 192, .hopper_cluster = 2, .hopper_cluster_m = true});
+  Runtime pairedNarrow = Runtime::create(Backend::cuda, {.hopper_tile_n = 192, .hopper_cluster = 2});
   // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
   // cut into chunks of k-steps, summed in order by whichever CTA finishes its chunk last.
   // (Clusters off: clustered twins take whole tiles.)
@@ -363,7 +366,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
       const catalogue::Entry& e = catalogue::find(name);
       for (const Runtime* rt :
            std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &low, &pairedLow, &stacked,
-                                                 &stackedWide, &narrow, &stackedNarrow, &splitK, &splitKWide,
+                                                 &stackedWide, &narrow, &stackedNarrow, &stackedNarrowTall,
+                                                 &pairedNarrow, &splitK, &splitKWide,
                                                  &splitKLowNarrow, &portable}) {
         CompiledKernel ck = rt->compile(e.make(d));
         INFO(name << " " << to_string(d) << ": " << ck.report().str());

@@ -25,7 +25,7 @@ struct TwinShape {
 /// tileN asks for it (experimental): 128 x 192 (__sm90_n192), 64 x 192 (__sm90_m64n192). A
 /// twin selected alone (or with its stacked pairs) is <kernel>__sm90. cluster 0: the
 /// 128-row tiles alone, the 64-row ones both alone (C with at most 64 rows) and in stacked
-/// pairs sharing B, suffixed x2 (small grids: 1000^3 ran 12.0 us so against 13.4 with
+/// pairs sharing B, suffixed x2 (small grids: 1000^3 ran in 12.0 us so against 13.4 with
 /// 128 x 128 tiles on the H200). Empty when no twin has the tile (64 x 256). The options'
 /// values are the caller's to check.
 inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM) {

@@ -1,11 +1,11 @@
-// kiln-lower-gemm-sm90: the Hopper GEMM. A tile kernel that GemmMatch recognises gets a
-// second kernel, `<name>__sm90` (and `<name>__sm90_n256` when both widths are made), beside
-// the portable one kiln-lower-to-gpu makes; the runtime launches one whenever its TMA
+// kiln-lower-gemm-sm90: the Hopper GEMM. A tile kernel that GemmMatch recognises gets
+// second kernels, `<name>__sm90` and its siblings (one per tile and cluster the options
+// select: hopper/Twins.h), beside the portable one kiln-lower-to-gpu makes; the runtime launches one whenever its TMA
 // preconditions hold (hopper/Sm90Launch.h). This file: parameters, warp roles, the TMA ring
 // and the wgmma main loop, the pass; Epilogue.cpp: the epilogue and the stores of C.
 //
-// One CTA computes a BM x BN tile of C (128 x 128, 128 x 256, or 64 x 128) with 128 threads
-// per 64 rows and 128 more:
+// One CTA computes a BM x BN tile of C (128 x 128, 128 x 256, 64 x 128; on request 128 x 192,
+// 64 x 192) with 128 threads per 64 rows and 128 more:
 //   warpgroup 0 (producer): one thread issues TMA loads of A (BM x 64) and B (64 x BN) into
 //     a ring of `stages` 128B-swizzled shared-memory stages; full[s] counts the bytes in,
 //     empty[s] counts the consumers' releases. With two consumers, setmaxnreg gives its

@@ -19,7 +19,14 @@
 // N192: gpu.func @mm__sm90(
 // N192-SAME: \22cluster\22:2,\22cluster_m\22:true
 // N192-SAME: \22tile\22:[64,192,64]
-// N192-COUNT-3: scf.if
+// N192: %[[RANK:[0-9]+]] = arith.remui %{{.*}}, %c2_i32 : i32
+// N192: arith.cmpi eq, %[[RANK]], %c0_i32{{.*}}
+// N192: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// N192: arith.cmpi eq, %[[RANK]], %c1_i32{{.*}}
+// N192: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// N192: arith.cmpi eq, %[[RANK]], %c0_i32{{.*}}
+// N192: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// N192-NOT: multicast_mask
 // N192: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 192, k = 16>
 // Asked for by tile-n with clusters left to kiln: both heights, the 64-row one also in
 // stacked pairs.
