@@ -343,18 +343,17 @@ void Emitter::producer() {
       tma(add(stage, mul(rank_, i32(rows * 128))), tmA_, {k0, add(m0_, mul(rank_, i32(rows)))}, true);
     }
     const int64_t boxes = cfg_.bn / 64;
-    if (cfg_.cluster > 1 && cfg_.clusterAlongM && boxes % cfg_.cluster == 0) {
-      // This CTA's share of B's boxes (h = j x cluster + rank), multicast.
-      for (int64_t j = 0; j < boxes / cfg_.cluster; ++j) {
+    if (cfg_.cluster > 1 && cfg_.clusterAlongM) {
+      // This CTA's share of B's boxes, multicast: h = j x cluster + rank. Where they do not
+      // split evenly (three of a 192-wide tile) the last j's h may lie past the tile.
+      for (int64_t j = 0; j * cfg_.cluster < boxes; ++j) {
         Value h = add(i32(j * cfg_.cluster), rank_);
-        tma(add(stage, add(i32(cfg_.aBytes()), mul(h, i32(kBoxBytes)))), tmB_, {add(n0_, mul(h, i32(64))), k0}, true);
+        auto load = [&] {
+          tma(add(stage, add(i32(cfg_.aBytes()), mul(h, i32(kBoxBytes)))), tmB_, {add(n0_, mul(h, i32(64))), k0}, true);
+        };
+        if ((j + 1) * cfg_.cluster <= boxes) load();
+        else ifThen(ult(h, i32(boxes)), load);
       }
-    } else if (cfg_.cluster > 1 && cfg_.clusterAlongM) {
-      // Boxes that do not split evenly (three of a 192-wide tile): box h is rank h % cluster's.
-      for (int64_t h = 0; h < boxes; ++h)
-        ifThen(eq(rank_, i32(h % cfg_.cluster)), [&] {
-          tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0}, true);
-        });
     } else {
       for (int64_t h = 0; h < boxes; ++h)
         tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0});

@@ -14,17 +14,17 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=192 cluster=0" | FileCheck %s --check-prefix=N192ALL
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=96" 2>&1 | FileCheck %s --check-prefix=BADN
 
-// 192-wide tiles: three B boxes, which a stacked pair cannot halve: each box is loaded (and
-// multicast) by one CTA, chosen by its rank, the first CTA taking two.
+// 192-wide tiles: three B boxes, which a stacked pair cannot halve: each CTA loads (and
+// multicasts) box rank, then box 2 + rank where that lies inside the tile (rank 0 only).
 // N192: gpu.func @mm__sm90(
 // N192-SAME: \22cluster\22:2,\22cluster_m\22:true
 // N192-SAME: \22tile\22:[64,192,64]
 // N192: %[[RANK:[0-9]+]] = arith.remui %{{.*}}, %c2_i32 : i32
-// N192: arith.cmpi eq, %[[RANK]], %c0_i32{{.*}}
+// N192: %[[H0:[0-9]+]] = arith.addi %c0_i32{{.*}}, %[[RANK]] : i32
 // N192: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
-// N192: arith.cmpi eq, %[[RANK]], %c1_i32{{.*}}
-// N192: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
-// N192: arith.cmpi eq, %[[RANK]], %c0_i32{{.*}}
+// N192: %[[H1:[0-9]+]] = arith.addi %c2_i32{{.*}}, %[[RANK]] : i32
+// N192: %[[IN:[0-9]+]] = arith.cmpi ult, %[[H1]], %c3_i32 : i32
+// N192-NEXT: scf.if %[[IN]]
 // N192: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
 // N192-NOT: multicast_mask
 // N192: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 192, k = 16>
