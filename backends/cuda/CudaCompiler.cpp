@@ -141,11 +141,8 @@ void readSm90Plan(ModuleOp m, DeviceCode& out) {
   for (auto f : gm.getOps<gpu::GPUFuncOp>())
     if (auto plan = f->getAttrOfType<StringAttr>(hopper::kLaunchPlanAttr))
       out.sm90.push_back(hopper::LaunchPlan::fromJson(nlohmann::json::parse(plan.str())));
-  // 128 x 128, 128 x 256, 64 x 128, 64 x 128 in clusters: the order hopper::choose() breaks
-  // ties in.
-  auto rank = [](const hopper::LaunchPlan& p) { return p.tileM == 128 ? p.tileN : 1024 + p.cluster; };
-  std::stable_sort(out.sm90.begin(), out.sm90.end(),
-                   [&](const hopper::LaunchPlan& a, const hopper::LaunchPlan& b) { return rank(a) < rank(b); });
+  // In the module's order, which is the pass's (hopper::selectTwins'): the order
+  // hopper::choose() breaks ties in.
 }
 
 /// A tensor map is a 128-byte kernel parameter read in place (`__grid_constant__`): TMA
