@@ -214,6 +214,29 @@ TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]
   CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128, 192 or 256, got 96"));
 }
 
+TEST_CASE("a twin loads its bias before the main loop, and no twin spills for it", "[cuda][sm90]") {
+  Runtime rt = offline("sm_90a");
+  const std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
+  // The 128 x 128 twin's body: each thread's 32 bias values (16 column groups of 2), loaded
+  // once, before the first wgmma (the main loop), not chunk by chunk in the epilogue.
+  const size_t begin = ptx.find(".entry gemm_bias_relu__sm90(");
+  REQUIRE(begin != std::string::npos);
+  const std::string body = ptx.substr(begin, ptx.find(".entry", begin + 1) - begin);
+  size_t loads = 0;
+  for (size_t at = body.find("ld.global"); at != std::string::npos; at = body.find("ld.global", at + 1)) ++loads;
+  CHECK(loads == 32);
+  CHECK(body.find("ld.global") < body.find("wgmma.mma_async"));
+  // Preloaded values live through the main loop: still no spills in any default twin.
+  for (const char* name : {"gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
+    for (DType d : {DType::bf16, DType::f16}) {
+      const std::string code = rt.emit(catalogue::find(name).make(d), Stage::ptx);
+      for (const char* twin : {"__sm90", "__sm90_n256", "__sm90_m64", "__sm90_m64x2"}) {
+        INFO(name << twin << " " << to_string(d));
+        CHECK(wholeProgramSpills(code, std::string(name) + twin) == 0);
+      }
+    }
+}
+
 TEST_CASE("hopper_tile_n 192 makes 192-wide twins, which kiln's own choice leaves out", "[cuda][sm90]") {
   auto make = [](int tileM, int cluster, bool stacked = false) {
     return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 192,

@@ -27,6 +27,9 @@ constexpr int64_t kBK = kTileK;
 /// too many values live beside a 128 x 256 tile's accumulators.
 constexpr int64_t kChunk = 4;
 constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements, 128 B rows
+/// Column groups (2 columns per thread each) whose row-invariant epilogue inputs a 256-wide
+/// tile loads before its main loop: 32 values per input and thread.
+constexpr int64_t kPreloadGroups = 16;
 
 struct Config {
   int64_t bm = 128; ///< rows of C per tile: 64 per consumer warpgroup
@@ -176,9 +179,17 @@ private:
   void epilogueTma(Value acc, Value row0, Value col0, bool masked);
   /// Column groups [j0, j0 + kChunk) into the staging box `buf` whose first group is `jBox`.
   void stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox);
-  /// Emits the epilogue's loads for `site` into `loaded`, once per distinct element (a
-  /// bias is loaded once per column, not once per row).
+  /// Emits the epilogue's loads for `site` into `loaded` (as f32), once per distinct element
+  /// (a bias is loaded once per column, not once per row); preloaded ones are taken as they are.
   void loadInputs(const Site& site, LoadCache& loaded);
+  /// One load of epilogue input `v` at `site`, in its element type.
+  Value loadInput(Value v, const Site& site);
+  /// Before a tile's main loop: this thread's values of the epilogue inputs that do not vary
+  /// along rows (a bias), for the whole tile, into preloaded_. Loaded in the epilogue they
+  /// cost one round trip to L2 per chunk of columns (a chunk's loads cannot move above the
+  /// previous chunk's stores: C may alias an input as far as the compiler knows); loaded
+  /// here, the main loop hides them.
+  void preloadColumnInputs();
   /// Epilogue value `v` at `site`; its loads come from `loaded`.
   Value evalElement(Value v, Value acc, const Site& site, LoadCache& loaded, DenseMap<Value, Value>& memo);
 
@@ -198,6 +209,7 @@ private:
   Value cPtr_, cStride_; // f32 C: stored from registers
   DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)
   SmallVector<Value> epilogueLoads_; // the epilogue's tile.load results, each once
+  LoadCache preloaded_;              // per tile: preloadColumnInputs()'s loads, unextended
   // Per-CTA values.
   Value tid_, wg_, kTiles_, smem_, sbase_;
   Value tilesM_, tilesN_, numTiles_; // C's tiles, walked by the persistent loop

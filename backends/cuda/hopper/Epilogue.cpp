@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/APFloat.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace kiln::hopper::detail {
@@ -28,20 +29,48 @@ std::tuple<void*, int64_t, int64_t> loadKey(Value load, const SmallVector<Axis, 
 
 } // namespace
 
+Value Emitter::loadInput(Value v, const Site& site) {
+  const auto& axes = m_.axes.lookup(v);
+  auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
+  unsigned arg = cast<BlockArgument>(view.getTensor()).getArgNumber();
+  auto& [ptr, strides] = inputs_[arg];
+  Type elt = cast<TileType>(v.getType()).getElementType();
+  Value off = i64(0);
+  for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? site.row : site.col, strides[d]));
+  Value p = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
+  return b_.create<LLVM::LoadOp>(loc_, elt, p);
+}
+
 void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
   for (Value v : epilogueLoads_) {
-    const auto& axes = m_.axes.lookup(v);
-    auto key = loadKey(v, axes, site);
+    auto key = loadKey(v, m_.axes.lookup(v), site);
     if (loaded.count(key)) continue;
-    auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
-    unsigned arg = cast<BlockArgument>(view.getTensor()).getArgNumber();
-    auto& [ptr, strides] = inputs_[arg];
-    Type elt = cast<TileType>(v.getType()).getElementType();
-    Value off = i64(0);
-    for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? site.row : site.col, strides[d]));
-    Value p = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
-    Value x = b_.create<LLVM::LoadOp>(loc_, elt, p);
-    loaded[key] = elt.isF32() ? x : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), x);
+    auto pre = preloaded_.find(key);
+    Value x = pre != preloaded_.end() ? pre->second : loadInput(v, site);
+    loaded[key] = x.getType().isF32() ? x : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), x);
+  }
+}
+
+void Emitter::preloadColumnInputs() {
+  preloaded_.clear();
+  Value l = remu(remu(tid_, i32(128)), i32(32));
+  Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2))); // as epilogue()'s
+  Value lastCol = sub(ext64(N_), i64(1));
+  // How many of this thread's column groups (2 columns each): all of a 128-wide tile's; half
+  // of a 256-wide one's, and none beside inputs that vary along rows (a residual): more
+  // would spill beside its 128 accumulators.
+  const bool rowInputs = llvm::any_of(epilogueLoads_, [&](Value v) { return llvm::is_contained(m_.axes.lookup(v), Axis::Row); });
+  const int64_t groups = cfg_.bn <= 128 ? cfg_.bn / 8 : rowInputs ? 0 : kPreloadGroups;
+  for (Value v : epilogueLoads_) {
+    const auto& axes = m_.axes.lookup(v);
+    if (llvm::is_contained(axes, Axis::Row)) continue;
+    const bool byColumn = llvm::is_contained(axes, Axis::Col);
+    // This thread's columns: 8j + e from col0 (clamped to C's last: edge tiles read in bounds).
+    for (int64_t j = 0; j < (byColumn ? groups : 1); ++j)
+      for (int64_t e = 0; e < (byColumn ? 2 : 1); ++e) {
+        Site s{0, i64(0), b_.create<arith::MinUIOp>(loc_, ext64(add(col0, i32(8 * j + e))), lastCol), 0, 8 * j + e};
+        preloaded_[loadKey(v, axes, s)] = loadInput(v, s);
+      }
   }
 }
 

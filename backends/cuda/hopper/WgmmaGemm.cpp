@@ -175,6 +175,7 @@ void Emitter::run() {
       [&] {
         if (cfg_.consumers() == 2) b_.create<NVVM::SetMaxRegisterOp>(loc_, 240, NVVM::SetMaxRegisterAction::increase);
         forEachTile([&] {
+          preloadColumnInputs();
           Value acc = consumerMainloop();
           if (!skTiles_) return epilogue(acc);
           auto [sum, mine] = splitKFixup(acc);
