@@ -7,7 +7,6 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/APFloat.h"
 
-#include <algorithm>
 #include <cassert>
 
 namespace kiln::hopper::detail {
