@@ -45,7 +45,9 @@ if want hopper; then
   # 8192^3 is verified against cuBLASLt (kiln bench does that above 2^33 multiply-adds).
   # HOPPER_VARIANTS: name=ENV[,ENV...] entries (default: both widths and the twin off);
   # HOPPER_KERNELS: which catalogue GEMMs (default: gemm gemm_bias_relu).
-  SHAPES="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 128x12288x4096 --shape 16x4096x4096"
+  # HOPPER_SHAPES: MxNxK entries in place of the six below.
+  SHAPES="4096x4096x4096 8192x8192x8192 4097x4096x4096 1000x1000x1000 128x12288x4096 16x4096x4096"
+  SHAPES=$(printf -- '--shape %s ' ${HOPPER_SHAPES:-$SHAPES})
   for variant in ${HOPPER_VARIANTS:-128=KILN_HOPPER_TILE_N=128 256=KILN_HOPPER_TILE_N=256 off=KILN_HOPPER_GEMM=off}; do
     n=${variant%%=*}; env=${variant#*=}; env=${env//,/ }
     for k in ${HOPPER_KERNELS:-gemm gemm_bias_relu}; do

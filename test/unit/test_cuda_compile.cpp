@@ -184,6 +184,15 @@ TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twi
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64x2") == 0);
+      // Every TMA load of A and B names an L2 policy (the operand read by more CTAs stays).
+      size_t loads = 0, hinted = 0;
+      for (size_t at = ptx.find("cp.async.bulk.tensor.2d.shared::cluster"); at != std::string::npos;
+           at = ptx.find("cp.async.bulk.tensor.2d.shared::cluster", at + 1)) {
+        ++loads;
+        hinted += ptx.substr(at, ptx.find(' ', at) - at).ends_with(".L2::cache_hint");
+      }
+      CHECK(loads > 0);
+      CHECK(hinted == loads);
       // ptxas neither serialises the wgmma chain nor warns (its notes are in the report).
       CHECK_THAT(ck.report().ptxas_notes, !Contains("serializ") && !Contains("warning"));
     }

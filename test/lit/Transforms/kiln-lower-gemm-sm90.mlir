@@ -112,10 +112,16 @@
 // The producer warpgroup gives registers away; one thread issues A's box and B's two.
 // CHECK: nvvm.setmaxregister decrease 24
 // CHECK-COUNT-3: nvvm.prefetch tensormap in_param_space
+// L2 policies: A's tiles are read by tilesN CTAs, B's by tilesM. The operand read more often
+// is evict_last (0x14F0000000000000), the other evict_first (0x12F0000000000000).
+// CHECK: [[REUSED:%[0-9]+]] = arith.cmpi uge, %{{.*}}, %{{.*}} : i32
+// CHECK: [[PA:%[0-9]+]] = arith.select [[REUSED]], %c1508705875169116160_i64{{[_0-9]*}}, %c1364590687093260288_i64{{[_0-9]*}} : i64
+// CHECK: [[PB:%[0-9]+]] = arith.select [[REUSED]], %c1364590687093260288_i64{{[_0-9]*}}, %c1508705875169116160_i64{{[_0-9]*}} : i64
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
-// CHECK-COUNT-3: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, {{.*}} l2_cache_hint = [[PA]]
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1, {{.*}} l2_cache_hint = [[PB]]
 // The consumers: k-tile 0 peeled (the first wgmma zeroes the accumulator), then the loop.
 // CHECK: nvvm.setmaxregister increase 240
 // Per tile, the bias where each of the thread's columns lives, loaded before the main loop
