@@ -310,16 +310,22 @@ void Emitter::producer() {
     if (map) b_.create<NVVM::PrefetchOp>(loc_, NVVM::PrefetchCacheLevelAttr(), NVVM::CacheEvictionPriorityAttr(), map,
                                          Value(), /*tensormap=*/true, /*uniform=*/false, /*in_param_space=*/true);
   // L2 policy per operand: each of A's tiles is read by tilesN CTAs, each of B's by tilesM.
-  // The operand read more often is marked evict_last, the other evict_first, so a stream of
-  // tiles read once (a decode GEMM's weights) does not push the reused one out of L2.
-  // Measured neutral where both are reused alike (4096^3, 8192^3) and 1.08-1.15x faster
-  // at 128x12288x4096 and 16x4096x4096 (docs/benchmarks/2026-11-30-h200-hopper-gemm-l2-policy).
-  // The operands are createpolicy.fractional's encodings at fraction 1.0 (PTX ISA,
-  // "createpolicy"): a constant 64-bit cache policy.
-  const int64_t kEvictFirst = 0x12F0000000000000ll, kEvictLast = 0x14F0000000000000ll;
+  // Where the operand read more often fits 12 MiB (16-bit elements; about a quarter of the
+  // smallest sm_90 L2, 50 MB), it is marked evict_last and the other evict_first, so a stream
+  // of tiles read once (a decode GEMM's weights) does not push the reused one out. Where it
+  // does not fit (4096^3 and up: both reused alike), evict_normal, as without a hint.
+  // 1.08-1.15x at 128x12288x4096, 12288x128x4096 and 16x4096x4096 on the H200
+  // (docs/benchmarks/2026-12-01-h200-hopper-gemm-l2-policy). The values are
+  // createpolicy.fractional's 64-bit encodings at fraction 1.0 (PTX ISA, "createpolicy").
+  const int64_t kEvictNormal = 0x1000000000000000ll, kEvictFirst = 0x12F0000000000000ll,
+                kEvictLast = 0x14F0000000000000ll, kReusedBytes = 12ll << 20;
   Value aReused = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::uge, tilesN_, tilesM_);
-  Value policyA = b_.create<arith::SelectOp>(loc_, aReused, i64(kEvictLast), i64(kEvictFirst));
-  Value policyB = b_.create<arith::SelectOp>(loc_, aReused, i64(kEvictFirst), i64(kEvictLast));
+  Value reusedRows = ext64(b_.create<arith::SelectOp>(loc_, aReused, M_, N_));
+  Value reusedBytes = b_.create<arith::MulIOp>(loc_, b_.create<arith::MulIOp>(loc_, reusedRows, ext64(K_)), i64(2));
+  Value fits = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, reusedBytes, i64(kReusedBytes));
+  auto select = [&](Value c, Value x, Value y) { return Value(b_.create<arith::SelectOp>(loc_, c, x, y)); };
+  Value policyA = select(fits, select(aReused, i64(kEvictLast), i64(kEvictFirst)), i64(kEvictNormal));
+  Value policyB = select(fits, select(aReused, i64(kEvictFirst), i64(kEvictLast)), i64(kEvictNormal));
   forEachTile([&] {
     auto loop = b_.create<scf::ForOp>(loc_, kBegin_, kEnd_, i32(1));
     OpBuilder::InsertionGuard g(b_);

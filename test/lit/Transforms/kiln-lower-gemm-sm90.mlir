@@ -112,11 +112,16 @@
 // The producer warpgroup gives registers away; one thread issues A's box and B's two.
 // CHECK: nvvm.setmaxregister decrease 24
 // CHECK-COUNT-3: nvvm.prefetch tensormap in_param_space
-// L2 policies: A's tiles are read by tilesN CTAs, B's by tilesM. The operand read more often
-// is evict_last (0x14F0000000000000), the other evict_first (0x12F0000000000000).
+// L2 policies: A's tiles are read by tilesN CTAs, B's by tilesM. Where the operand read more
+// often (its M or N rows x K x 2 bytes) fits 12 MiB, it is evict_last (0x14F0000000000000)
+// and the other evict_first (0x12F0000000000000); else both evict_normal (0x1000000000000000).
 // CHECK: [[REUSED:%[0-9]+]] = arith.cmpi uge, %{{.*}}, %{{.*}} : i32
-// CHECK: [[PA:%[0-9]+]] = arith.select [[REUSED]], %c1508705875169116160_i64{{[_0-9]*}}, %c1364590687093260288_i64{{[_0-9]*}} : i64
-// CHECK: [[PB:%[0-9]+]] = arith.select [[REUSED]], %c1364590687093260288_i64{{[_0-9]*}}, %c1508705875169116160_i64{{[_0-9]*}} : i64
+// CHECK: arith.select [[REUSED]], %arg5, %arg6 : i32
+// CHECK: [[FITS:%[0-9]+]] = arith.cmpi ule, %{{.*}}, %c12582912_i64 : i64
+// CHECK: [[LA:%[0-9]+]] = arith.select [[REUSED]], %c1508705875169116160_i64{{[_0-9]*}}, %c1364590687093260288_i64{{[_0-9]*}} : i64
+// CHECK: [[PA:%[0-9]+]] = arith.select [[FITS]], [[LA]], %c1152921504606846976_i64{{[_0-9]*}} : i64
+// CHECK: [[LB:%[0-9]+]] = arith.select [[REUSED]], %c1364590687093260288_i64{{[_0-9]*}}, %c1508705875169116160_i64{{[_0-9]*}} : i64
+// CHECK: [[PB:%[0-9]+]] = arith.select [[FITS]], [[LB]], %c1152921504606846976_i64{{[_0-9]*}} : i64
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
