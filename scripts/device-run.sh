@@ -59,15 +59,18 @@ if want hopper; then
 fi
 if want profile; then
   # ncu (full set, one launch) of kiln's twin and of cuBLASLt's kernel on PROFILE_SHAPES,
-  # bf16 gemm_bias_relu: reports, per-instruction stall samples and raw metrics under $RES.
+  # bf16 PROFILE_KERNEL (default gemm_bias_relu): reports, per-instruction stall samples and
+  # raw metrics under $RES, named <kiln|cublas>-<kernel>-<shape>.
   # PROFILE_ENV: variables for kiln's run (e.g. KILN_HOPPER_CLUSTER=2).
+  pk=${PROFILE_KERNEL:-gemm_bias_relu}
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-  for s in ${PROFILE_SHAPES:-1000x1000x1000 4096x4096x4096}; do
+  for s0 in ${PROFILE_SHAPES:-1000x1000x1000 4096x4096x4096}; do
+    s=$pk-$s0
     env KILN_CACHE_DIR=off ${PROFILE_ENV:-} timeout 200 $NCU --kernel-name regex:sm90 --launch-count 1 --set full -o "$RES/kiln-$s" \
-      $K/kiln run gemm_bias_relu --backend=cuda --shape $s --dtype bf16 > "$RES/ncu-kiln-$s.log" 2>&1
+      $K/kiln run $pk --backend=cuda --shape $s0 --dtype bf16 > "$RES/ncu-kiln-$s.log" 2>&1
     KILN_CACHE_DIR=off timeout 200 $NCU --kernel-name regex:"^(sm90_xmma|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
-      --set full -o "$RES/cublas-$s" $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 --routes framework \
-      --shape $s --reps 3 --warmup 1 --no-progress > "$RES/ncu-cublas-$s.log" 2>&1
+      --set full -o "$RES/cublas-$s" $K/kiln bench $pk --backend=cuda --dtype bf16 --routes framework \
+      --shape $s0 --reps 3 --warmup 1 --no-progress > "$RES/ncu-cublas-$s.log" 2>&1
     for r in kiln cublas; do
       [ -f "$RES/$r-$s.ncu-rep" ] || { result[profile-$r-$s]="no report"; continue; }
       $NCU --import "$RES/$r-$s.ncu-rep" --page source --csv --print-source sass > "$RES/src-$r-$s.csv" 2>&1
