@@ -181,10 +181,13 @@ void Emitter::run() {
           auto [sum, mine] = splitKFixup(acc);
           ifThen(mine, [&] { epilogue(sum); });
         });
-        // The last boxes' stores finish before the CTA (and its shared memory) goes away.
+        // The last boxes' stores have read their staging buffers before the CTA (and its
+        // shared memory) goes away. Only read: their writes to C are the grid's, complete
+        // when the kernel is; waiting for them here put a round trip to memory on every
+        // CTA's tail.
         if (tmC_)
           ifThen(eq(remu(tid_, i32(128)), i32(0)),
-                 [&] { b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(0), UnitAttr()); });
+                 [&] { b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(0), b_.getUnitAttr()); });
       });
   // No CTA leaves while its peer may still arrive on its barriers or multicast into it.
   if (cfg_.cluster > 1) clusterSync();

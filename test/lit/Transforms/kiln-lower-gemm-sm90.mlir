@@ -152,8 +152,9 @@
 // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
 // CHECK: nvvm.cp.async.bulk.commit.group
 // CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
-// The last stores complete before the CTA exits.
-// CHECK: nvvm.cp.async.bulk.wait_group 0{{ *$}}
+// The last stores have read shared memory before the CTA exits (their writes complete with the kernel).
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NOT: nvvm.cp.async.bulk.wait_group 0{{ *$}}
 // CHECK: gpu.return
 // Without tile-n, the 128 x 256 twin follows, for launches with enough tiles to fill the GPU.
 // CHECK: gpu.func @mm__sm90_n256(
