@@ -267,8 +267,8 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
     throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_m " +
                                                 std::to_string(options.hopperTileM) + " with hopper_tile_n " +
                                                 std::to_string(options.hopperTileN) +
-                                                ": the twins' tiles are 128 x 128, 128 x 256, 128 x 192, 64 x 128 "
-                                                "and 64 x 192");
+                                                ": the twins' tiles are 128 x 128, 128 x 256, 128 x 192, 64 x 128, "
+                                                "64 x 192 and 64 x 256");
   if (options.hopperStages != 0) {
     const int64_t most = hopper::maxStagesOf(twins);
     if (options.hopperStages < 2 || options.hopperStages > most)

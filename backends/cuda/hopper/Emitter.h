@@ -32,7 +32,7 @@ constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements
 constexpr int64_t kPreloadGroups = 16;
 
 struct Config {
-  int64_t bm = 128; ///< rows of C per tile: 64 per consumer warpgroup
+  int64_t bm = 128; ///< rows of C per tile: 64 per consumer warpgroup (but see pingpong())
   int64_t bn = 128;
   int64_t stages = 4;
   bool persistent = true;
@@ -45,15 +45,19 @@ struct Config {
   bool clusterAlongM = false;
   /// The tile order's group: this many tile rows, column by column inside a group.
   int64_t rasterGroup = 8;
-  /// Arrivals that free a ring slot: every consumer thread (one CTA), or each consumer
-  /// warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
-  int64_t emptyArrivals() const { return cluster == 1 ? 128 * consumers() : 4 * consumers() * cluster; }
-  int64_t consumers() const { return hopper::consumers(bm); }
-  int64_t threads() const { return hopper::threads(bm); }
+  /// Arrivals that free a ring slot: every thread of the consumers that read it (one CTA),
+  /// or each such warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
+  int64_t emptyArrivals() const { return cluster == 1 ? 128 * stageReaders() : 4 * stageReaders() * cluster; }
+  int64_t consumers() const { return hopper::consumers(bm, bn); }
+  /// Ping-pong (Sm90Tiles.h): the consumers take the CTA's tiles in turn, each whole.
+  bool pingpong() const { return hopper::pingpong(bm, bn); }
+  /// Consumer warpgroups that read each ring slot: one in ping-pong, else all.
+  int64_t stageReaders() const { return pingpong() ? 1 : consumers(); }
+  int64_t threads() const { return hopper::threads(bm, bn); }
   int64_t aBytes() const { return bm * kBK * 2; }
   int64_t stageBytes() const { return hopper::stageBytes(bm, bn); }
   int64_t stagingOffset() const { return stages * stageBytes(); }
-  int64_t barrierOffset() const { return stagingOffset() + stagingBytes(bm); }
+  int64_t barrierOffset() const { return stagingOffset() + stagingBytes(bm, bn); }
   int64_t flagOffset() const { return barrierOffset() + 16 * stages; }
   int64_t smemBytes() const { return sharedBytes(bm, bn, stages); }
 };
@@ -130,7 +134,18 @@ private:
   }
 
   void declareParams();
-  template <class F> void forEachTile(F&& body);
+  /// `body` once per work item of this CTA; with `inTurn` in a ping-pong twin, only the
+  /// items of this consumer warpgroup (every other one, from its index).
+  template <class F> void forEachTile(F&& body, bool inTurn = false);
+  /// Which 64 rows of the tile this consumer warpgroup computes: its index, or 0 in
+  /// ping-pong (each computes a whole 64-row tile).
+  Value rowBlock() { return cfg_.pingpong() ? i32(0) : sub(wg_, i32(1)); }
+  /// Ping-pong: the consumers' main loops run one at a time, in the CTA's item order, so
+  /// each waits on a ring slot only once the slot's previous fill has been waited on (the
+  /// parity of an mbarrier phase tells only adjacent phases apart), and one's epilogue runs
+  /// beside the other's main loop. Waits for this consumer's turn, or (`arrive`) passes it
+  /// on.
+  void takeTurn(bool arrive);
   /// barrier.cluster arrive + wait, by every thread of both CTAs.
   void clusterSync();
   /// Ring slot and phase bit of k-iteration `it` (counted across this CTA's tiles).
@@ -220,6 +235,11 @@ private:
   // of a split tile (partial_), the chunk's unit index and its tile's index among the split
   // tiles.
   Value m0_, n0_, base_, kBegin_, kEnd_;
+  // Ping-pong, per item of this consumer: the item, the end of the items and the loop's
+  // step (two of the CTA's), from which takeTurn's conditions are computed where used.
+  struct {
+    Value item, units, loopStep;
+  } turn_;
   Value partial_, skUnit_, skTile_;
 };
 

@@ -58,7 +58,7 @@ void Emitter::preloadColumnInputs() {
   // How many of this thread's column groups (2 columns each): all of a 128-wide tile's; half
   // of a 256-wide one's, and none beside inputs that vary along rows (a residual): more
   // would spill beside its 128 accumulators.
-  const bool rowInputs = llvm::any_of(epilogueLoads_, [&](Value v) { return llvm::is_contained(m_.axes.lookup(v), Axis::Row); });
+  const bool rowInputs = readsRowInputs(m_);
   const int64_t groups = cfg_.bn <= 128 ? cfg_.bn / 8 : rowInputs ? 0 : kPreloadGroups;
   for (Value v : epilogueLoads_) {
     const auto& axes = m_.axes.lookup(v);
@@ -106,8 +106,7 @@ void Emitter::epilogue(Value acc) {
   Value t = remu(tid_, i32(128));
   Value w = divu(t, i32(32));
   Value l = remu(t, i32(32));
-  Value cw = sub(wg_, i32(1));
-  Value row0 = add(add(add(m0_, mul(cw, i32(64))), mul(w, i32(16))), divu(l, i32(4)));
+  Value row0 = add(add(add(m0_, mul(rowBlock(), i32(64))), mul(w, i32(16))), divu(l, i32(4)));
   Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
   // Tiles inside C (all but the last row and column of tiles) read their inputs without
   // clamps and store without masks; the edge tiles take the careful path.
@@ -177,7 +176,7 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
   // in order and the one before last used this buffer: "at most one store still reading"
   // frees it. The first box waits for none (the last tile's stores may have skipped).
   for (int64_t q = 0; q < cfg_.bn / 64; ++q) {
-    Value boxRow = add(m0_, mul(cw, i32(64))), boxCol = add(n0_, i32(64 * q));
+    Value boxRow = add(m0_, mul(rowBlock(), i32(64))), boxCol = add(n0_, i32(64 * q));
     Value buf = add(myStaging, i32((q % 2) * kStagingBoxBytes));
     auto box = [&] {
       ifThen(leader, [&] {

@@ -205,4 +205,10 @@ private:
 
 bool matchGemm(KernelOp kernel, GemmMatch& out, std::string& why) { return Matcher(out, why).run(kernel); }
 
+bool readsRowInputs(const GemmMatch& m) {
+  return llvm::any_of(m.axes, [](const auto& entry) {
+    return entry.first.template getDefiningOp<tile::LoadOp>() && llvm::is_contained(entry.second, Axis::Row);
+  });
+}
+
 } // namespace kiln::hopper

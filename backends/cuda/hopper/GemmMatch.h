@@ -44,6 +44,10 @@ struct GemmMatch {
   llvm::SmallVector<unsigned> epilogueInputs;
 };
 
+/// Whether the epilogue loads an input that varies along C's rows (a residual), not only
+/// along its columns (a bias) or neither.
+bool readsRowInputs(const GemmMatch& m);
+
 /// Fills `out` when `kernel` has the shape above; otherwise returns false with `why` saying
 /// which rule failed (shown by `kiln compile --emit=mlir` as a remark).
 bool matchGemm(tile::KernelOp kernel, GemmMatch& out, std::string& why);

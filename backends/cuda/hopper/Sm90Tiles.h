@@ -9,15 +9,19 @@ inline constexpr int64_t kTileK = 64;
 /// Dynamic shared memory one CTA may opt into on sm_90 (227 KiB).
 inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
-/// A twin's tile is tileM x tileN: tileM 128 (two consumer warpgroups of 64 rows each) or
-/// 64 (one), tileN 128, 192 or 256 (not 256 with tileM 64). One producer warpgroup besides.
-constexpr int64_t consumers(int64_t tileM) { return tileM / 64; }
-constexpr int64_t threads(int64_t tileM) { return 128 * (1 + consumers(tileM)); }
+/// A twin's tile is tileM x tileN: tileM 128 (two consumer warpgroups of 64 rows each, on
+/// the same tile) or 64 (one), tileN 128, 192 or 256. One producer warpgroup besides.
+/// The 64 x 256 tile is ping-pong: two consumer warpgroups, each on a whole tile of its
+/// own, taking the CTA's tiles in turn, so one's epilogue runs beside the other's main loop
+/// (experimental: asked for, never kiln's own choice).
+constexpr bool pingpong(int64_t tileM, int64_t tileN) { return tileM == 64 && tileN == 256; }
+constexpr int64_t consumers(int64_t tileM, int64_t tileN) { return pingpong(tileM, tileN) ? 2 : tileM / 64; }
+constexpr int64_t threads(int64_t tileM, int64_t tileN) { return 128 * (1 + consumers(tileM, tileN)); }
 
 /// C staging for the TMA-store epilogue: per consumer warpgroup, two 64 x 64 boxes of
 /// 16-bit elements (one filled while the other is stored).
 inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2;
-constexpr int64_t stagingBytes(int64_t tileM) { return consumers(tileM) * 2 * kStagingBoxBytes; }
+constexpr int64_t stagingBytes(int64_t tileM, int64_t tileN) { return consumers(tileM, tileN) * 2 * kStagingBoxBytes; }
 
 /// A 4-byte word per consumer warpgroup: the split-K fix-up tells its threads whether
 /// they reduce the tile.
@@ -28,9 +32,10 @@ constexpr int64_t stageBytes(int64_t tileM, int64_t tileN) { return (tileM + til
 /// The CTA's dynamic shared memory: the ring, the C staging, two mbarriers per stage, the
 /// fix-up flags, and 1 KiB the kernel may skip to align the ring to 1024 B.
 constexpr int64_t sharedBytes(int64_t tileM, int64_t tileN, int64_t stages) {
-  return stages * (stageBytes(tileM, tileN) + 16) + stagingBytes(tileM) + kFlagBytes + 1024;
+  return stages * (stageBytes(tileM, tileN) + 16) + stagingBytes(tileM, tileN) + kFlagBytes + 1024;
 }
-/// The deepest ring that fits (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128): kiln's default.
+/// The deepest ring that fits (6 at 128 x 128, 4 at 128 x 256 and 64 x 256, 8 at 64 x 128):
+/// kiln's default.
 constexpr int64_t maxStages(int64_t tileM, int64_t tileN) {
   int64_t s = 2;
   while (sharedBytes(tileM, tileN, s + 1) <= kMaxSharedBytes) ++s;

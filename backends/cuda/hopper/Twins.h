@@ -26,18 +26,21 @@ struct TwinShape {
 /// twin selected alone (or with its stacked pairs) is <kernel>__sm90. cluster 0: the
 /// 128-row tiles alone, the 64-row ones both alone (C with at most 64 rows) and in stacked
 /// pairs sharing B, suffixed x2 (small grids: 1000^3 ran in 12.0 us so against 13.4 with
-/// 128 x 128 tiles on the H200). Empty when no twin has the tile (64 x 256). The options'
-/// values are the caller's to check.
+/// 128 x 128 tiles on the H200). 64 x 256 (__sm90_m64n256, ping-pong: Sm90Tiles.h) only when
+/// both tileM and tileN ask for it (experimental). The options' values are the caller's to
+/// check; empty only for values no twin has.
 inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM) {
   struct Tile {
     int64_t bm, bn;
     const char* suffix;
   };
-  static constexpr Tile kTiles[] = {{128, 128, "__sm90"},      {128, 256, "__sm90_n256"},   {64, 128, "__sm90_m64"},
-                                    {128, 192, "__sm90_n192"}, {64, 192, "__sm90_m64n192"}};
+  static constexpr Tile kTiles[] = {{128, 128, "__sm90"},      {128, 256, "__sm90_n256"},     {64, 128, "__sm90_m64"},
+                                    {128, 192, "__sm90_n192"}, {64, 192, "__sm90_m64n192"}, {64, 256, "__sm90_m64n256"}};
   std::vector<TwinShape> twins;
   for (const Tile& t : kTiles) {
-    if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (tileN == 0 && t.bn == 192)) continue;
+    if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (tileN == 0 && t.bn == 192) ||
+        (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)))
+      continue;
     twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
     if (cluster == 0 && t.bm < 128) twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
   }

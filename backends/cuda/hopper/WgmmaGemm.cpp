@@ -61,7 +61,7 @@ void Emitter::declareParams() {
   param({LaunchParam::Dim, int(m_.a), 1, {}}, b_.getI32Type()); // K
   // Split-K (persistent CTAs without clusters): the runtime's workspace, how many of C's
   // tiles this launch cuts along K and into how many chunks (Sm90Tiles.h).
-  const bool splitK = cfg_.persistent && cfg_.cluster == 1;
+  const bool splitK = cfg_.persistent && cfg_.cluster == 1 && !cfg_.pingpong();
   if (splitK) {
     param({LaunchParam::Workspace, 0, 0, {}}, global);
     param({LaunchParam::SplitTiles, 0, 0, {}}, b_.getI32Type());
@@ -176,11 +176,19 @@ void Emitter::run() {
         if (cfg_.consumers() == 2) b_.create<NVVM::SetMaxRegisterOp>(loc_, 240, NVVM::SetMaxRegisterAction::increase);
         forEachTile([&] {
           preloadColumnInputs();
+          // Not the CTA's first item (items before it put base_ past 0): the other
+          // consumer's main loop runs before this one's.
+          if (cfg_.pingpong()) ifThen(ult(i32(0), base_), [&] { takeTurn(/*arrive=*/false); });
           Value acc = consumerMainloop();
+          // Another item follows (one CTA step, half this loop's, on): its consumer's main
+          // loop runs next. Computed from values the loop keeps anyway: registers are tight.
+          if (cfg_.pingpong())
+            ifThen(ult(add(turn_.item, b_.create<arith::ShRUIOp>(loc_, turn_.loopStep, i32(1))), turn_.units),
+                   [&] { takeTurn(/*arrive=*/true); });
           if (!skTiles_) return epilogue(acc);
           auto [sum, mine] = splitKFixup(acc);
           ifThen(mine, [&] { epilogue(sum); });
-        });
+        }, /*inTurn=*/true);
         // The last boxes' stores have read their staging buffers before the CTA (and its
         // shared memory) goes away. Only read: their writes to C are the grid's, complete
         // when the kernel is; waiting for them here put a round trip to memory on every
@@ -212,7 +220,7 @@ void Emitter::run() {
 /// rank r taking tile column 2u + r (vertically adjacent ones along M: tile row 2u + r).
 /// Past C's last column (row) that CTA still loads (zeros) and multiplies, so both keep the
 /// same ring schedule, and stores nothing.
-template <class F> void Emitter::forEachTile(F&& body) {
+template <class F> void Emitter::forEachTile(F&& body, bool inTurn) {
   const int64_t cl = cfg_.cluster;
   Value bid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
   Value grid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::GridDimOp>(loc_, gpu::Dimension::x));
@@ -271,10 +279,17 @@ template <class F> void Emitter::forEachTile(F&& body) {
   const bool alongM = cl > 1 && cfg_.clusterAlongM;
   Value unitsN = cl == 1 || alongM ? tilesN_ : divu(add(tilesN_, i32(cl - 1)), i32(cl));
   Value unitsM = alongM ? divu(add(tilesM_, i32(cl - 1)), i32(cl)) : tilesM_;
-  auto loop = b_.create<scf::ForOp>(loc_, first, mul(unitsM, unitsN), step);
+  // Ping-pong: consumer warpgroup c takes items c, c + 2, ... of the CTA's (the producer
+  // loads all of them, in order); base_ still counts every item before this one.
+  const bool alternate = inTurn && cfg_.pingpong();
+  Value start = alternate ? add(first, mul(sub(wg_, i32(1)), step)) : first;
+  Value units = mul(unitsM, unitsN);
+  Value loopStep = alternate ? mul(step, i32(2)) : step;
+  auto loop = b_.create<scf::ForOp>(loc_, start, units, loopStep);
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPoint(loop.getBody()->getTerminator());
   Value t = loop.getInductionVar();
+  if (alternate) turn_ = {t, units, loopStep};
   setTile(t, unitsM, unitsN);
   base_ = mul(divu(sub(t, first), step), kTiles_);
   body();
@@ -295,6 +310,15 @@ void Emitter::setTile(Value t, Value rows, Value columns) {
   const bool alongM = cfg_.cluster > 1 && cfg_.clusterAlongM, alongN = cfg_.cluster > 1 && !cfg_.clusterAlongM;
   m0_ = mul(alongM ? rankTh(row) : row, i32(cfg_.bm));
   n0_ = mul(alongN ? rankTh(column) : column, i32(cfg_.bn));
+}
+
+void Emitter::takeTurn(bool arrive) {
+  // Named barriers 3 and 4 (0 is the CTA's, 1 and 2 the consumers' epilogues): consumer
+  // warpgroup c waits on 3 + c and hands the turn on through the other's.
+  Value c = sub(wg_, i32(1));
+  Value id = add(i32(3), arrive ? sub(i32(1), c) : c);
+  if (arrive) b_.create<NVVM::BarrierArriveOp>(loc_, id, i32(256));
+  else b_.create<NVVM::BarrierOp>(loc_, Type(), id, i32(256), NVVM::BarrierReductionAttr(), Value());
 }
 
 void Emitter::clusterSync() {
@@ -389,8 +413,7 @@ Value Emitter::kTile(Value j, Value acc, bool first) {
   // Descriptor start addresses: (shared address >> 4) & 0x3FFF. This consumer's 64 rows of
   // A start 64 x 128 B into the stage.
   Value stageAddr = add(sbase_, mul(s, i32(cfg_.stageBytes())));
-  Value cw = sub(wg_, i32(1));
-  Value aAddr = add(stageAddr, mul(cw, i32(64 * 128)));
+  Value aAddr = add(stageAddr, mul(rowBlock(), i32(64 * 128)));
   Value bAddr = add(stageAddr, i32(cfg_.aBytes()));
   auto field = [&](Value addr) {
     return ext64(b_.create<arith::AndIOp>(loc_, b_.create<arith::ShRUIOp>(loc_, addr, i32(4)), i32(0x3FFF)));
@@ -491,7 +514,7 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
     }
     if (configs.empty()) {
       m.emitError("no twin is ") << int64_t(tileM) << " x " << int64_t(tileN)
-                                 << " (tiles: 128 x 128, 128 x 256, 64 x 128, 128 x 192, 64 x 192)";
+                                 << " (tiles: 128 x 128, 128 x 256, 64 x 128, 128 x 192, 64 x 192, 64 x 256)";
       return signalPassFailure();
     }
     for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {
@@ -508,10 +531,19 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
         b.setInsertionPointToEnd(m.getBody());
         gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
       }
+      int made = 0;
       for (const Config& cfg : configs) {
+        // A ping-pong consumer holds its 128 accumulators within the 168 registers of a
+        // 384-thread CTA; a residual's loads beside them spill.
+        if (cfg.pingpong() && readsRowInputs(match)) continue;
         GemmMatch copy = match; // the emitter reads the match; each twin its own
         Emitter(copy, cfg, gm).run();
+        ++made;
       }
+      if (made == 0)
+        m->setAttr("kiln.sm90", StringAttr::get(&getContext(), "kernel '" + k.getSymName().str() +
+                                                                   "': the 64 x 256 ping-pong tile takes no residual "
+                                                                   "(its loads would spill beside the accumulators)"));
     }
   }
 };
