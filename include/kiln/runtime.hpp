@@ -50,10 +50,13 @@ struct KILN_API RuntimeOptions {
   /// The twin's rows of C per CTA: 128 (two consumer warpgroups; 128 x 128 and 128 x 256
   /// tiles) or 64 (one; a 64 x 128 tile, for shapes with too few 128-row tiles to fill the
   /// GPU); 0 compiles both and lets each launch choose, or KILN_HOPPER_TILE_M when set.
+  /// 64 with hopper_tile_n 256 (EXPERIMENTAL): a ping-pong 64 x 256 tile, two consumer
+  /// warpgroups taking the CTA's tiles in turn (one's epilogue beside the other's main
+  /// loop); not for kernels whose epilogue reads a residual.
   int hopper_tile_m = 0;
   /// The twin's ring of shared-memory stages (TMA loads in flight): 2 up to what fits in
-  /// 227 KiB (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128; 4 at 128 x 192, 6 at 64 x 192; the
-  /// least of the tiles compiled); 0 lets kiln choose (the most that fit), or
+  /// 227 KiB (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128; 4 at 128 x 192, 6 at 64 x 192,
+  /// 4 at 64 x 256; the least of the tiles compiled); 0 lets kiln choose (the most that fit), or
   /// KILN_HOPPER_STAGES when set.
   int hopper_stages = 0;
   /// The twin's CTAs per thread-block cluster: 1 (none), or 2 (two CTAs take adjacent tiles
