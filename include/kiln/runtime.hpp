@@ -91,6 +91,8 @@ struct KILN_API RuntimeOptions {
   std::string cache_dir;
   int64_t cache_max_bytes = int64_t(2) << 30; ///< the disk cache's size limit (LRU eviction)
   bool memory_cache = true;                   ///< reuse kernels this Runtime compiled before
+
+  bool operator==(const RuntimeOptions&) const = default;
 };
 
 /// Wall-clock milliseconds of each compile phase, from one steady clock.

@@ -15,7 +15,6 @@
 #include <random>
 #include <sstream>
 #include <thread>
-#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -189,21 +188,19 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
     throw Error(ErrorKind::InvalidArgument, "tune: the problem's output index or reference size is wrong");
   if (options.reps < 1 || options.warmup < 0) throw Error(ErrorKind::InvalidArgument, "tune: reps must be >= 1");
 
-  // One Runtime per set of runtime options (the kernel cache is per Runtime; the GPU
-  // context is shared).
-  std::map<std::tuple<int, bool, int, int, int, int, bool, int>, Runtime> runtimes;
-  auto keyOf = [&](const Config& c) {
-    RuntimeOptions o = options_for(base, c);
-    return std::tuple{o.num_warps, o.hopper_gemm, o.hopper_tile_n, o.hopper_tile_m, o.hopper_stages, o.hopper_cluster,
-                      o.hopper_cluster_m, o.hopper_raster};
-  };
+  // One Runtime per set of runtime options, whichever fields they differ in (the kernel
+  // cache is per Runtime; the GPU context is shared). A handful: a list does.
+  std::vector<std::pair<RuntimeOptions, Runtime>> runtimes;
+  runtimes.reserve(space.configs.size()); // references handed out stay valid
   auto runtimeFor = [&](const Config& c) -> const Runtime& {
-    auto it = runtimes.find(keyOf(c));
-    if (it == runtimes.end()) it = runtimes.emplace(keyOf(c), Runtime::create(backend, options_for(base, c))).first;
-    return it->second;
+    RuntimeOptions o = options_for(base, c);
+    auto it = std::find_if(runtimes.begin(), runtimes.end(), [&](const auto& r) { return r.first == o; });
+    if (it != runtimes.end()) return it->second;
+    runtimes.emplace_back(o, Runtime::create(backend, o));
+    return runtimes.back().second;
   };
   for (const Config& c : space.configs) runtimeFor(c); // made here, before any thread starts
-  const Runtime& first = runtimes.begin()->second;
+  const Runtime& first = runtimes.front().second;
 
   Result result;
   result.fingerprint = first.fingerprint();
@@ -324,7 +321,7 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
     for (size_t i = next++; i < n; i = next++) {
       Candidate& cand = result.candidates[i];
       cand.config = space.configs[i];
-      const Runtime& rt = runtimes.at(keyOf(cand.config));
+      const Runtime& rt = runtimeFor(cand.config); // made above: no insertion here
       auto t0 = Clock::now();
       try { // anything a candidate throws is its own failure, never the process's
         compiled[i].kernel.emplace(rt.compile(make(cand.config)));
