@@ -244,40 +244,11 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   const std::string& arch = options.arch;
   const int numWarps = options.numWarps;
   checkArch(arch);
-  if (options.hopperTileN != 0 && options.hopperTileN != 128 && options.hopperTileN != 192 && options.hopperTileN != 256)
-    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_n must be 0, 128, 192 or 256, got " +
-                                                std::to_string(options.hopperTileN));
-  if (options.hopperTileM != 0 && options.hopperTileM != 64 && options.hopperTileM != 128)
-    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_m must be 0, 64 or 128, got " +
-                                                std::to_string(options.hopperTileM));
-  if (options.hopperCluster < 0 || options.hopperCluster > 2)
-    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_cluster must be 0, 1 or 2, got " +
-                                                std::to_string(options.hopperCluster));
-  if (options.hopperClusterM && options.hopperCluster != 2)
-    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() +
-                                                "': hopper_cluster_m pairs tiles in clusters: it needs hopper_cluster 2, got " +
-                                                std::to_string(options.hopperCluster));
-  if (options.hopperRaster < 0 || options.hopperRaster > 64)
-    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_raster must be 0..64, got " +
-                                                std::to_string(options.hopperRaster));
-  // The twins these options select, and so the ring depth all of them fit.
-  const std::vector<hopper::TwinShape> twins =
-      hopper::selectTwins(options.hopperTileM, options.hopperTileN, options.hopperCluster, options.hopperClusterM);
-  if (twins.empty())
-    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': hopper_tile_m " +
-                                                std::to_string(options.hopperTileM) + " with hopper_tile_n " +
-                                                std::to_string(options.hopperTileN) +
-                                                ": the twins' tiles are 128 x 128, 128 x 256, 128 x 192, 64 x 128, "
-                                                "64 x 192 and 64 x 256");
-  if (options.hopperStages != 0) {
-    const int64_t most = hopper::maxStagesOf(twins);
-    if (options.hopperStages < 2 || options.hopperStages > most)
-      throw Error(ErrorKind::InvalidArgument,
-                  "kernel '" + kernel.name() + "': hopper_stages must be 0 or 2.." + std::to_string(most) +
-                      " at hopper_tile_n " + std::to_string(options.hopperTileN) +
-                      (options.hopperTileM ? " and hopper_tile_m " + std::to_string(options.hopperTileM) : "") +
-                      " (the ring must fit in 227 KiB of shared memory), got " + std::to_string(options.hopperStages));
-  }
+  const std::string broken = hopper::checkTwinOptions(
+      {options.hopperTileM, options.hopperTileN, options.hopperStages, options.hopperCluster, options.hopperClusterM,
+       options.hopperRaster},
+      {"hopper_tile_m", "hopper_tile_n", "hopper_stages", "hopper_cluster", "hopper_cluster_m", "hopper_raster"});
+  if (!broken.empty()) throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': " + broken);
   const std::string& name = kernel.name();
   if (numWarps < 1 || numWarps > 32)
     throw Error(ErrorKind::InvalidArgument, "kernel '" + name + "': num_warps must be 1..32, got " +

@@ -90,7 +90,8 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
     Option<"tileN", "tile-n", "int64_t", /*default=*/"0",
            "columns of C per tile: 128, 192 or 256 (0: 128 and 256); with tile-m, which twins to emit: "
            "128 x 128 (<kernel>__sm90), 128 x 256 (<kernel>__sm90_n256), 64 x 128 (<kernel>__sm90_m64), "
-           "128 x 192 (<kernel>__sm90_n192), 64 x 192 (<kernel>__sm90_m64n192); see hopper/Twins.h">,
+           "128 x 192 (<kernel>__sm90_n192), 64 x 192 (<kernel>__sm90_m64n192), and with tile-m=64 tile-n=256 only, "
+           "the ping-pong 64 x 256 (<kernel>__sm90_m64n256); see hopper/Twins.h">,
     Option<"tileM", "tile-m", "int64_t", /*default=*/"0",
            "rows of C per tile: 64 (one consumer warpgroup) or 128 (two); 0: both">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
@@ -100,7 +101,7 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
     Option<"clusterM", "cluster-m", "bool", /*default=*/"false",
            "with cluster=2: pair vertically adjacent tiles (sharing B's tile by multicast) instead of side by side (sharing A's)">,
     Option<"rasterGroup", "raster-group", "int64_t", /*default=*/"8",
-           "tile order: groups of this many tile rows, column by column inside a group (1..64)">,
+           "tile order: groups of this many tile rows, column by column inside a group (1..64; 0: 8)">,
     Option<"persistent", "persistent", "bool", /*default=*/"true",
            "launch one CTA per SM looping over tiles (else one CTA per tile)">,
   ];

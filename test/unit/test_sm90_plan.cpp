@@ -371,6 +371,30 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   // 192 wide only when asked for.
   CHECK(names(selectTwins(0, 192, 1, false)) == "__sm90_n192:128x192/1 __sm90_m64n192:64x192/1 ");
   CHECK(names(selectTwins(64, 192, 2, true)) == "__sm90:64x192/2m ");
-  // No 64 x 256 twin.
-  CHECK(selectTwins(64, 256, 0, false).empty());
+  // The ping-pong 64 x 256 tile only when both height and width ask for it.
+  CHECK(names(selectTwins(64, 256, 0, false)) == "__sm90:64x256/1 __sm90_m64n256x2:64x256/2m ");
+  CHECK(names(selectTwins(64, 256, 1, false)) == "__sm90:64x256/1 ");
+  CHECK(names(selectTwins(0, 256, 1, false)) == "__sm90:128x256/1 ");
+  CHECK(maxStagesOf(selectTwins(64, 256, 1, false)) == 4);
+}
+
+TEST_CASE("the runtime's and the pass's twin options are checked by one rule, each in its own names", "[cuda]") {
+  const TwinOptionNames runtime{"hopper_tile_m", "hopper_tile_n", "hopper_stages", "hopper_cluster", "hopper_cluster_m",
+                                "hopper_raster"};
+  const TwinOptionNames pass{"tile-m", "tile-n", "stages", "cluster", "cluster-m", "raster-group"};
+  CHECK(checkTwinOptions({}, runtime).empty());
+  CHECK(checkTwinOptions({.tileM = 64, .tileN = 256, .stages = 4}, pass).empty());
+  CHECK(checkTwinOptions({.tileN = 96}, runtime) == "hopper_tile_n must be 0, 128, 192 or 256, got 96");
+  CHECK(checkTwinOptions({.tileN = 96}, pass) == "tile-n must be 0, 128, 192 or 256, got 96");
+  CHECK(checkTwinOptions({.tileM = 32}, pass) == "tile-m must be 0, 64 or 128, got 32");
+  CHECK(checkTwinOptions({.cluster = 3}, runtime) == "hopper_cluster must be 0, 1 or 2, got 3");
+  CHECK(checkTwinOptions({.cluster = 1, .clusterM = true}, pass) ==
+        "cluster-m pairs tiles in clusters: it needs cluster 2, got 1");
+  CHECK(checkTwinOptions({.raster = 65}, runtime) == "hopper_raster must be 0..64, got 65");
+  // The ring depth is checked against every twin the options select: 4 beside a 128 x 256 tile.
+  CHECK(checkTwinOptions({.stages = 5}, runtime) ==
+        "hopper_stages must be 0 or 2..4 at hopper_tile_n 0 (the ring must fit in 227 KiB of shared memory), got 5");
+  CHECK(checkTwinOptions({.tileM = 64, .tileN = 128, .stages = 8}, pass).empty());
+  CHECK(checkTwinOptions({.tileM = 64, .tileN = 128, .stages = 9}, pass) ==
+        "stages must be 0 or 2..8 at tile-n 128 and tile-m 64 (the ring must fit in 227 KiB of shared memory), got 9");
 }

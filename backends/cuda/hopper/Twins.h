@@ -57,4 +57,40 @@ inline int64_t maxStagesOf(const std::vector<TwinShape>& twins) {
   return most;
 }
 
+/// The twins' options, as RuntimeOptions (hopper_*) and kiln-lower-gemm-sm90 (tile-n, ...)
+/// both take them: 0 leaves a value to kiln.
+struct TwinOptions {
+  int64_t tileM = 0, tileN = 0, stages = 0, cluster = 0;
+  bool clusterM = false;
+  int64_t raster = 0;
+};
+/// How a caller spells each option in its messages.
+struct TwinOptionNames {
+  const char *tileM, *tileN, *stages, *cluster, *clusterM, *raster;
+};
+
+/// The first rule `o` breaks, worded with `n`'s names, or "" when it keeps them all. One
+/// list for the runtime's options and the pass's, so the two cannot accept different sets.
+inline std::string checkTwinOptions(const TwinOptions& o, const TwinOptionNames& n) {
+  auto got = [](int64_t v) { return ", got " + std::to_string(v); };
+  if (o.tileN != 0 && o.tileN != 128 && o.tileN != 192 && o.tileN != 256)
+    return std::string(n.tileN) + " must be 0, 128, 192 or 256" + got(o.tileN);
+  if (o.tileM != 0 && o.tileM != 64 && o.tileM != 128)
+    return std::string(n.tileM) + " must be 0, 64 or 128" + got(o.tileM);
+  if (o.cluster < 0 || o.cluster > 2) return std::string(n.cluster) + " must be 0, 1 or 2" + got(o.cluster);
+  if (o.clusterM && o.cluster != 2)
+    return std::string(n.clusterM) + " pairs tiles in clusters: it needs " + n.cluster + " 2" + got(o.cluster);
+  if (o.raster < 0 || o.raster > 64) return std::string(n.raster) + " must be 0..64" + got(o.raster);
+  const std::vector<TwinShape> twins = selectTwins(o.tileM, o.tileN, o.cluster, o.clusterM);
+  if (twins.empty()) // unreachable with the values above: every height has every width
+    return std::string(n.tileM) + " " + std::to_string(o.tileM) + " with " + n.tileN + " " + std::to_string(o.tileN) +
+           ": the twins' tiles are 128 x 128, 128 x 256, 128 x 192, 64 x 128, 64 x 192 and 64 x 256";
+  const int64_t most = maxStagesOf(twins);
+  if (o.stages != 0 && (o.stages < 2 || o.stages > most))
+    return std::string(n.stages) + " must be 0 or 2.." + std::to_string(most) + " at " + n.tileN + " " +
+           std::to_string(o.tileN) + (o.tileM ? std::string(" and ") + n.tileM + " " + std::to_string(o.tileM) : "") +
+           " (the ring must fit in 227 KiB of shared memory)" + got(o.stages);
+  return "";
+}
+
 } // namespace kiln::hopper

@@ -479,43 +479,19 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
   using KilnLowerGemmSm90Base::KilnLowerGemmSm90Base;
   void runOnOperation() override {
     ModuleOp m = getOperation();
-    if (cluster < 0 || cluster > 2) {
-      m.emitError("cluster must be 0 (kiln's choice), 1 or 2, got ") << int64_t(cluster);
-      return signalPassFailure();
-    }
-    if (clusterM && cluster != 2) {
-      m.emitError("cluster-m needs cluster=2");
-      return signalPassFailure();
-    }
-    if (rasterGroup < 1 || rasterGroup > 64) {
-      m.emitError("raster-group must be 1..64, got ") << int64_t(rasterGroup);
-      return signalPassFailure();
-    }
-    if (tileN != 0 && tileN != 128 && tileN != 192 && tileN != 256) {
-      m.emitError("tile-n must be 0 (kiln's widths), 128, 192 or 256, got ") << int64_t(tileN);
-      return signalPassFailure();
-    }
-    if (tileM != 0 && tileM != 64 && tileM != 128) {
-      m.emitError("tile-m must be 0 (every height), 64 or 128, got ") << int64_t(tileM);
+    const std::string broken = checkTwinOptions({tileM, tileN, stages, cluster, clusterM, rasterGroup},
+                                                {"tile-m", "tile-n", "stages", "cluster", "cluster-m", "raster-group"});
+    if (!broken.empty()) {
+      m.emitError(broken);
       return signalPassFailure();
     }
     // Which twins (hopper/Twins.h), each with its ring: `stages`, or the deepest that fits.
     SmallVector<Config> configs;
     for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM)) {
-      if (stages != 0 && (stages < 2 || stages > maxStages(t.bm, t.bn))) {
-        m.emitError("stages must be 2..") << maxStages(t.bm, t.bn) << " at a " << t.bm << " x " << t.bn
-                                          << " tile (227 KiB of shared memory), got " << int64_t(stages);
-        return signalPassFailure();
-      }
       Config cfg{t.bm, t.bn, stages ? stages : maxStages(t.bm, t.bn), persistent, t.suffix, t.cluster};
       cfg.clusterAlongM = t.clusterAlongM;
-      cfg.rasterGroup = rasterGroup;
+      cfg.rasterGroup = rasterGroup ? rasterGroup : 8;
       configs.push_back(cfg);
-    }
-    if (configs.empty()) {
-      m.emitError("no twin is ") << int64_t(tileM) << " x " << int64_t(tileN)
-                                 << " (tiles: 128 x 128, 128 x 256, 64 x 128, 128 x 192, 64 x 192, 64 x 256)";
-      return signalPassFailure();
     }
     for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {
       GemmMatch match;

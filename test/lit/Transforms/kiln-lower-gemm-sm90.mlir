@@ -6,7 +6,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128" | FileCheck %s --check-prefix=SK
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 cluster=2" | FileCheck %s --check-prefix=SKCL
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 raster-group=16" | FileCheck %s --check-prefix=RASTER
-// RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="raster-group=0" 2>&1 | FileCheck %s --check-prefix=BADRASTER
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="raster-group=65" 2>&1 | FileCheck %s --check-prefix=BADRASTER
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64" | FileCheck %s --check-prefix=M64
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=128 tile-m=128 cluster=2 cluster-m=true" | FileCheck %s --check-prefix=CLM
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster-m=true" 2>&1 | FileCheck %s --check-prefix=BADCLM
@@ -33,7 +33,7 @@
 // N192ALL: gpu.func @mm__sm90_n192(
 // N192ALL: gpu.func @mm__sm90_m64n192(
 // N192ALL: gpu.func @mm__sm90_m64n192x2(
-// BADN: tile-n must be 0 (kiln's widths), 128, 192 or 256, got 96
+// BADN: tile-n must be 0, 128, 192 or 256, got 96
 
 // Clusters along M: A's box is the whole tile (no share), the plan says so, and each CTA
 // multicasts its one B box (of two) to both.
@@ -42,7 +42,7 @@
 // CLM-SAME: \22params\22:[{\22arg\22:0,\22box\22:[64,128],\22dim\22:0,\22kind\22:\22tensormap\22}
 // CLM-COUNT-1: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
 // CLM-NOT: multicast_mask
-// BADCLM: cluster-m needs cluster=2
+// BADCLM: cluster-m pairs tiles in clusters: it needs cluster 2, got 1
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64 tile-n=256" | FileCheck %s --check-prefix=PP
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=32" 2>&1 | FileCheck %s --check-prefix=BADM
 
@@ -74,11 +74,11 @@
 // PP: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
 // PP: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // PP: nvvm.cp.async.bulk.tensor.global.shared.cta
-// BADM: tile-m must be 0 (every height), 64 or 128, got 32
+// BADM: tile-m must be 0, 64 or 128, got 32
 
 // The tile order: groups of raster-group tile rows (8 unless set), recorded in the plan.
 // RASTER: \22raster\22:16
-// BADRASTER: raster-group must be 1..64, got 0
+// BADRASTER: raster-group must be 0..64, got 65
 
 // Split-K: the work loop (whole tiles, then this CTA's chunks of the split tiles); a chunk's
 // sums go to the workspace as 16-byte stores, one thread per warpgroup counts them in
