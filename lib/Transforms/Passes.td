@@ -93,7 +93,7 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
            "128 x 192 (<kernel>__sm90_n192), 64 x 192 (<kernel>__sm90_m64n192), and with tile-m=64 tile-n=256 only, "
            "the ping-pong 64 x 256 (<kernel>__sm90_m64n256); see hopper/Twins.h">,
     Option<"tileM", "tile-m", "int64_t", /*default=*/"0",
-           "rows of C per tile: 64 (one consumer warpgroup) or 128 (two); 0: both">,
+           "rows of C per tile: 64 (one consumer warpgroup; with tile-n=256 two, in ping-pong) or 128 (two); 0: both">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "shared-memory ring depth (0: the most that fit in 227 KiB)">,
     Option<"cluster", "cluster", "int64_t", /*default=*/"1",

@@ -28,7 +28,7 @@ struct TwinShape {
 /// pairs sharing B, suffixed x2 (small grids: 1000^3 ran in 12.0 us so against 13.4 with
 /// 128 x 128 tiles on the H200). 64 x 256 (__sm90_m64n256, ping-pong: Sm90Tiles.h) only when
 /// both tileM and tileN ask for it (experimental). The options' values are the caller's to
-/// check; empty only for values no twin has.
+/// check; checkTwinOptions below accepts only values that select some twin.
 inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM) {
   struct Tile {
     int64_t bm, bn;
@@ -81,11 +81,8 @@ inline std::string checkTwinOptions(const TwinOptions& o, const TwinOptionNames&
   if (o.clusterM && o.cluster != 2)
     return std::string(n.clusterM) + " pairs tiles in clusters: it needs " + n.cluster + " 2" + got(o.cluster);
   if (o.raster < 0 || o.raster > 64) return std::string(n.raster) + " must be 0..64" + got(o.raster);
-  const std::vector<TwinShape> twins = selectTwins(o.tileM, o.tileN, o.cluster, o.clusterM);
-  if (twins.empty()) // unreachable with the values above: every height has every width
-    return std::string(n.tileM) + " " + std::to_string(o.tileM) + " with " + n.tileN + " " + std::to_string(o.tileN) +
-           ": the twins' tiles are 128 x 128, 128 x 256, 128 x 192, 64 x 128, 64 x 192 and 64 x 256";
-  const int64_t most = maxStagesOf(twins);
+  // Every height has every width: the values above always select at least one twin.
+  const int64_t most = maxStagesOf(selectTwins(o.tileM, o.tileN, o.cluster, o.clusterM));
   if (o.stages != 0 && (o.stages < 2 || o.stages > most))
     return std::string(n.stages) + " must be 0 or 2.." + std::to_string(most) + " at " + n.tileN + " " +
            std::to_string(o.tileN) + (o.tileM ? std::string(" and ") + n.tileM + " " + std::to_string(o.tileM) : "") +

@@ -5,14 +5,17 @@
 // and the wgmma main loop, the pass; Epilogue.cpp: the epilogue and the stores of C.
 //
 // One CTA computes a BM x BN tile of C (128 x 128, 128 x 256, 64 x 128; on request 128 x 192,
-// 64 x 192) with 128 threads per 64 rows and 128 more:
+// 64 x 192) with 128 threads per 64 rows and 128 more; on request a 64 x 256 tile in
+// ping-pong: two consumer warpgroups, each on whole tiles, taking the CTA's in turn
+// (takeTurn):
 //   warpgroup 0 (producer): one thread issues TMA loads of A (BM x 64) and B (64 x BN) into
 //     a ring of `stages` 128B-swizzled shared-memory stages; full[s] counts the bytes in,
 //     empty[s] counts the consumers' releases. With two consumers, setmaxnreg gives its
 //     registers to them (24 kept, 240 each for them), which holds when the module is
 //     compiled as a whole program (the runtime has the driver's JIT do that: nvJitLink
 //     drops it); with one, 256 threads may hold 255 registers each anyway.
-//   warpgroups 1 (and 2) (consumers): each owns 64 rows; per k-tile it waits for full[s], runs
+//   warpgroups 1 (and 2) (consumers): each owns 64 rows (of the tile, or in ping-pong of its
+//     own tiles); per k-tile it waits for full[s], runs
 //     4 x wgmma.mma_async m64nBNk16 (both operands from shared memory through descriptors,
 //     f32 accumulators in registers), keeps one wgmma group in flight, and releases the
 //     stage before. Then the epilogue: the tile kernel's own elementwise ops, evaluated on
