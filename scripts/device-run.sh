@@ -51,7 +51,7 @@ if want hopper; then
   for variant in ${HOPPER_VARIANTS:-128=KILN_HOPPER_TILE_N=128 256=KILN_HOPPER_TILE_N=256 off=KILN_HOPPER_GEMM=off}; do
     n=${variant%%=*}; env=${variant#*=}; env=${env//,/ }
     for k in ${HOPPER_KERNELS:-gemm gemm_bias_relu}; do
-      run hopper-$k-$n hopper-$k-$n.log env $env $K/kiln bench $k --backend=cuda --dtype bf16 $SHAPES \
+      run hopper-$k-$n hopper-$k-$n.log timeout ${HOPPER_TIMEOUT:-150} env $env $K/kiln bench $k --backend=cuda --dtype bf16 $SHAPES \
         --routes kiln,framework --reps 30 --warmup 5 --no-progress \
         --csv "$RES/hopper-$k-$n.csv" --json "$RES/hopper-$k-$n.json" --html "$RES/hopper-$k-$n.html"
     done
@@ -61,14 +61,15 @@ if want profile; then
   # ncu (full set, one launch) of kiln's twin and of cuBLASLt's kernel on PROFILE_SHAPES,
   # bf16 PROFILE_KERNEL (default gemm_bias_relu): reports, per-instruction stall samples and
   # raw metrics under $RES, named <kiln|cublas>-<kernel>-<shape>.
-  # PROFILE_ENV: variables for kiln's run (e.g. KILN_HOPPER_CLUSTER=2).
+  # PROFILE_ENV: variables for kiln's run (e.g. KILN_HOPPER_CLUSTER=2); PROFILE_NCU: more ncu
+  # arguments for both (e.g. --clock-control none: at the boost clock, not ncu's base clock).
   pk=${PROFILE_KERNEL:-gemm_bias_relu}
   NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   for s0 in ${PROFILE_SHAPES:-1000x1000x1000 4096x4096x4096}; do
     s=$pk-$s0
-    env KILN_CACHE_DIR=off ${PROFILE_ENV:-} timeout 200 $NCU --kernel-name regex:sm90 --launch-count 1 --set full -o "$RES/kiln-$s" \
+    env KILN_CACHE_DIR=off ${PROFILE_ENV:-} timeout 200 $NCU -f ${PROFILE_NCU:-} --kernel-name regex:sm90 --launch-count 1 --set full -o "$RES/kiln-$s" \
       $K/kiln run $pk --backend=cuda --shape $s0 --dtype bf16 > "$RES/ncu-kiln-$s.log" 2>&1
-    KILN_CACHE_DIR=off timeout 200 $NCU --kernel-name regex:"^(sm90_xmma|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
+    KILN_CACHE_DIR=off timeout 200 $NCU -f ${PROFILE_NCU:-} --kernel-name regex:"^(sm90_xmma|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
       --set full -o "$RES/cublas-$s" $K/kiln bench $pk --backend=cuda --dtype bf16 --routes framework \
       --shape $s0 --reps 3 --warmup 1 --no-progress > "$RES/ncu-cublas-$s.log" 2>&1
     for r in kiln cublas; do

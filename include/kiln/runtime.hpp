@@ -52,7 +52,8 @@ struct KILN_API RuntimeOptions {
   /// GPU); 0 compiles both and lets each launch choose, or KILN_HOPPER_TILE_M when set.
   /// 64 with hopper_tile_n 256 (EXPERIMENTAL): a ping-pong 64 x 256 tile, two consumer
   /// warpgroups taking the CTA's tiles in turn (one's epilogue beside the other's main
-  /// loop); not for kernels whose epilogue reads a residual.
+  /// loop); not for kernels whose epilogue reads a residual. About 10% slower than the
+  /// default on the H200 (docs/cuda.md).
   int hopper_tile_m = 0;
   /// The twin's ring of shared-memory stages (TMA loads in flight): 2 up to what fits in
   /// 227 KiB (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128; 4 at 128 x 192, 6 at 64 x 192,
