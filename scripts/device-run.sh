@@ -15,12 +15,16 @@ K=/tmp/kiln/bin
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } > "$RES/device.txt" 2>&1
 
 declare -A result
+# Packs what is there so far: after every step, so a call cut short by its time limit still
+# brings back the steps that finished.
+pack() { tar -C "$RES" -czf "$OUT/results.tar.gz.part" . && mv "$OUT/results.tar.gz.part" "$OUT/results.tar.gz"; }
 run() { # name, log, command...
   local name=$1 log=$2; shift 2
   local t0=$(date +%s%N)
   "$@" > "$RES/$log" 2>&1; local rc=$?
   result[$name]="rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   tail -n 4 "$RES/$log"
+  pack
 }
 # Steps (arguments; default: all): hopper (the sm_90a GEMM twin per width vs cuBLASLt; not
 # in the default set), profile (ncu of the twin and of cuBLASLt's kernel; not in the default
@@ -80,6 +84,7 @@ if want profile; then
         grep -E "^  [a-z_]|Duration|SM Frequency|Compute \(SM\)|Memory Throughput|Registers|Grid Size|Cluster Size" > "$RES/sol-$r-$s.txt"
       result[profile-$r-$s]="$(grep -m1 Duration "$RES/sol-$r-$s.txt" | awk '{print $NF, $(NF-1)}')"
     done
+    pack
   done
 fi
 if want tunetwin; then
@@ -140,7 +145,7 @@ if want tune; then
 fi
 
 echo
-tar -C "$RES" -czf "$OUT/results.tar.gz" .
+pack
 # Only the archive comes back whole: the device tool returns at most 8 files from $OUT.
 cat "$RES/device.txt"
 printf '%-14s %s\n' "check" "result"
