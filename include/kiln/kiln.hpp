@@ -5,6 +5,7 @@
 #include "kiln/dsl.hpp"
 #include "kiln/dtype.hpp"
 #include "kiln/error.hpp"
+#include "kiln/files.hpp"
 #include "kiln/handwritten.hpp"
 #include "kiln/kernel.hpp"
 #include "kiln/profile.hpp"

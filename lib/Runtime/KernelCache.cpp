@@ -16,6 +16,7 @@
 
 #include "kiln/cache.hpp"
 #include "kiln/error.hpp"
+#include "kiln/files.hpp"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SHA256.h"
 
@@ -25,13 +26,17 @@ namespace {
 
 constexpr const char* kMagic = "KILNCACHE1 ";
 
+/// An entry's bytes; false where there is none. One that cannot be read (a directory in its
+/// place, or more than any entry kiln writes) reads as empty: corrupt, and replaced.
 bool readFile(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
+  try {
+    out = read_file(path, "cache entry");
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::NotFound) return false;
+    out.clear();
+    return true;
+  }
 }
 
 bool makeDirs(const std::string& path) {

@@ -3,12 +3,15 @@
 // fingerprint and the search's cost; replay it when the fingerprint still matches.
 #include "kiln/tune.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <mutex>
@@ -19,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/error.hpp"
+#include "kiln/files.hpp"
 #include "kiln/verify.hpp"
 
 namespace kiln::tune {
@@ -70,19 +74,26 @@ Config configFrom(const json& j) {
   return c;
 }
 
+/// Larger than any database a search writes (an entry is about a kilobyte).
+constexpr std::size_t kMaxDatabaseBytes = std::size_t(64) << 20;
+
 json loadDatabase(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return json{{"format", 1}, {"entries", json::array()}};
-  std::stringstream ss;
-  ss << in.rdbuf();
+  if (!path_exists(path)) return json{{"format", 1}, {"entries", json::array()}};
+  const std::string text = read_file(path, "tuning database", kMaxDatabaseBytes);
   try {
-    json db = json::parse(ss.str());
+    json db = json::parse(text);
     if (!db.is_object() || !db.contains("entries") || !db["entries"].is_array()) throw std::runtime_error("no entries array");
-    for (const json& e : db["entries"]) // every field replay reads, with its type
+    for (const json& e : db["entries"]) { // every field replay reads, with its type
       if (!e.is_object() || !e.value("signature", json()).is_string() || !e.value("shape_class", json()).is_string() ||
           !e.value("fingerprint", json()).is_object() || !e.value("chosen", json()).is_object() ||
           !e["chosen"].value("config", json()).is_object())
         throw std::runtime_error("an entry lacks signature, shape_class, fingerprint or chosen.config");
+      for (const auto& [name, v] : e["chosen"]["config"].items())
+        if (!v.is_number_integer())
+          throw std::runtime_error("an entry's chosen.config." + name + " is " + v.dump() + ", not an integer");
+    }
+    if (db.value("format", json()) != json(1))
+      throw std::runtime_error("format " + db.value("format", json()).dump() + ", where this kiln reads format 1");
     return db;
   } catch (const std::exception& e) {
     // Never overwrite what we cannot read: it may be someone's only copy of a search.
@@ -107,6 +118,21 @@ void saveDatabase(const std::string& path, const json& db) {
     ::unlink(tmp.c_str());
     throw Error(ErrorKind::Runtime, "cannot replace the tuning database '" + path + "'");
   }
+}
+
+/// Fails before a search whose result could not be saved: the database's directory takes the
+/// new file (written beside it, then renamed over it), and an existing one must be writable.
+void checkWritable(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error(ErrorKind::InvalidArgument, "tuning database '" + path + "' is a directory; name a file");
+  const std::string& where = path_exists(path) ? path : dir;
+  if (::access(where.c_str(), W_OK) != 0 || ::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw Error(ErrorKind::InvalidArgument, "tuning database '" + path + "': cannot write " +
+                                                (where == path ? "it" : "in '" + dir + "'") + " (" +
+                                                std::strerror(errno) + "); the search's choice would be lost");
 }
 
 // One compile of one config on the Runtime for its warp count.
@@ -157,8 +183,7 @@ Space Space::product(const std::map<std::string, std::vector<int64_t>>& axes,
 }
 
 std::string read_database(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return {};
+  if (!path_exists(path)) return {};
   return loadDatabase(path).dump(2);
 }
 
@@ -186,7 +211,11 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
   if (problem.output >= problem.args.size() ||
       int64_t(problem.reference.size()) != problem.args[problem.output].numel())
     throw Error(ErrorKind::InvalidArgument, "tune: the problem's output index or reference size is wrong");
-  if (options.reps < 1 || options.warmup < 0) throw Error(ErrorKind::InvalidArgument, "tune: reps must be >= 1");
+  if (options.reps < 1 || options.warmup < 0)
+    throw Error(ErrorKind::InvalidArgument, "tune: reps must be >= 1 and warmup >= 0 (got reps " +
+                                                std::to_string(options.reps) + ", warmup " +
+                                                std::to_string(options.warmup) + ")");
+  if (!options.database.empty()) checkWritable(options.database);
 
   // One Runtime per set of runtime options, whichever fields they differ in (the kernel
   // cache is per Runtime; the GPU context is shared). A handful: a list does.
@@ -272,9 +301,16 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
     result.note = "no entry for " + result.fingerprint.device + " (the database has one for " + otherDevices[0] + ")";
   if (saved && options.replay) {
     const std::string diff = result.fingerprint.diff(fingerprintFrom((*saved)["fingerprint"]));
-    if (diff.empty()) {
+    const Config choice = configFrom((*saved)["chosen"]["config"]);
+    // Only a choice this search could have made is replayed: anything else in the file
+    // (edited, or from another space) is not trusted to compile or run.
+    const bool inSpace = std::any_of(space.configs.begin(), space.configs.end(),
+                                     [&](const Config& c) { return c.params == choice.params; });
+    if (!inSpace) {
+      result.note = "the saved choice " + choice.str() + " is not one of this search's configs; tuned again";
+    } else if (diff.empty()) {
       Candidate cand;
-      cand.config = configFrom((*saved)["chosen"]["config"]);
+      cand.config = choice;
       auto t0 = Clock::now();
       try {
         const Runtime& rt = runtimeFor(cand.config);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -243,4 +244,67 @@ TEST_CASE("a config's warps and hopper_* parameters select runtime options; its 
   CHECK(same.hopper_stages == 0);
   CHECK(same.hopper_raster == 0);
   CHECK_FALSE(same.hopper_cluster_m);
+}
+
+TEST_CASE("a database with another format or a chosen config of non-integers is refused as a kiln::Error",
+          "[tune][errors]") {
+  const std::string db = tempPath("kiln-tune-db");
+  tune::Options o{.reps = 2, .database = db, .progress = false};
+  tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(24, 24, 24), o);
+  const nlohmann::json good = nlohmann::json::parse(tune::read_database(db));
+  struct Case {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    const char* says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"a string", [](nlohmann::json& j) { j["entries"][0]["chosen"]["config"]["m"] = "16"; }, "\"16\", not an integer"},
+           {"a fraction", [](nlohmann::json& j) { j["entries"][0]["chosen"]["config"]["m"] = 16.5; }, "16.5, not an integer"},
+           {"a format from elsewhere", [](nlohmann::json& j) { j["format"] = 99; }, "format 99"}}) {
+    INFO(c.what);
+    nlohmann::json j = good;
+    c.edit(j);
+    std::ofstream(db) << j.dump();
+    try {
+      tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(24, 24, 24), o);
+      FAIL("accepted");
+    } catch (const Error& e) { // a kiln::Error, never the JSON library's own exception
+      CHECK(e.kind() == ErrorKind::InvalidArgument);
+      CHECK_THAT(e.what(), Contains(c.says) && Contains(db));
+    }
+  }
+  std::remove(db.c_str());
+}
+
+TEST_CASE("a saved choice outside the search's space is not replayed", "[tune]") {
+  const std::string db = tempPath("kiln-tune-db");
+  tune::Options o{.reps = 2, .database = db, .progress = false};
+  tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(24, 24, 24), o);
+  nlohmann::json j = nlohmann::json::parse(tune::read_database(db));
+  // Edited to a tile no search here proposes (this one would need terabytes).
+  j["entries"][0]["chosen"]["config"] = {{"m", int64_t(1) << 40}, {"n", 16}, {"k", 16}};
+  std::ofstream(db) << j.dump();
+  tune::Result r = tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(24, 24, 24), o);
+  CHECK_FALSE(r.replayed);
+  CHECK_THAT(r.note, Contains("m=1099511627776") && Contains("not one of this search's configs"));
+  CHECK(r.candidates.size() == smallSpace().configs.size());
+  CHECK(r.best.get("m", 0) <= 32);
+  // An emptied config ({}: the defaults) is not in this space either.
+  j["entries"][0]["chosen"]["config"] = nlohmann::json::object();
+  std::ofstream(db) << j.dump();
+  CHECK_FALSE(tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(24, 24, 24), o).replayed);
+  std::remove(db.c_str());
+}
+
+TEST_CASE("a database that cannot be read or written fails before the search", "[tune][errors]") {
+  auto tuneWith = [](const std::string& db, int warmup = 1) {
+    return tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(8, 8, 8),
+                      {.warmup = warmup, .database = db, .progress = false});
+  };
+  CHECK_THROWS_WITH(tuneWith("/nonexistent-kiln-dir/db.json"), Contains("cannot write in '/nonexistent-kiln-dir'"));
+  char dir[] = "/tmp/kiln-tune-dir-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  CHECK_THROWS_WITH(tuneWith(dir), Contains("is a directory"));
+  ::rmdir(dir);
+  CHECK_THROWS_WITH(tuneWith("", -3), Contains("warmup >= 0") && Contains("warmup -3"));
 }

@@ -173,8 +173,7 @@ void checkRoute(const std::string& r, kiln::Backend b, const kiln::catalogue::En
 } // namespace
 
 std::vector<std::string> readShapesFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw kiln::Error(kiln::ErrorKind::NotFound, "cannot read the shapes file '" + path + "'");
+  std::istringstream in(kiln::read_file(path, "shapes file"));
   std::vector<std::string> out;
   for (std::string line; std::getline(in, line);) {
     line = line.substr(0, line.find('#'));

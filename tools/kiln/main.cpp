@@ -37,9 +37,7 @@ int cmdReport(const std::vector<std::string>& inputs, const std::string& csv, co
               const std::string& title) {
   std::vector<kiln::profile::Row> rows;
   for (const auto& path : inputs) {
-    std::ifstream in(path);
-    if (!in) throw kiln::Error(kiln::ErrorKind::NotFound, "cannot read '" + path + "'");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = kiln::read_file(path, "report");
     try {
       for (auto& r : kiln::profile::from_json(text)) rows.push_back(std::move(r));
     } catch (const kiln::Error& e) {
@@ -116,6 +114,9 @@ int cmdCompile(const std::string& kernel, const std::string& emit, const std::st
   kiln::Backend b = kiln::parse_backend(backend);
   if (b == kiln::Backend::cpu && !arch.empty())
     throw kiln::Error(kiln::ErrorKind::InvalidArgument, "--arch is a CUDA option; drop it or use --backend=cuda");
+  if (b == kiln::Backend::cpu && (stage == kiln::Stage::cubin || stage == kiln::Stage::ptx))
+    throw kiln::Error(kiln::ErrorKind::Unsupported, "--emit=" + emit + " is CUDA code; the CPU backend makes none "
+                                                    "(use --backend=cuda, or --emit=llvm for the CPU's code)");
   auto rt = kiln::Runtime::create(b == kiln::Backend::automatic ? kiln::Backend::cpu : b, options);
   std::optional<kiln::CompiledKernel> ck;
   if (stage == kiln::Stage::cubin) ck.emplace(rt.compile(k)); // the cubin and its report at once
@@ -246,6 +247,19 @@ int main(int argc, char** argv) {
   report->add_option("--html", reportHtml, "write the HTML report");
   report->add_option("--title", reportTitle, "the HTML page's title")->capture_default_str();
 
+  // An unknown command word is named as such (CLI11 would say only that a command is missing).
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "kiln: unknown command '%s' (commands: %s; see --help)\n", argv[1], names.c_str());
+      return kError;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -268,6 +282,13 @@ int main(int argc, char** argv) {
     return cmdRun(rkernel, rbackend, shape, rdtype, seed);
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln: error [%s]: %s\n", kiln::to_string(e.kind()), e.what());
+    return kError;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "kiln: error: out of memory\n");
+    return kError;
+  } catch (const std::exception& e) {
+    // The library throws only kiln::Error: anything else is a bug, reported, not a crash.
+    std::fprintf(stderr, "kiln: internal error (a bug in kiln: please report it): %s\n", e.what());
     return kError;
   }
 }

@@ -75,13 +75,10 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
 }
 
 kiln::tune::Space spaceFromFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw kiln::Error(kiln::ErrorKind::NotFound, "cannot read the space file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = kiln::read_file(path, "space file");
   std::vector<Config> configs;
   try {
-    for (const auto& j : nlohmann::json::parse(ss.str())) configs.push_back(Config{j.get<std::map<std::string, int64_t>>()});
+    for (const auto& j : nlohmann::json::parse(text)) configs.push_back(Config{j.get<std::map<std::string, int64_t>>()});
   } catch (const nlohmann::json::exception& e) {
     throw kiln::Error(kiln::ErrorKind::InvalidArgument,
                       "space file '" + path + "': expected a JSON list of objects of integers, e.g. "
