@@ -160,8 +160,9 @@ public:
   /// What the kernel cache did for the Runtime::compile that returned this kernel.
   const CacheInfo& cache() const;
   const KernelReport& report() const;
-  /// CUDA: the machine code that was loaded (a cubin; PTX when the driver JIT-compiled
-  /// it). Empty on the CPU. For shipping ahead-of-time builds and for caches.
+  /// The machine code that was loaded. CUDA: a cubin (PTX when the driver JIT-compiled it).
+  /// CPU: the host's object code (an ELF relocatable object, what the disk cache stores),
+  /// never a cubin. For shipping ahead-of-time builds and for caches.
   const std::string& binary() const;
   /// Runs the kernel on `args` (one per signature argument, in order) and waits for it.
   /// Dims and strides are launch values; every argument is checked first (rank, dtype,

@@ -2,6 +2,8 @@
 
 #include "kiln/error.hpp"
 
+#include <algorithm>
+
 namespace kiln::detail {
 
 namespace {
@@ -28,11 +30,27 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
     if (!v.strides.empty() && v.strides.size() != v.dims.size())
       bad(sig, who + " has " + std::to_string(v.strides.size()) + " strides for " +
                    std::to_string(v.dims.size()) + " dims");
+    for (size_t d = 0; d < v.dims.size(); ++d)
+      if (v.dims[d] < 0) bad(sig, who + " dim " + std::to_string(d) + " is negative (" + std::to_string(v.dims[d]) + ")");
+    // Every size and offset the kernel computes from this view, in elements and in bytes,
+    // fits in int64: the element count, and the span from the first element to the last.
+    const bool empty = std::find(v.dims.begin(), v.dims.end(), 0) != v.dims.end();
+    int64_t count = 1, last = 0, bytes = 0;
+    bool overflow = false;
+    for (int64_t extent : v.dims) overflow = overflow || __builtin_mul_overflow(count, extent, &count);
+    if (!empty && !overflow && !v.strides.empty())
+      for (size_t d = 0; d < v.dims.size() && !overflow; ++d) {
+        int64_t step = 0;
+        overflow = __builtin_mul_overflow(v.dims[d] - 1, v.strides[d], &step) || __builtin_add_overflow(last, step, &last);
+      }
+    if (!empty && !overflow && v.strides.empty()) last = count - 1;
+    if (!empty && !overflow) overflow = __builtin_mul_overflow(last + 1, int64_t(size_of(v.dtype)), &bytes);
+    if (overflow)
+      bad(sig, who + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
     std::vector<int64_t> strides = v.effective_strides();
     for (size_t d = 0; d < spec.dims.size(); ++d) {
       std::string where = who + " dim " + std::to_string(d);
       int64_t extent = v.dims[d];
-      if (extent < 0) bad(sig, where + " is negative (" + std::to_string(extent) + ")");
       const DimSpec& ds = spec.dims[d];
       if (!ds.is_symbol() && extent != ds.extent)
         bad(sig, where + " must be " + std::to_string(ds.extent) + ", got " +
@@ -44,11 +62,11 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
           bad(sig, where + " is " + std::to_string(extent) + " but " + ds.symbol + " = " +
                        std::to_string(it->second) + " (from " + boundBy[ds.symbol] + ")");
       }
-      if (v.numel() > 0 && (strides[d] < 0 || (strides[d] == 0 && extent > 1)))
+      if (!empty && (strides[d] < 0 || (strides[d] == 0 && extent > 1)))
         bad(sig, where + " has stride " + std::to_string(strides[d]) +
                      ": strides must be positive (0 only for a dim of extent 1)");
     }
-    if (v.data == nullptr && v.numel() > 0) bad(sig, who + " has null data");
+    if (v.data == nullptr && !empty) bad(sig, who + " has null data");
   }
   return bound;
 }

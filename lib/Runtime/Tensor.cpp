@@ -1,5 +1,8 @@
 #include "kiln/tensor.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -7,11 +10,45 @@
 
 namespace kiln {
 
-int64_t TensorView::numel() const {
+namespace {
+
+std::string joined(const std::vector<int64_t>& v, const char* sep) {
+  std::string s;
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? sep : "") + std::to_string(v[k]);
+  return s;
+}
+
+/// The product of `dims`, or an error naming them where it does not fit in int64: every
+/// size kiln computes from a caller's dims goes through here, never a wrapped product.
+int64_t checkedProduct(const std::vector<int64_t>& dims, const char* who) {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims)
+    if (d == 0) return 0;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n))
+      throw Error(ErrorKind::InvalidArgument, std::string(who) + ": dims [" + joined(dims, "x") +
+                                                  "] have more elements than an int64 counts (or a negative dim)");
   return n;
 }
+
+/// The kernel's estimate of memory available without swapping (MemAvailable), or the
+/// machine's memory where that is unknown; 0 where neither is.
+int64_t availableMemoryBytes() {
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+    std::fclose(f);
+    if (kb > 0) return int64_t(kb) * 1024;
+  }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && pageSize > 0 ? int64_t(pages) * pageSize : 0;
+}
+
+} // namespace
+
+int64_t TensorView::numel() const { return checkedProduct(dims, "TensorView"); }
 
 std::vector<int64_t> TensorView::effective_strides() const {
   return strides.empty() ? row_major_strides(dims) : strides;
@@ -46,13 +83,21 @@ std::string TensorView::describe() const {
     }
     return s;
   };
-  return std::string(to_string(dtype)) + "[" + join(dims, "x") + "] strides [" +
-         join(effective_strides(), ",") + "]";
+  std::string st;
+  try {
+    st = join(effective_strides(), ",");
+  } catch (const Error&) { // row-major strides of dims this large do not fit in int64
+    st = "row-major, beyond int64";
+  }
+  return std::string(to_string(dtype)) + "[" + join(dims, "x") + "] strides [" + st + "]";
 }
 
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> st(dims.size(), 1);
-  for (size_t k = dims.size(); k-- > 1;) st[k - 1] = st[k] * dims[k];
+  for (size_t k = dims.size(); k-- > 1;)
+    if (__builtin_mul_overflow(st[k], dims[k], &st[k - 1]))
+      throw Error(ErrorKind::InvalidArgument,
+                  "row_major_strides: dims [" + joined(dims, "x") + "] have strides beyond int64");
   return st;
 }
 
@@ -62,14 +107,27 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> dims)
     if (d < 0)
       throw Error(ErrorKind::InvalidArgument,
                   "HostTensor: dims must be non-negative, got " + std::to_string(d));
-  bytes_.assign(static_cast<size_t>(numel() * size_of(dtype_)), 0);
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(checkedProduct(dims_, "HostTensor"), int64_t(size_of(dtype_)), &bytes))
+    throw Error(ErrorKind::InvalidArgument, "HostTensor: " + std::string(to_string(dtype_)) + "[" +
+                                                joined(dims_, "x") + "] is more bytes than an int64 counts");
+  // More than the memory available now is refused up front: with overcommit, the
+  // allocation would succeed and the first touch of its pages end the process.
+  if (const int64_t avail = availableMemoryBytes(); avail > 0 && bytes > avail)
+    throw Error(ErrorKind::Runtime, "HostTensor: " + std::string(to_string(dtype_)) + "[" + joined(dims_, "x") +
+                                        "] needs " + std::to_string(bytes) + " bytes, more than the " +
+                                        std::to_string(avail) + " bytes of memory available");
+  try {
+    bytes_.assign(static_cast<size_t>(bytes), 0);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::Runtime, "HostTensor: cannot allocate " + std::to_string(bytes) + " bytes for " +
+                                        to_string(dtype_) + "[" + joined(dims_, "x") + "]");
+  } catch (const std::length_error&) {
+    throw Error(ErrorKind::Runtime, "HostTensor: " + std::to_string(bytes) + " bytes is more than a buffer holds");
+  }
 }
 
-int64_t HostTensor::numel() const {
-  int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
-}
+int64_t HostTensor::numel() const { return checkedProduct(dims_, "HostTensor"); }
 
 TensorView HostTensor::view() { return TensorView{data(), dtype_, dims_, {}}; }
 

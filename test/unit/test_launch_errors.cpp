@@ -127,3 +127,27 @@ TEST_CASE("empty tensors launch: K = 0 gives zeros, M = 0 and N = 0 write nothin
   g.ck.launch({g.a.view(), b0.view(), cn.view()});
   SUCCEED("0-row and 0-column GEMMs ran");
 }
+
+TEST_CASE("dims or strides whose span overflows int64 are rejected before the kernel runs", "[launch][errors]") {
+  Gemm g;
+  const int64_t big = int64_t(1) << 62;
+  // Dims that fit no address space, over a real (small) buffer: the kernel would read and
+  // write far outside it.
+  TensorView a = g.a.view(), c = g.c.view();
+  a.dims = {big, 5};
+  c.dims = {big, 6};
+  CHECK_THAT(launchError(g.ck, {a, g.b.view(), c}), Contains("argument 'A'") && Contains("spans more bytes"));
+  a.dims = {3037000500, 5};
+  c.dims = {3037000500, 6};
+  a.strides = {3037000500, 1};
+  CHECK_THAT(launchError(g.ck, {a, g.b.view(), c}), Contains("argument 'A'") && Contains("spans more bytes"));
+  // Strides alone: INT64_MAX / 2 per row over 8 rows.
+  TensorView b = g.b.view();
+  b.strides = {INT64_MAX / 2, 1};
+  CHECK_THAT(launchError(g.ck, {g.a.view(), b, g.c.view()}), Contains("argument 'B'") && Contains("spans more bytes"));
+  // Elements that fit in int64 but not their bytes (f32: 4 each).
+  TensorView c2 = g.c.view();
+  c2.dims = {INT64_MAX / 6, 6};
+  c2.strides = {6, 1};
+  CHECK_THAT(launchError(g.ck, {g.a.view(), g.b.view(), c2}), Contains("spans more bytes"));
+}

@@ -7,6 +7,7 @@
 #include "kiln/tensor.hpp"
 
 using namespace kiln;
+using Catch::Matchers::Contains;
 
 TEST_CASE("error kinds have stable names", "[error]") {
   REQUIRE(std::string(to_string(ErrorKind::InvalidArgument)) == "InvalidArgument");
@@ -114,4 +115,27 @@ TEST_CASE("to_f64 widens exactly in row-major order", "[tensor]") {
   for (int64_t i = 0; i < 6; ++i)
     REQUIRE(d[size_t(i)] == double(f16_to_f32(f32_to_f16(0.5f * float(i) + 0.1f))));
   REQUIRE(d[0] == 0.0999755859375);
+}
+
+TEST_CASE("sizes that overflow int64 are errors, never wrapped counts", "[tensor][errors]") {
+  const int64_t big = int64_t(1) << 62;
+  for (const std::vector<int64_t>& dims :
+       std::vector<std::vector<int64_t>>{{big, 4}, {3037000500, 3037000500}, {INT64_MAX, 2}}) {
+    TensorView v{nullptr, DType::f32, dims, {}};
+    CHECK_THROWS_WITH(v.numel(), Contains("more elements than an int64 counts"));
+    CHECK_THROWS_AS(HostTensor(DType::f32, dims), Error);
+  }
+  // Row-major strides overflow from three dims on: the first is the product of the others.
+  CHECK_THROWS_WITH(row_major_strides({2, big, 4}), Contains("beyond int64"));
+  CHECK_THAT((TensorView{nullptr, DType::f32, {2, big, 4}, {}}.describe()), Contains("beyond int64"));
+  CHECK(TensorView{nullptr, DType::f32, {big, 0}, {}}.numel() == 0); // an empty tensor is empty
+  // Representable, but more memory than there is: a kiln::Error, not std::bad_alloc or the
+  // process ended on first touch.
+  try {
+    HostTensor(DType::f32, {int64_t(1) << 40, 1024});
+    FAIL("allocated 4 PiB");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Runtime);
+    CHECK_THAT(e.what(), Contains("f32[1099511627776x1024]") && Contains("bytes"));
+  }
 }
