@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <cctype>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
@@ -56,21 +58,60 @@ struct FileInfo {
   int64_t mtimeNs = 0;
 };
 
-// Every *.kiln file one level below `dir` (the two-character shards).
+/// The cache root's marker (the CACHEDIR.TAG convention, so backup tools skip the cache too):
+/// written with the first entry; without it kiln deletes nothing in a directory.
+constexpr const char* kTagName = "CACHEDIR.TAG";
+constexpr const char* kTag = "Signature: 8a477f597d28d172789f06886806bc55\n"
+                             "# This directory is kiln's kernel cache: `kiln cache clear` empties it.\n";
+
+bool isHex(const std::string& s, size_t from, size_t n) {
+  if (s.size() < from + n) return false;
+  for (size_t i = from; i < from + n; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+/// The names kiln gives entries: <64 hex>.kiln in the shard named by their first two
+/// characters; temporaries add .tmp.<pid>.<n>.
+bool isEntryName(const std::string& shard, const std::string& n, bool temporary) {
+  if (!isHex(n, 0, 64) || n.compare(0, 2, shard) != 0 || n.compare(64, 5, ".kiln") != 0) return false;
+  return temporary ? n.compare(69, 5, ".tmp.") == 0 : n.size() == 69;
+}
+
+bool hasTag(const std::string& dir) {
+  try {
+    return read_file(dir + "/" + kTagName, "cache tag", 4096).find("kiln's kernel cache") != std::string::npos;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+/// Whether the file begins with an entry's magic: a file kiln wrote, not one in its place.
+bool hasMagic(const std::string& path) {
+  char head[16] = {};
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = ::read(fd, head, std::strlen(kMagic));
+  ::close(fd);
+  return n == ssize_t(std::strlen(kMagic)) && std::memcmp(head, kMagic, size_t(n)) == 0;
+}
+
+// Every file named as an entry (and with `withTemporaries` as a temporary) one level below
+// `dir`, in the two-character shards.
 std::vector<FileInfo> entryFiles(const std::string& dir, bool withTemporaries = false) {
   std::vector<FileInfo> out;
   DIR* top = ::opendir(dir.c_str());
   if (!top) return out;
   while (dirent* shard = ::readdir(top)) {
     std::string s = shard->d_name;
-    if (s == "." || s == "..") continue;
+    if (s.size() != 2 || !isHex(s, 0, 2)) continue;
     std::string sub = dir + "/" + s;
     DIR* d = ::opendir(sub.c_str());
     if (!d) continue;
     while (dirent* e = ::readdir(d)) {
       std::string n = e->d_name;
-      bool entry = n.size() > 5 && n.compare(n.size() - 5, 5, ".kiln") == 0;
-      bool temp = n.find(".kiln.tmp.") != std::string::npos;
+      bool entry = isEntryName(s, n, false);
+      bool temp = isEntryName(s, n, true);
       if (!entry && !(withTemporaries && temp)) continue;
       struct stat st {};
       std::string p = sub + "/" + n;
@@ -190,6 +231,8 @@ bool DiskCache::write(const std::string& key, nlohmann::json header, const std::
     if (error) *error = "cannot rename " + tmp + " to " + path;
     return false;
   }
+  const std::string tag = dir_ + "/" + kTagName;
+  if (!path_exists(tag)) std::ofstream(tag) << kTag; // best effort: without it, nothing is deleted
   return true;
 }
 
@@ -198,6 +241,7 @@ int64_t DiskCache::evict(const std::string& keep) const {
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const int64_t nowNs = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  if (!hasTag(dir_)) return 0; // not provably kiln's directory: delete nothing
   for (const auto& f : entryFiles(dir_, /*withTemporaries=*/true))
     if (f.path.find(".kiln.tmp.") != std::string::npos && nowNs - f.mtimeNs > int64_t(600) * 1000000000)
       ::unlink(f.path.c_str());
@@ -210,7 +254,7 @@ int64_t DiskCache::evict(const std::string& keep) const {
   int64_t removed = 0;
   for (const auto& f : files) {
     if (total <= maxBytes_) break;
-    if (f.path == keepPath) continue;
+    if (f.path == keepPath || !hasMagic(f.path)) continue;
     if (::unlink(f.path.c_str()) == 0) {
       total -= f.bytes;
       ++removed;
@@ -259,6 +303,10 @@ std::vector<Entry> list(const std::string& dir) {
     std::string bytes;
     if (detail::readFile(f.path, bytes)) {
       auto r = detail::parseEntry(bytes, &e.problem);
+      if (r && r->header["key"].get<std::string>() != e.key) {
+        e.problem = "entry is for another key";
+        r.reset();
+      }
       if (r) {
         e.valid = true;
         e.kernel = r->header.value("kernel", std::string());
@@ -274,9 +322,14 @@ std::vector<Entry> list(const std::string& dir) {
 }
 
 int64_t clear(const std::string& dir) {
+  // Only in a directory kiln tagged, only files named as entries that begin as entries do.
+  if (!detail::hasTag(dir)) return 0;
   int64_t n = 0;
-  for (const auto& f : detail::entryFiles(dir, /*withTemporaries=*/true))
-    if (::unlink(f.path.c_str()) == 0 && f.path.size() > 5 && f.path.compare(f.path.size() - 5, 5, ".kiln") == 0) ++n;
+  for (const auto& f : detail::entryFiles(dir, /*withTemporaries=*/true)) {
+    const bool entry = f.path.compare(f.path.size() - 5, 5, ".kiln") == 0;
+    if (entry && !detail::hasMagic(f.path)) continue; // a temporary may be cut before its magic
+    if (::unlink(f.path.c_str()) == 0 && entry) ++n;
+  }
   return n;
 }
 

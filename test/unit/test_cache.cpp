@@ -281,3 +281,51 @@ TEST_CASE("clear removes every entry", "[cache]") {
   CHECK(cache::list(dir.path).empty());
   CHECK(cache::size_bytes(dir.path) == 0);
 }
+
+TEST_CASE("the cache deletes only files it can prove are its own", "[cache][errors]") {
+  TempDir dir;
+  Runtime rt = cpuWith(dir.path);
+  rt.compile(catalogue::add(DType::f32));
+  const std::string entry = onlyEntryPath(dir.path);
+  const std::string shard = entry.substr(0, entry.rfind('/'));
+  const std::string key = cache::list(dir.path)[0].key;
+  // A user's files beside the entries: a name kiln would never give, and one it would give
+  // but with contents kiln never writes.
+  const std::string notes = shard + "/notes.kiln", lookalike = shard + "/" + key.substr(0, 63) + (key.back() == 'f' ? "0" : "f") + ".kiln";
+  writeAll(notes, "my notes");
+  writeAll(lookalike, "not a cache entry");
+  CHECK(cache::clear(dir.path) == 1);
+  CHECK(readAll(notes) == "my notes");
+  CHECK(readAll(lookalike) == "not a cache entry");
+  // Eviction under a tiny limit spares them too.
+  Runtime tiny = cpuWith(dir.path, 1);
+  tiny.compile(catalogue::add(DType::f16));
+  tiny.compile(catalogue::add(DType::bf16));
+  CHECK(readAll(notes) == "my notes");
+  CHECK(readAll(lookalike) == "not a cache entry");
+}
+
+TEST_CASE("a directory kiln did not tag is never cleared", "[cache][errors]") {
+  TempDir dir;
+  Runtime rt = cpuWith(dir.path);
+  rt.compile(catalogue::add(DType::f32));
+  const std::string entry = onlyEntryPath(dir.path);
+  REQUIRE(::unlink((dir.path + "/CACHEDIR.TAG").c_str()) == 0); // as if someone pointed clear elsewhere
+  CHECK(cache::clear(dir.path) == 0);
+  CHECK(readAll(entry).rfind("KILNCACHE1 ", 0) == 0);
+}
+
+TEST_CASE("an entry copied under another key is listed as wrong, not ok", "[cache][errors]") {
+  TempDir dir;
+  Runtime rt = cpuWith(dir.path);
+  rt.compile(catalogue::add(DType::f32));
+  const std::string entry = onlyEntryPath(dir.path);
+  const std::string other = std::string(64, 'a');
+  ::mkdir((dir.path + "/aa").c_str(), 0755);
+  writeAll(dir.path + "/aa/" + other + ".kiln", readAll(entry));
+  for (const cache::Entry& e : cache::list(dir.path)) {
+    INFO(e.key);
+    CHECK(e.valid == (e.key != other));
+    if (e.key == other) CHECK(e.problem == "entry is for another key");
+  }
+}
