@@ -11,6 +11,7 @@
 
 using namespace mlir;
 namespace t = kiln::tile;
+static_assert(kiln::dsl::kMaxTileElements == kiln::tile::kMaxTileElements, "one limit, two spellings");
 
 namespace kiln::dsl {
 

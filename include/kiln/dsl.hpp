@@ -33,6 +33,10 @@ inline constexpr DType f32 = DType::f32;
 inline constexpr DType f16 = DType::f16;
 inline constexpr DType bf16 = DType::bf16;
 using Shape = std::vector<int64_t>;
+/// The most elements one tile may have (2^20): a tile lives in a program's registers or
+/// shared memory, far smaller; a larger tile() or full() is an InvalidKernel error at the
+/// call that makes it.
+inline constexpr int64_t kMaxTileElements = int64_t(1) << 20;
 using Where = std::source_location;
 
 class Builder;

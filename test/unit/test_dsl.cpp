@@ -269,3 +269,21 @@ TEST_CASE("a store outside the grid of a kernel with a grid is rejected", "[dsl]
   });
   CHECK_THAT(msg, Contains("is outside the tile.grid of a kernel that has one"));
 }
+
+TEST_CASE("a tile past kiln's size limit is an InvalidKernel error when traced, not a crash or a long compile",
+          "[dsl][errors]") {
+  for (const catalogue::GemmTiles& t : {catalogue::GemmTiles{4096, 4096, 32}, catalogue::GemmTiles{int64_t(1) << 40, 64, 32},
+                                        catalogue::GemmTiles{INT64_MAX, 64, 32}, catalogue::GemmTiles{65536, 65536, 65536}}) {
+    INFO(t.m << "x" << t.n << "x" << t.k);
+    try {
+      catalogue::gemm(DType::f32, t);
+      FAIL("traced");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidKernel);
+      CHECK_THAT(e.what(), Contains("exceeds kiln's limit of 1048576 (2^20) elements per tile") && Contains("gemm"));
+    }
+  }
+  // At the limit is fine: a 1024 x 1024 accumulator traces (whether a backend compiles it
+  // well is the tuner's business).
+  CHECK_NOTHROW(catalogue::gemm(DType::f32, {1024, 1024, 16}));
+}

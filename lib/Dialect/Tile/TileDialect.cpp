@@ -118,12 +118,27 @@ static void printShapeAndType(AsmPrinter& p, ArrayRef<int64_t> shape, Type elt) 
   p << elt << ">";
 }
 
+static std::string printDims(ArrayRef<int64_t> shape) {
+  std::string s;
+  for (int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
 static LogicalResult verifyShape(function_ref<InFlightDiagnostic()> emitError,
                                  ArrayRef<int64_t> shape, Type elt, StringRef what) {
   if (shape.empty() || shape.size() > 3)
     return emitError() << what << " rank must be 1, 2 or 3, got " << shape.size();
   for (int64_t d : shape)
     if (d <= 0) return emitError() << what << " dims must be positive, got " << d;
+  // A tile lives in a program's registers or shared memory: 2^20 elements is far past what
+  // either holds, and bounds what the lowerings unroll (a 4096 x 4096 accumulator compiled
+  // for minutes; 65536^2 exhausted LLVM). Checked with the dims bounded first: no overflow.
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d > kMaxTileElements || (elements *= d) > kMaxTileElements)
+      return emitError() << what << " of " << printDims(shape) << " elements exceeds kiln's limit of "
+                         << kMaxTileElements << " (2^20) elements per tile";
+  }
   return checkElementType(emitError, elt, what);
 }
 

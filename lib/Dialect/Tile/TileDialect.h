@@ -23,6 +23,8 @@
 #include "Dialect/Tile/TileOps.h.inc"
 
 namespace kiln::tile {
+/// The most elements a tile (or view) type may have: kiln::dsl::kMaxTileElements.
+inline constexpr int64_t kMaxTileElements = int64_t(1) << 20;
 /// f32, f16 or bf16: the element types tiles and tensors may have.
 bool isSupportedElementType(mlir::Type t);
 } // namespace kiln::tile

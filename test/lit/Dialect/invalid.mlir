@@ -680,3 +680,13 @@ tile.kernel @store_outside_grid(in %X : !tile.tensor<[N], f32>, out %Y : !tile.t
   tile.grid (%i) in (%n) {
   }
 }
+
+// -----
+
+// expected-error @+1 {{tile of 2048x1024 elements exceeds kiln's limit of 1048576 (2^20) elements per tile}}
+func.func private @tile_too_large(!tile.tile<2048x1024xf32>)
+
+// -----
+
+// expected-error @+1 {{view of 1099511627776x64 elements exceeds kiln's limit}}
+func.func private @view_too_large(!tile.view<1099511627776x64xf32>)
