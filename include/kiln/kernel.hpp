@@ -21,6 +21,9 @@ struct KILN_API ArgSpec {
   DType dtype = DType::f32;
   std::vector<DimSpec> dims;
   bool output = false;
+  /// Read by a contraction (an operand of dot): its memory may not be any output's, not even
+  /// the same view (a GEMM's C written over A or B is wrong).
+  bool contracted = false;
   /// "in A: bf16[M, K]"
   std::string str() const;
 };

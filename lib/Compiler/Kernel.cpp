@@ -2,6 +2,7 @@
 #include "Dialect/Tile/TileDialect.h"
 
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseSet.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -91,6 +92,24 @@ KernelSignature readSignature(mlir::ModuleOp module) {
       a.dims.push_back(DimSpec{t.getDimSymbol(d).str(), t.getDimConstant(d)});
     sig.args.push_back(std::move(a));
   }
+  // The arguments a dot's operands are loaded from (through casts and elementwise ops).
+  k.walk([&](tile::DotOp dot) {
+    llvm::SmallVector<mlir::Value> work{dot.getLhs(), dot.getRhs()};
+    llvm::DenseSet<mlir::Value> seen;
+    while (!work.empty()) {
+      mlir::Value v = work.pop_back_val();
+      if (!seen.insert(v).second) continue;
+      mlir::Operation* op = v.getDefiningOp();
+      if (!op) continue;
+      if (auto load = mlir::dyn_cast<tile::LoadOp>(op)) {
+        if (auto view = load.getView().getDefiningOp<tile::ViewOp>())
+          if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(view.getTensor()))
+            sig.args[arg.getArgNumber()].contracted = true;
+        continue;
+      }
+      llvm::append_range(work, op->getOperands());
+    }
+  });
   return sig;
 }
 

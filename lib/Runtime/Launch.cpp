@@ -10,6 +10,68 @@ namespace {
 [[noreturn]] void bad(const KernelSignature& sig, const std::string& msg) {
   throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': " + msg);
 }
+
+/// The bytes [first, last] a view's elements lie in; none for an empty view. The caller
+/// has checked that the span fits in int64.
+struct Range {
+  uintptr_t first = 0, last = 0;
+  bool empty = true;
+};
+Range rangeOf(const TensorView& v) {
+  if (v.dims.empty() || std::find(v.dims.begin(), v.dims.end(), 0) != v.dims.end()) return {};
+  const std::vector<int64_t> st = v.effective_strides();
+  int64_t span = 0;
+  for (size_t d = 0; d < v.dims.size(); ++d) span += (v.dims[d] - 1) * st[d];
+  const auto first = reinterpret_cast<uintptr_t>(v.data);
+  return {first, first + uintptr_t((span + 1) * int64_t(size_of(v.dtype))) - 1, false};
+}
+
+/// Whether two different indices of `v` can name the same element: the dims, by increasing
+/// stride, must each step past everything the smaller ones reach (sufficient, and what
+/// every row-major, column-major or padded layout satisfies).
+bool overlapsItself(const TensorView& v) {
+  const std::vector<int64_t> st = v.effective_strides();
+  std::vector<size_t> order;
+  for (size_t d = 0; d < v.dims.size(); ++d)
+    if (v.dims[d] > 1) order.push_back(d);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return st[a] < st[b]; });
+  int64_t reach = 0; // the largest offset the dims so far reach
+  for (size_t d : order) {
+    if (st[d] <= reach) return true;
+    reach += (v.dims[d] - 1) * st[d];
+  }
+  return false;
+}
+
+bool sameView(const TensorView& a, const TensorView& b) {
+  return a.data == b.data && a.dtype == b.dtype && a.dims == b.dims && a.effective_strides() == b.effective_strides();
+}
+
+/// An output must own its memory: its elements distinct, and apart from every other
+/// argument's, except the very same view of an input no contraction reads (elementwise and
+/// row-wise kernels read each element before they write it: in place is theirs to allow).
+void checkOutputsApart(const KernelSignature& sig, const std::vector<TensorView>& args) {
+  for (size_t o = 0; o < args.size(); ++o) {
+    if (!sig.args[o].output) continue;
+    const std::string out = "output '" + sig.args[o].name + "'";
+    const Range ro = rangeOf(args[o]);
+    if (ro.empty) continue;
+    if (overlapsItself(args[o]))
+      bad(sig, out + " overlaps itself (" + args[o].describe() + "): its strides give different elements the same memory");
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Range ri = rangeOf(args[i]);
+      if (i == o || ri.empty || ri.last < ro.first || ro.last < ri.first) continue;
+      const ArgSpec& other = sig.args[i];
+      if (!other.output && !other.contracted && sameView(args[i], args[o])) continue; // in place
+      const std::string them = (other.output ? "output '" : "input '") + other.name + "'";
+      bad(sig, out + " overlaps " + them + " in memory (" + args[o].describe() + " at " +
+                   std::to_string(ro.first) + " against " + args[i].describe() + " at " + std::to_string(ri.first) +
+                   "): " +
+                   (other.contracted ? "a contraction reads " + them + " while " + out + " is written"
+                                     : "only the very same view of an input may be written in place"));
+    }
+  }
+}
 } // namespace
 
 Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args) {
@@ -68,6 +130,7 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
     }
     if (v.data == nullptr && !empty) bad(sig, who + " has null data");
   }
+  checkOutputsApart(sig, args);
   return bound;
 }
 

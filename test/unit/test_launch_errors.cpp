@@ -151,3 +151,59 @@ TEST_CASE("dims or strides whose span overflows int64 are rejected before the ke
   c2.strides = {6, 1};
   CHECK_THAT(launchError(g.ck, {g.a.view(), g.b.view(), c2}), Contains("spans more bytes"));
 }
+
+TEST_CASE("an output that overlaps an input or itself is refused: no silent wrong answer", "[launch][errors]") {
+  // A square GEMM where C could be laid over A or B: a contraction reads them while C is
+  // written, so neither the same view nor a part of one is allowed.
+  CompiledKernel ck = Runtime::create(Backend::cpu).compile(catalogue::gemm(DType::f32));
+  HostTensor a(DType::f32, {8, 8}), b(DType::f32, {8, 8}), c(DType::f32, {8, 8});
+  CHECK_THAT(launchError(ck, {a.view(), b.view(), a.view()}),
+             Contains("output 'C' overlaps input 'A'") && Contains("a contraction reads input 'A'"));
+  CHECK_THAT(launchError(ck, {a.view(), b.view(), b.view()}), Contains("output 'C' overlaps input 'B'"));
+  TensorView part = a.view(); // C: the last 4 rows of A's buffer
+  part.data = static_cast<float*>(a.data()) + 32;
+  part.dims = {4, 8};
+  HostTensor a4(DType::f32, {4, 8});
+  CHECK_NOTHROW(ck.launch({a4.view(), b.view(), part})); // in A's buffer, but not A's memory here
+  TensorView a8 = a.view();
+  a8.dims = {4, 8};
+  CHECK_THAT(launchError(ck, {a8, b.view(), [&] { TensorView v = a.view(); v.data = static_cast<float*>(a.data()) + 24; v.dims = {4, 8}; return v; }()}),
+             Contains("overlaps input 'A'"));
+  // C overlapping itself: strides {1, 1} and {4, 1} for 8 columns.
+  for (std::vector<int64_t> strides : {std::vector<int64_t>{1, 1}, std::vector<int64_t>{4, 1}}) {
+    TensorView self = c.view();
+    self.strides = strides;
+    CHECK_THAT(launchError(ck, {a.view(), b.view(), self}), Contains("output 'C' overlaps itself"));
+  }
+  // Padded rows and a column-major C are apart from themselves: accepted.
+  HostTensor padded(DType::f32, {8, 12});
+  TensorView p = padded.view();
+  p.dims = {8, 8};
+  CHECK_NOTHROW(ck.launch({a.view(), b.view(), p}));
+  TensorView colMajor = c.view();
+  colMajor.strides = {1, 8};
+  CHECK_NOTHROW(ck.launch({a.view(), b.view(), colMajor}));
+}
+
+TEST_CASE("elementwise, row-wise and residual inputs may be written in place, as the very same view", "[launch]") {
+  Runtime rt = Runtime::create(Backend::cpu);
+  // add: Y = X0 + X1 into X0.
+  catalogue::Problem p = catalogue::find("add").problem({7, 33}, DType::f32, 5);
+  HostTensor x0 = p.args[0], x1 = p.args[1];
+  CompiledKernel add = rt.compile(catalogue::add(DType::f32));
+  add.launch({x0.view(), x1.view(), x0.view()});
+  CHECK(verify::compare(x0.view(), p.reference, verify::Tolerance::for_dtype(DType::f32)).ok);
+  // softmax in place.
+  catalogue::Problem s = catalogue::find("softmax").problem({5, 300}, DType::f32, 6);
+  HostTensor x = s.args[0];
+  rt.compile(catalogue::softmax(DType::f32)).launch({x.view(), x.view()});
+  CHECK(verify::compare(x.view(), s.reference, verify::Tolerance::for_dtype(DType::f32)).ok);
+  // A view that only partly covers the input is refused even there.
+  TensorView shifted = x.view();
+  shifted.data = static_cast<float*>(x.data()) + 1;
+  shifted.dims = {4, 300};
+  TensorView x4 = x.view();
+  x4.dims = {4, 300};
+  CHECK_THAT(launchError(rt.compile(catalogue::softmax(DType::f32)), {x4, shifted}),
+             Contains("only the very same view of an input may be written in place"));
+}
