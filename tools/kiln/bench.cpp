@@ -39,13 +39,6 @@ kiln::reference::Epilogue epilogueOf(const std::string& k) {
   return kiln::reference::Epilogue::none;
 }
 
-void write(const std::string& path, const std::string& text) {
-  if (path.empty()) return;
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw kiln::Error(kiln::ErrorKind::Runtime, "cannot write '" + path + "'");
-  std::printf("wrote %s\n", path.c_str());
-}
 
 // "[ 3/15] framework 4096x4096x4096": rewritten in place on a terminal, a line each otherwise.
 class Progress {
@@ -171,6 +164,15 @@ void checkRoute(const std::string& r, kiln::Backend b, const kiln::catalogue::En
 }
 
 } // namespace
+
+void writeReport(const std::string& path, const std::string& text) {
+  if (path.empty()) return;
+  std::ofstream out(path);
+  out << text;
+  out.close(); // the last flush can fail too (a full disk): "wrote" only once it has not
+  if (!out) throw kiln::Error(kiln::ErrorKind::Runtime, "cannot write '" + path + "'");
+  std::printf("wrote %s\n", path.c_str());
+}
 
 std::vector<std::string> readShapesFile(const std::string& path) {
   std::istringstream in(kiln::read_file(path, "shapes file"));
@@ -394,8 +396,8 @@ int cmdBench(const BenchOptions& o) {
                   r.name.c_str(), static_cast<long long>(s.compiles), static_cast<long long>(s.disk_hits),
                   shapes.size());
     }
-  write(o.csv, kiln::profile::to_csv(rows));
-  write(o.json, kiln::profile::to_json(rows));
-  write(o.html, kiln::profile::to_html(rows, o.kernel + " on " + device));
+  writeReport(o.csv, kiln::profile::to_csv(rows));
+  writeReport(o.json, kiln::profile::to_json(rows));
+  writeReport(o.html, kiln::profile::to_html(rows, o.kernel + " on " + device));
   return allOk ? 0 : 1;
 }

@@ -21,3 +21,5 @@ int cmdBench(const BenchOptions& o);
 /// The shapes of a shapes file: one per line, blank lines and '#' comments skipped.
 /// Throws kiln::Error(NotFound) when the file cannot be read.
 std::vector<std::string> readShapesFile(const std::string& path);
+/// Writes a report file (nothing for an empty path) and says so, only once every byte is out.
+void writeReport(const std::string& path, const std::string& text);

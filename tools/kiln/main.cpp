@@ -44,15 +44,8 @@ int cmdReport(const std::vector<std::string>& inputs, const std::string& csv, co
       throw kiln::Error(e.kind(), path + ": " + e.what());
     }
   }
-  auto write = [](const std::string& path, const std::string& text) {
-    if (path.empty()) return;
-    std::ofstream out(path);
-    out << text;
-    if (!out) throw kiln::Error(kiln::ErrorKind::Runtime, "cannot write '" + path + "'");
-    std::printf("wrote %s\n", path.c_str());
-  };
-  write(csv, kiln::profile::to_csv(rows));
-  write(html, kiln::profile::to_html(rows, title));
+  writeReport(csv, kiln::profile::to_csv(rows));
+  writeReport(html, kiln::profile::to_html(rows, title));
   std::printf("%zu rows from %zu report(s)\n", rows.size(), inputs.size());
   return 0;
 }
@@ -124,6 +117,7 @@ int cmdCompile(const std::string& kernel, const std::string& emit, const std::st
   if (!output.empty()) {
     std::ofstream out(output, std::ios::binary);
     out.write(text.data(), std::streamsize(text.size()));
+    out.close();
     if (!out) throw kiln::Error(kiln::ErrorKind::Runtime, "cannot write '" + output + "'");
     std::printf("wrote %zu bytes of %s to %s\n", text.size(), emit.c_str(), output.c_str());
     return 0;
@@ -200,7 +194,10 @@ int main(int argc, char** argv) {
   run->add_option("--backend", rbackend, "auto | cpu | cuda")->capture_default_str();
   run->add_option("--shape", shape, "MxNxK for gemm kernels, MxN for the others")->required();
   run->add_option("--dtype", rdtype, "element type: f32 | f16 | bf16")->capture_default_str();
-  run->add_option("--seed", seed, "random seed for the inputs (default: a fresh one, printed)");
+  run->add_option("--seed", seed, "random seed for the inputs (default: a fresh one, printed)")
+      ->check(CLI::Validator(
+          [](std::string& s) { return s.empty() || s[0] == '-' ? "the seed is a non-negative integer, got " + s : std::string(); },
+          "SEED"));
 
   auto* bench = app.add_subcommand("bench", "time a kernel through each route on this machine (lifecycle rows)");
   BenchOptions bo;
