@@ -275,6 +275,14 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   for (auto f : gms[0].getOps<LLVM::LLVMFuncOp>()) {
     if (f.getName() == name) {
       if (auto smem = f->getAttrOfType<IntegerAttr>("kiln.shared_bytes")) out.shared_bytes = smem.getInt();
+      // Checked here, not at launch: a compile-only build for another machine must not ship
+      // a kernel no GPU of its target can run.
+      const int64_t limit = int64_t(cudaTarget(arch).sharedKiBPerCta) * 1024;
+      if (out.shared_bytes > limit)
+        throw Error(ErrorKind::CompileFailed,
+                    "kernel '" + name + "' needs " + std::to_string(out.shared_bytes) + " bytes of shared memory per CTA; " +
+                        arch + " allows at most " + std::to_string(limit) +
+                        " (smaller tiles or fewer pipeline stages need less)");
     } else if (f.isExternal() && f.getName().starts_with("__nv_")) {
       throw Error(ErrorKind::CompileFailed, "kernel '" + name + "': lowering left a call to libdevice's " +
                                                 f.getName().str() + "; kiln emits self-contained PTX");

@@ -14,6 +14,9 @@ struct CudaTarget {
   /// Blackwell's tensor-core path is tcgen05, not wgmma).
   bool wgmma;
   bool tma;           ///< cp.async.bulk.tensor and mbarrier tx counts: sm_90 and newer
+  /// The most shared memory one CTA may opt into, in KiB (CUDA's "maximum shared memory per
+  /// block, opt-in"): a kernel needing more cannot launch on any GPU of this target.
+  int sharedKiBPerCta;
 
   /// The NVPTX feature string that sets the PTX version ("+ptx80").
   std::string ptxFeatures() const { return "+ptx" + std::to_string(ptxVersion); }

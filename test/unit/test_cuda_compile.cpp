@@ -597,3 +597,15 @@ TEST_CASE("a bf16 GEMM with an f32 output gets a twin that stores f32", "[cuda][
   CHECK(body.find("st.global.b32") != std::string::npos);
   CHECK(body.find("st.global.v2") == std::string::npos);
 }
+
+TEST_CASE("a kernel that needs more shared memory than its target allows fails to compile, naming both", "[cuda][errors]") {
+  // f32 tiles staged once in shared memory: 256 x 64 of A and 64 x 256 of B, 128 KiB: within
+  // sm_80's 163 KiB per CTA, past sm_86's 99. Checked before PTX is made (the LLVM stage).
+  const Kernel k = catalogue::gemm(DType::f32, {256, 256, 64, 1});
+  CHECK_NOTHROW(offline("sm_80").emit(k, Stage::llvm));
+  CHECK_THROWS_WITH(offline("sm_86").emit(k, Stage::llvm),
+                    Contains("kernel 'gemm' needs 131072 bytes of shared memory per CTA") &&
+                        Contains("sm_86 allows at most 101376"));
+  CHECK_THROWS_WITH(offline("sm_90a").emit(catalogue::gemm(DType::f32, {512, 512, 64, 1}), Stage::llvm),
+                    Contains("sm_90a allows at most 232448"));
+}
