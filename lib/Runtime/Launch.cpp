@@ -11,20 +11,12 @@ namespace {
   throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': " + msg);
 }
 
-/// The bytes [first, last] a view's elements lie in; none for an empty view. The caller
-/// has checked that the span fits in int64.
+/// The bytes [first, last] a view's elements lie in (empty: none), from checkLaunchArgs's
+/// overflow-checked span.
 struct Range {
   uintptr_t first = 0, last = 0;
   bool empty = true;
 };
-Range rangeOf(const TensorView& v) {
-  if (v.dims.empty() || std::find(v.dims.begin(), v.dims.end(), 0) != v.dims.end()) return {};
-  const std::vector<int64_t> st = v.effective_strides();
-  int64_t span = 0;
-  for (size_t d = 0; d < v.dims.size(); ++d) span += (v.dims[d] - 1) * st[d];
-  const auto first = reinterpret_cast<uintptr_t>(v.data);
-  return {first, first + uintptr_t((span + 1) * int64_t(size_of(v.dtype))) - 1, false};
-}
 
 /// Whether two different indices of `v` can name the same element: the dims, by increasing
 /// stride, must each step past everything the smaller ones reach (sufficient, and what
@@ -50,16 +42,17 @@ bool sameView(const TensorView& a, const TensorView& b) {
 /// An output must own its memory: its elements distinct, and apart from every other
 /// argument's, except the very same view of an input no contraction reads (elementwise and
 /// row-wise kernels read each element before they write it: in place is theirs to allow).
-void checkOutputsApart(const KernelSignature& sig, const std::vector<TensorView>& args) {
+void checkOutputsApart(const KernelSignature& sig, const std::vector<TensorView>& args,
+                       const std::vector<Range>& ranges) {
   for (size_t o = 0; o < args.size(); ++o) {
     if (!sig.args[o].output) continue;
     const std::string out = "output '" + sig.args[o].name + "'";
-    const Range ro = rangeOf(args[o]);
+    const Range& ro = ranges[o];
     if (ro.empty) continue;
     if (overlapsItself(args[o]))
       bad(sig, out + " overlaps itself (" + args[o].describe() + "): its strides give different elements the same memory");
     for (size_t i = 0; i < args.size(); ++i) {
-      const Range ri = rangeOf(args[i]);
+      const Range& ri = ranges[i];
       if (i == o || ri.empty || ri.last < ro.first || ro.last < ri.first) continue;
       const ArgSpec& other = sig.args[i];
       if (!other.output && !other.contracted && sameView(args[i], args[o])) continue; // in place
@@ -79,6 +72,7 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
     bad(sig, "expects " + std::to_string(sig.args.size()) + " arguments (" + sig.str() +
                  "), got " + std::to_string(args.size()));
   Bindings bound;
+  std::vector<Range> ranges(args.size());
   std::map<std::string, std::string> boundBy; // symbol -> "argument 'A' dim 1"
   for (size_t i = 0; i < args.size(); ++i) {
     const ArgSpec& spec = sig.args[i];
@@ -109,6 +103,10 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
     if (!empty && !overflow) overflow = __builtin_mul_overflow(last + 1, int64_t(size_of(v.dtype)), &bytes);
     if (overflow)
       bad(sig, who + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
+    if (!empty) {
+      const auto first = reinterpret_cast<uintptr_t>(v.data);
+      ranges[i] = {first, first + uintptr_t(bytes) - 1, false};
+    }
     std::vector<int64_t> strides = v.effective_strides();
     for (size_t d = 0; d < spec.dims.size(); ++d) {
       std::string where = who + " dim " + std::to_string(d);
@@ -130,7 +128,7 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
     }
     if (v.data == nullptr && !empty) bad(sig, who + " has null data");
   }
-  checkOutputsApart(sig, args);
+  checkOutputsApart(sig, args, ranges);
   return bound;
 }
 

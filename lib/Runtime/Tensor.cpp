@@ -75,21 +75,13 @@ int64_t TensorView::offset_of(const std::vector<int64_t>& idx) const {
 }
 
 std::string TensorView::describe() const {
-  auto join = [](const std::vector<int64_t>& v, const char* sep) {
-    std::string s;
-    for (size_t k = 0; k < v.size(); ++k) {
-      if (k) s += sep;
-      s += std::to_string(v[k]);
-    }
-    return s;
-  };
   std::string st;
   try {
-    st = join(effective_strides(), ",");
+    st = joined(effective_strides(), ",");
   } catch (const Error&) { // row-major strides of dims this large do not fit in int64
     st = "row-major, beyond int64";
   }
-  return std::string(to_string(dtype)) + "[" + join(dims, "x") + "] strides [" + st + "]";
+  return std::string(to_string(dtype)) + "[" + joined(dims, "x") + "] strides [" + st + "]";
 }
 
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
@@ -112,8 +104,10 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> dims)
     throw Error(ErrorKind::InvalidArgument, "HostTensor: " + std::string(to_string(dtype_)) + "[" +
                                                 joined(dims_, "x") + "] is more bytes than an int64 counts");
   // More than the memory available now is refused up front: with overcommit, the
-  // allocation would succeed and the first touch of its pages end the process.
-  if (const int64_t avail = availableMemoryBytes(); avail > 0 && bytes > avail)
+  // allocation would succeed and the first touch of its pages end the process. Asked only
+  // for large tensors: /proc is not read for every small one.
+  constexpr int64_t kAskAbove = int64_t(256) << 20;
+  if (const int64_t avail = bytes > kAskAbove ? availableMemoryBytes() : 0; avail > 0 && bytes > avail)
     throw Error(ErrorKind::Runtime, "HostTensor: " + std::string(to_string(dtype_)) + "[" + joined(dims_, "x") +
                                         "] needs " + std::to_string(bytes) + " bytes, more than the " +
                                         std::to_string(avail) + " bytes of memory available");
