@@ -279,7 +279,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
       // a kernel no GPU of its target can run.
       const int64_t limit = int64_t(cudaTarget(arch).sharedKiBPerCta) * 1024;
       if (out.shared_bytes > limit)
-        throw Error(ErrorKind::CompileFailed,
+        throw Error(ErrorKind::Unsupported,
                     "kernel '" + name + "' needs " + std::to_string(out.shared_bytes) + " bytes of shared memory per CTA; " +
                         arch + " allows at most " + std::to_string(limit) +
                         " (smaller tiles or fewer pipeline stages need less)");

@@ -80,18 +80,33 @@ struct CudaState {
 };
 
 // `who` ("kernel 'gemm': argument 'A'") must be memory of the runtime's device, aligned to
-// its element size.
-void checkDevicePointer(const CudaState& state, const void* data, int64_t numel, DType dtype, const std::string& who) {
-  if (numel == 0) return;
-  auto p = reinterpret_cast<CUdeviceptr>(data);
-  int where = pointerDeviceOrdinal(p);
-  if (where != state.device.ordinal)
+// its element size, and lie inside memory CUDA has allocated: a view larger than its
+// allocation would fault the kernel, and a fault leaves the engine's whole context unusable.
+void checkDevicePointer(const CudaState& state, const TensorView& v, const std::string& who) {
+  const std::optional<int64_t> span = kd::spanBytes(v);
+  if (!span)
+    throw Error(ErrorKind::InvalidArgument,
+                who + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
+  if (*span == 0) return;
+  auto p = reinterpret_cast<CUdeviceptr>(v.data);
+  const PointerInfo at = pointerInfo(p);
+  if (at.ordinal != state.device.ordinal)
     throw Error(ErrorKind::InvalidArgument,
                 who + " is not memory of CUDA device " + std::to_string(state.device.ordinal) +
-                    (where < 0 ? " (a host pointer, or not allocated by CUDA)" : " (it is on device " + std::to_string(where) + ")"));
-  if (p % size_of(dtype) != 0)
+                    (at.ordinal < 0 ? " (a host pointer, or not allocated by CUDA)" : " (it is on device " + std::to_string(at.ordinal) + ")"));
+  if (p % size_of(v.dtype) != 0)
     throw Error(ErrorKind::InvalidArgument,
-                who + " is misaligned: its address must be a multiple of " + std::to_string(size_of(dtype)) + " bytes");
+                who + " is misaligned: its address must be a multiple of " + std::to_string(size_of(v.dtype)) + " bytes");
+  const uint64_t end = uint64_t(p) + uint64_t(*span); // one past the view's last byte
+  if (at.size == 0 || end <= uint64_t(at.start) + at.size) return;
+  // Past the allocation the first byte lies in. Memory an engine maps itself (cuMemMap) can
+  // continue in a neighbouring allocation: the last byte then decides.
+  if (pointerInfo(CUdeviceptr(end - 1)).ordinal == state.device.ordinal) return;
+  throw Error(ErrorKind::InvalidArgument,
+              who + " (" + v.describe() + ", " + std::to_string(*span) + " bytes from its first element to its last) " +
+                  "ends " + std::to_string(end - (uint64_t(at.start) + at.size)) +
+                  " bytes past the device allocation it starts in (" + std::to_string(at.size) + " bytes at " +
+                  std::to_string(uint64_t(at.start)) + "): its dims or strides claim more memory than was allocated");
 }
 
 class CudaKernel : public kd::CompiledImpl {
@@ -117,8 +132,7 @@ public:
     kd::Bindings bound = kd::checkLaunchArgs(sig, args);
     state->context.makeCurrent(); // pointer queries need it too (an engine's worker thread may have none)
     for (size_t i = 0; i < args.size(); ++i)
-      checkDevicePointer(*state, args[i].data, args[i].numel(), args[i].dtype,
-                         "kernel '" + sig.name + "': argument '" + sig.args[i].name + "'");
+      checkDevicePointer(*state, args[i], "kernel '" + sig.name + "': argument '" + sig.args[i].name + "'");
     std::vector<int64_t> grid = code.grid.evaluate(bound, sig.name);
     while (grid.size() < 3) grid.push_back(1);
     for (int64_t g : grid)
@@ -191,8 +205,7 @@ public:
                                                     std::to_string(i) + " is a " + a.describe() + " (" +
                                                     std::to_string(a.size()) + " bytes)");
       if (a.is_tensor())
-        checkDevicePointer(*state, a.view().data, a.view().numel(), a.view().dtype,
-                           label + ": argument " + std::to_string(i) + " (" + a.describe() + ")");
+        checkDevicePointer(*state, a.view(), label + ": argument " + std::to_string(i) + " (" + a.describe() + ")");
       params.push_back(const_cast<void*>(a.data()));
     }
     const unsigned threads = block.x * block.y * block.z;
@@ -331,7 +344,8 @@ public:
       throw Error(ErrorKind::Unsupported,
                   "kernel '" + kernel.name() + "' needs " + std::to_string(out->code.shared_bytes) +
                       " bytes of shared memory per CTA; " + state->device.name + " allows " +
-                      std::to_string(state->device.max_smem_per_block_optin) + " (use smaller tiles)");
+                      std::to_string(state->device.max_smem_per_block_optin) +
+                      " (smaller tiles or fewer pipeline stages need less)");
     loadModule(*out, out->binary, image.empty(), kernel.name());
     if (image.empty()) {
       // The driver's JIT compiled it. Its log has ptxas's report, unless the driver found
@@ -526,12 +540,10 @@ public:
   void gpuGemm(const kd::GpuGemmArgs& g) override {
     needDevice("run cuBLASLt");
     state->context.makeCurrent();
-    auto operand = [&](const char* name, const void* data, int64_t numel) -> CUdeviceptr {
-      checkDevicePointer(*state, data, numel, g.dtype, std::string("reference::gpu_gemm: argument '") + name + "'");
-      return reinterpret_cast<CUdeviceptr>(data);
-    };
     auto matrix = [&](const char* name, const kd::GemmOperand& m) {
-      return RowMajorMatrix{operand(name, m.data, m.rows * m.cols), m.rows, m.cols, m.ld};
+      const TensorView v{m.data, g.dtype, {m.rows, m.cols}, {m.ld, 1}};
+      checkDevicePointer(*state, v, std::string("reference::gpu_gemm: argument '") + name + "'");
+      return RowMajorMatrix{reinterpret_cast<CUdeviceptr>(m.data), m.rows, m.cols, m.ld};
     };
     GemmProblem p;
     p.dtype = g.dtype;
@@ -543,7 +555,7 @@ public:
                  : g.epilogue == reference::Epilogue::bias_gelu ? GemmEpilogue::bias_gelu
                                                                 : GemmEpilogue::bias;
     if (g.residual.data) p.residual = matrix("residual", g.residual);
-    if (p.epilogue != GemmEpilogue::none) p.bias = operand("bias", g.bias, g.c.cols);
+    if (p.epilogue != GemmEpilogue::none) p.bias = matrix("bias", {const_cast<void*>(g.bias), 1, g.c.cols, g.c.cols}).ptr;
 
     std::lock_guard<std::mutex> lock(state->cublas_mutex);
     if (!state->cublas) {

@@ -584,12 +584,20 @@ void launchKernelEx(CUfunction f, const std::string& kernelName, std::array<unsi
                          launchContext(kernelName, grid, block, cluster, dynamicSmemBytes));
 }
 
-int pointerDeviceOrdinal(CUdeviceptr p) {
-  const Driver& d = driver();
+PointerInfo pointerInfo(CUdeviceptr p) {
+  // One driver call for the three (a launch asks for each tensor argument). An unknown
+  // pointer is not an error here: the attributes keep the values set below.
+  PointerInfo info;
   int ordinal = -1;
-  if (d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) != CUDA_SUCCESS)
-    return -1;
-  return ordinal;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* data[] = {&ordinal, &start, &size};
+  if (driver().cuPointerGetAttributes(3, attrs, data, p) != CUDA_SUCCESS || ordinal < 0) return info;
+  info.ordinal = ordinal;
+  if (start <= p && size > 0) info.start = start, info.size = size;
+  return info;
 }
 
 // ---------------------------------------------------------------------------------------

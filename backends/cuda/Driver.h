@@ -278,9 +278,16 @@ void launchKernelEx(CUfunction f, const std::string& kernelName, std::array<unsi
                     std::array<unsigned, 3> block, unsigned cluster, unsigned dynamicSmemBytes, CUstream stream,
                     void** params);
 
-/// The device ordinal `p` was allocated on, or -1 when CUDA does not know the pointer
-/// (host memory, garbage). Never throws for an unknown pointer.
-int pointerDeviceOrdinal(CUdeviceptr p);
+/// What CUDA knows of an address: the device it was allocated on (-1 when CUDA does not
+/// know it: host memory, garbage) and the allocation it lies in ([start, start + size);
+/// size 0 when unknown). Never throws for an unknown pointer.
+struct PointerInfo {
+  int ordinal = -1;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+};
+PointerInfo pointerInfo(CUdeviceptr p);
+inline int pointerDeviceOrdinal(CUdeviceptr p) { return pointerInfo(p).ordinal; }
 
 /// Device memory from cuMemAlloc. A context must be current.
 class DeviceBuffer {

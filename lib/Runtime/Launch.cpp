@@ -67,6 +67,24 @@ void checkOutputsApart(const KernelSignature& sig, const std::vector<TensorView>
 }
 } // namespace
 
+std::optional<int64_t> spanBytes(const TensorView& v) {
+  int64_t count = 1, last = 0, bytes = 0;
+  bool overflow = false;
+  for (int64_t extent : v.dims) {
+    if (extent == 0) return 0;
+    overflow = overflow || __builtin_mul_overflow(count, extent, &count);
+  }
+  if (!overflow && !v.strides.empty() && v.strides.size() == v.dims.size())
+    for (size_t d = 0; d < v.dims.size() && !overflow; ++d) {
+      int64_t step = 0;
+      overflow = __builtin_mul_overflow(v.dims[d] - 1, v.strides[d], &step) || __builtin_add_overflow(last, step, &last);
+    }
+  else last = count - 1;
+  if (!overflow) overflow = __builtin_mul_overflow(last + 1, int64_t(size_of(v.dtype)), &bytes);
+  if (overflow) return std::nullopt;
+  return bytes;
+}
+
 Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args) {
   if (args.size() != sig.args.size())
     bad(sig, "expects " + std::to_string(sig.args.size()) + " arguments (" + sig.str() +
@@ -91,18 +109,10 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
     // Every size and offset the kernel computes from this view, in elements and in bytes,
     // fits in int64: the element count, and the span from the first element to the last.
     const bool empty = std::find(v.dims.begin(), v.dims.end(), 0) != v.dims.end();
-    int64_t count = 1, last = 0, bytes = 0;
-    bool overflow = false;
-    for (int64_t extent : v.dims) overflow = overflow || __builtin_mul_overflow(count, extent, &count);
-    if (!empty && !overflow && !v.strides.empty())
-      for (size_t d = 0; d < v.dims.size() && !overflow; ++d) {
-        int64_t step = 0;
-        overflow = __builtin_mul_overflow(v.dims[d] - 1, v.strides[d], &step) || __builtin_add_overflow(last, step, &last);
-      }
-    if (!empty && !overflow && v.strides.empty()) last = count - 1;
-    if (!empty && !overflow) overflow = __builtin_mul_overflow(last + 1, int64_t(size_of(v.dtype)), &bytes);
-    if (overflow)
+    const std::optional<int64_t> span = spanBytes(v);
+    if (!span)
       bad(sig, who + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
+    const int64_t bytes = *span;
     if (!empty) {
       const auto first = reinterpret_cast<uintptr_t>(v.data);
       ranges[i] = {first, first + uintptr_t(bytes) - 1, false};

@@ -1,6 +1,7 @@
 #pragma once
 // Internal, MLIR-free: checking launch arguments against a kernel's signature.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,11 @@ namespace kiln::detail {
 
 /// Symbol values bound at launch: "M" -> 129.
 using Bindings = std::map<std::string, int64_t>;
+
+/// The bytes from `v`'s first element to just past its last (0 when it has no elements), or
+/// nullopt when that does not fit in int64: its dims or strides are too large. Strides are
+/// taken as given (checkLaunchArgs refuses negative ones separately).
+std::optional<int64_t> spanBytes(const TensorView& v);
 
 /// Checks `args` against `sig`: count, rank, dtype, constant dims, agreement of every use
 /// of a symbol, strides (positive, or zero only on a dim of extent <= 1; not checked for

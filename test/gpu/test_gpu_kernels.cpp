@@ -2,6 +2,9 @@
 // Eigen f64 reference, with the output poisoned (NaN) before each run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <functional>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +14,7 @@
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
+#include "kiln/handwritten.hpp"
 #include "kiln/profile.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
@@ -171,6 +175,51 @@ TEST_CASE("gpu: a host pointer passed as a device tensor is refused, naming the 
   }
 }
 
+TEST_CASE("gpu: a view claiming more memory than its allocation is refused, naming the argument", "[gpu][errors]") {
+  // Launch checks see allocation sizes: a view past its allocation would fault the kernel,
+  // and a fault leaves the engine's whole CUDA context unusable.
+  CompiledKernel ck = gpu().compile(catalogue::gemm(DType::f32));
+  HostTensor x(DType::f32, {8, 8});
+  for (int i = 0; i < 64; ++i) x.set(i, float(i % 7));
+  std::vector<DeviceTensor> bufs;
+  for (int i = 0; i < 3; ++i) bufs.push_back(gpu().upload(x));
+  // B claims ~2 TiB (row stride 2^36) from the highest of the three addresses, so it overlaps
+  // neither A nor C (outputs must not overlap inputs: that check would answer first).
+  std::sort(bufs.begin(), bufs.end(), [](const DeviceTensor& a, const DeviceTensor& b) {
+    return std::less<const void*>()(a.view().data, b.view().data);
+  });
+  TensorView a = bufs[0].view(), c = bufs[1].view(), b = bufs[2].view();
+  b.strides = {int64_t(1) << 36, 1};
+  try {
+    ck.launch({a, b, c});
+    FAIL("a view past its allocation must be refused");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidArgument);
+    CHECK_THAT(std::string(e.what()), Contains("argument 'B'") && Contains("past the device allocation it starts in") &&
+                                          Contains("claim more memory than was allocated"));
+  }
+  // The same through a hand-written kernel's tensor argument.
+  CudaSource scale;
+  scale.name = "scale.cu";
+  scale.entry = "scale";
+  scale.code = R"(extern "C" __global__ void scale(float* x) { x[threadIdx.x] *= 2.0f; })";
+  HandwrittenKernel hk = compile_cuda(gpu(), scale);
+  CHECK_THROWS_WITH(hk.launch({1, 1, 1}, {32, 1, 1}, 0, {b}), Contains("past the device allocation"));
+  // A view inside its allocation, not at its start, launches: the lower 4 x 4 of each.
+  auto lower = [](TensorView v) {
+    v.data = static_cast<float*>(v.data) + 4 * 8 + 4, v.dims = {4, 4}, v.strides = {8, 1};
+    return v;
+  };
+  ck.launch({lower(bufs[0].view()), lower(bufs[2].view()), lower(bufs[1].view())});
+  gpu().synchronize();
+  HostTensor out(DType::f32, {8, 8});
+  gpu().download(bufs[1], out);
+  float expect = 0; // C[7][7]: row 7 of A's block times column 7 of B's
+  for (int k = 0; k < 4; ++k) expect += x.get(7 * 8 + 4 + k) * x.get((4 + k) * 8 + 7);
+  CHECK(out.get(63) == expect);
+  CHECK(out.get(0) == x.get(0)); // outside the view: untouched
+}
+
 TEST_CASE("gpu: a misaligned device pointer is refused", "[gpu][errors]") {
   CompiledKernel ck = gpu().compile(catalogue::add(DType::f32));
   HostTensor x(DType::f32, {8, 8});
@@ -206,7 +255,8 @@ TEST_CASE("gpu: kernels run on a caller's stream", "[gpu]") {
 
 TEST_CASE("gpu: a kernel needing more shared memory than the device allows is refused", "[gpu][errors]") {
   // f32 operands take the SIMT dot, which stages A (128x256) and B (256x256) f32 tiles in
-  // shared memory at once: 384 KiB, over the H200's 227 KiB per CTA.
+  // shared memory at once: 384 KiB, over the H200's 227 KiB per CTA. The compiler refuses it
+  // from its target table before the device is asked.
   Runtime rt = Runtime::create(Backend::cuda, {.num_warps = 32});
   try {
     rt.compile(catalogue::gemm(DType::f32, {.m = 128, .n = 256, .k = 256, .stages = 1}));
@@ -214,7 +264,7 @@ TEST_CASE("gpu: a kernel needing more shared memory than the device allows is re
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::Unsupported);
     CHECK_THAT(std::string(e.what()), Contains("bytes of shared memory per CTA"));
-    CHECK_THAT(std::string(e.what()), Contains("use smaller tiles"));
+    CHECK_THAT(std::string(e.what()), Contains("sm_90a allows at most 232448 (smaller tiles"));
   }
 }
 

@@ -1,5 +1,4 @@
-// A kernel that faults (here: an illegal address, from views that claim far more memory
-// than was allocated — launch checks cannot see allocation sizes) leaves the CUDA context
+// A kernel that faults (here: a hand-written one that traps) leaves the CUDA context
 // unusable. kiln must say so clearly, refuse a new Runtime on that context unless asked to
 // reset it, reset it where the driver allows, and otherwise say the process must restart —
 // while the automatic backend falls back to the CPU, so the process can still compute.
@@ -9,6 +8,7 @@
 
 #include "kiln/catalogue.hpp"
 #include "kiln/error.hpp"
+#include "kiln/handwritten.hpp"
 #include "kiln/runtime.hpp"
 
 using namespace kiln;
@@ -16,18 +16,31 @@ using Catch::Matchers::Contains;
 
 TEST_CASE("gpu: after a kernel faults, kiln says so and the process carries on", "[.sticky][gpu]") {
   {
+    // The fault comes from the engine's own kernel (here one that traps): kiln's launch checks
+    // keep its own kernels inside their arguments' allocations, but share the context.
     Runtime broken = Runtime::create(Backend::cuda);
-    CompiledKernel ck = broken.compile(catalogue::add(DType::f32));
-    DeviceTensor x = broken.allocate(DType::f32, {16}), z = broken.allocate(DType::f32, {16});
-    // 2^22 x 2^10 f32 elements (16 GiB) over 64 bytes of memory: the writes leave it.
-    TensorView huge{x.view().data, DType::f32, {1 << 22, 1 << 10}, {}};
-    TensorView out{z.view().data, DType::f32, {1 << 22, 1 << 10}, {}};
+    CompiledKernel add = broken.compile(catalogue::add(DType::f32));
+    CudaSource trap;
+    trap.name = "trap.cu";
+    trap.entry = "trap";
+    trap.code = R"(extern "C" __global__ void trap(float* x) { x[threadIdx.x] = 1.0f; __trap(); })";
+    HandwrittenKernel faulty = compile_cuda(broken, trap);
+    DeviceTensor x = broken.allocate(DType::f32, {1, 32});
+    faulty.launch({1, 1, 1}, {32, 1, 1}, 0, {x});
     try {
-      ck.launch({huge, huge, out});
-      FAIL("the faulting launch should report an error");
+      broken.synchronize();
+      FAIL("the fault should be reported when the runtime synchronizes");
     } catch (const Error& e) {
       CHECK(e.kind() == ErrorKind::Runtime);
-      CHECK_THAT(std::string(e.what()), Contains("running kernel 'add'"));
+      CHECK_THAT(std::string(e.what()), Contains("unusable"));
+    }
+    // kiln's own kernel on that context: refused with the same reason, never silently skipped.
+    try {
+      add.launch({x.view(), x.view(), x.view()});
+      FAIL("a launch on the faulted context should report an error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Runtime);
+      CHECK_THAT(std::string(e.what()), Contains("kernel 'add'"));
       CHECK_THAT(std::string(e.what()), Contains("unusable"));
     }
   } // the broken runtime's kernels and buffers go away here (their frees only log)

@@ -608,4 +608,10 @@ TEST_CASE("a kernel that needs more shared memory than its target allows fails t
                         Contains("sm_86 allows at most 101376"));
   CHECK_THROWS_WITH(offline("sm_90a").emit(catalogue::gemm(DType::f32, {512, 512, 64, 1}), Stage::llvm),
                     Contains("sm_90a allows at most 232448"));
+  try {
+    offline("sm_86").emit(k, Stage::ptx);
+    FAIL("the sm_86 compile should be refused");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported); // a config the target cannot run, not a compiler fault
+  }
 }

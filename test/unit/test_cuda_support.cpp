@@ -463,6 +463,13 @@ TEST_CASE("With a GPU, an nvJitLink cubin loads, launches, writes 42 and is time
   DeviceBuffer buf(64);
   CHECK(buf.ptr() != 0);
   CHECK(pointerDeviceOrdinal(buf.ptr()) == 0);
+  // The allocation a pointer lies in, from inside it too (launch checks bound views by it).
+  const PointerInfo inside = pointerInfo(buf.ptr() + 16);
+  CHECK(inside.ordinal == 0);
+  CHECK(inside.start == buf.ptr());
+  CHECK(inside.size >= 64);
+  int hostWord = 0;
+  CHECK(pointerInfo(reinterpret_cast<CUdeviceptr>(&hostWord)).ordinal == -1);
   buf.fillWords(0xDEADBEEFu); // poison
   Stream stream;
   Event start, stop;
