@@ -9,6 +9,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
+#include <atomic>
+
 using namespace mlir;
 namespace t = kiln::tile;
 static_assert(kiln::dsl::kMaxTileElements == kiln::tile::kMaxTileElements, "one limit, two spellings");
@@ -16,6 +18,8 @@ static_assert(kiln::dsl::kMaxTileElements == kiln::tile::kMaxTileElements, "one 
 namespace kiln::dsl {
 
 struct BuilderState {
+  /// This trace's id, carried by every handle it makes (never 0, never reused).
+  const uint64_t serial;
   std::shared_ptr<detail::KernelImpl> impl;
   OpBuilder b;
   t::KernelOp kernel;
@@ -24,7 +28,11 @@ struct BuilderState {
   llvm::SmallVector<bool> outputs;
 
   explicit BuilderState(std::shared_ptr<detail::KernelImpl> k)
-      : impl(std::move(k)), b(impl->ctx.get()), diags(impl->ctx.get()) {}
+      : serial(nextSerial()), impl(std::move(k)), b(impl->ctx.get()), diags(impl->ctx.get()) {}
+  static uint64_t nextSerial() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
 
   std::string name() { return kernel ? kernel.getSymName().str() : "?"; }
   Location loc(const Where& w) {
@@ -68,10 +76,32 @@ struct BuilderState {
     if (!vt) fail(diags.take());
     return vt;
   }
-  Tile wrap(Value v, Shape s, DType d) { return Tile(this, v.getAsOpaquePointer(), std::move(s), d); }
+  Tile wrap(Value v, Shape s, DType d) { return Tile(serial, v.getAsOpaquePointer(), std::move(s), d); }
   Tile wrapLike(Value v, const Tile& like) { return wrap(v, like.shape(), like.dtype()); }
-  Index wrap(Value v) { return Index(this, v.getAsOpaquePointer()); }
+  Index wrap(Value v) { return Index(serial, v.getAsOpaquePointer()); }
 };
+
+namespace {
+/// The trace running on this thread (kernel() sets it around the user's body; a trace
+/// inside a trace restores the outer one when it ends).
+thread_local BuilderState* tracing = nullptr;
+
+/// The running trace, when `trace` is its id. Otherwise an InvalidKernel error naming the
+/// handle (`what()` describes it: built only on failure). The handle's own pointers are
+/// never followed before this check passes: its trace may be gone.
+template <typename Describe>
+BuilderState& live(uint64_t trace, Describe what, const Where* w = nullptr) {
+  BuilderState* s = tracing;
+  if (trace != 0 && s && s->serial == trace) return *s;
+  if (s && w) s->site = w; // the running trace's error names the user's line
+  if (trace == 0) throw Error(ErrorKind::InvalidKernel, "use of an empty " + what() + " (default-constructed)");
+  const std::string rule = ": tiles, indexes, views, argument tensors and the Builder belong to the kernel() "
+                           "trace that made them (keep them inside its body)";
+  if (!s) throw Error(ErrorKind::InvalidKernel, what() + " is used outside the trace that made it (that kernel() "
+                                                          "call has returned or thrown, or runs on another thread)" + rule);
+  s->fail(what() + " was made while tracing another kernel" + rule);
+}
+} // namespace
 
 namespace {
 /// Marks the DSL call being traced so a failure names the user's source line.
@@ -84,17 +114,16 @@ struct SiteGuard {
   SiteGuard(BuilderState& st, const Where* w) : s(st), saved(st.site) { s.site = w; }
   ~SiteGuard() { s.site = saved; }
 };
+BuilderState& st(const Tile& x, const Where* w = nullptr) { return live(x.trace(), [&] { return "Tile " + x.str(); }, w); }
+BuilderState& st(const Index& x, const Where* w = nullptr) { return live(x.trace(), [] { return std::string("Index"); }, w); }
+BuilderState& st(const View& x, const Where* w = nullptr) {
+  return live(x.trace(), [&] { return "View " + Tile(0, nullptr, x.shape(), x.dtype()).str(); }, w);
+}
 Value val(void* p) { return Value::getFromOpaquePointer(p); }
-Value val(const Tile& x) {
-  if (!x.state()) throw Error(ErrorKind::InvalidKernel, "use of an empty Tile (default-constructed)");
-  return val(x.value());
-}
-Value val(const Index& x) {
-  if (!x.state()) throw Error(ErrorKind::InvalidKernel, "use of an empty Index (default-constructed)");
-  return val(x.value());
-}
-BuilderState& st(const Tile& x) { val(x); return *x.state(); }
-BuilderState& st(const Index& x) { val(x); return *x.state(); }
+Value val(const Tile& x) { return st(x), val(x.value()); }
+Value val(const Index& x) { return st(x), val(x.value()); }
+Value val(const View& x) { return st(x), val(x.value()); }
+BuilderState& builder(uint64_t trace) { return live(trace, [] { return std::string("Builder"); }); }
 } // namespace
 
 std::string Tile::str() const {
@@ -113,8 +142,8 @@ static Index indexBinary(Index a, Index b) {
 Index operator+(Index a, Index b) { return indexBinary<arith::AddIOp>(a, b); }
 Index operator-(Index a, Index b) { return indexBinary<arith::SubIOp>(a, b); }
 Index operator*(Index a, Index b) { return indexBinary<arith::MulIOp>(a, b); }
-Index operator+(Index a, int64_t b) { return a + Builder(&st(a)).constant(b); }
-Index operator*(Index a, int64_t b) { return a * Builder(&st(a)).constant(b); }
+Index operator+(Index a, int64_t b) { return a + Builder(st(a).serial).constant(b); }
+Index operator*(Index a, int64_t b) { return a * Builder(st(a).serial).constant(b); }
 Index cdiv(Index a, int64_t b) {
   BuilderState& s = st(a);
   if (b <= 0) s.fail("cdiv by " + std::to_string(b) + ": the tile size must be positive");
@@ -125,12 +154,14 @@ Index cdiv(Index a, int64_t b) {
 // ---- Builder ----------------------------------------------------------------------
 
 Index Builder::dim(const std::string& name) {
-  if (name.empty()) s_->fail("a dim symbol needs a name");
-  return s_->wrap(s_->b.create<t::DimOp>(s_->b.getUnknownLoc(), name).getResult());
+  auto& s = builder(trace_);
+  if (name.empty()) s.fail("a dim symbol needs a name");
+  return s.wrap(s.b.create<t::DimOp>(s.b.getUnknownLoc(), name).getResult());
 }
 
 Index Builder::constant(int64_t v) {
-  return s_->wrap(s_->b.create<arith::ConstantIndexOp>(s_->b.getUnknownLoc(), v).getResult());
+  auto& s = builder(trace_);
+  return s.wrap(s.b.create<arith::ConstantIndexOp>(s.b.getUnknownLoc(), v).getResult());
 }
 
 Tensor Builder::input(const std::string& name, std::vector<Dim> dims, DType dtype, Where w) {
@@ -142,7 +173,7 @@ Tensor Builder::output(const std::string& name, std::vector<Dim> dims, DType dty
 
 Tensor Builder::arg(const std::string& name, std::vector<Dim> dims, DType dtype, bool output,
                     Where w) {
-  auto& s = *s_;
+  auto& s = builder(trace_);
   SiteGuard site(s, w);
   if (name.empty()) s.fail("an argument needs a name");
   for (Attribute a : s.argNames)
@@ -170,12 +201,12 @@ Tensor Builder::arg(const std::string& name, std::vector<Dim> dims, DType dtype,
   // Kept current while tracing: op verifiers (e.g. a store into an 'in' argument) read them.
   s.kernel.setArgNamesAttr(s.b.getArrayAttr(s.argNames));
   s.kernel.setOutputsAttr(s.b.getDenseBoolArrayAttr(s.outputs));
-  return Tensor(s_, index, dtype, dims.size());
+  return Tensor(s.serial, index, dtype, dims.size());
 }
 
 void Builder::grid_impl(const std::vector<Index>& sizes,
                         const std::function<void(const std::vector<Index>&)>& body, Where w) {
-  auto& s = *s_;
+  auto& s = builder(trace_);
   SiteGuard site(s, w);
   if (sizes.empty() || sizes.size() > 3)
     s.fail("grid must have 1, 2 or 3 dims, got " + std::to_string(sizes.size()));
@@ -194,7 +225,7 @@ void Builder::grid_impl(const std::vector<Index>& sizes,
 }
 
 View Tensor::tile(std::vector<Index> index, Shape shape, Where w) const {
-  auto& s = *s_;
+  auto& s = live(trace_, [&] { return "Tensor (argument #" + std::to_string(arg_) + ")"; });
   SiteGuard site(s, w);
   std::string who = "argument '" + cast<StringAttr>(s.argNames.at(arg_)).getValue().str() + "'";
   if (index.size() != rank_ || shape.size() != rank_)
@@ -208,31 +239,31 @@ View Tensor::tile(std::vector<Index> index, Shape shape, Where w) const {
   Value tensor = s.kernel.getBody().front().getArgument(arg_);
   auto vt = s.viewType(shape, dtype_);
   auto op = s.check(s.b.create<t::ViewOp>(s.loc(w), vt, tensor, idx));
-  return View(s_, op.getResult().getAsOpaquePointer(), shape, dtype_);
+  return View(s.serial, op.getResult().getAsOpaquePointer(), shape, dtype_);
 }
 
 Tile Builder::load(const View& v, double padding, Where w) {
-  auto& s = *s_;
+  auto& s = builder(trace_);
   SiteGuard site(s, w);
   auto op = s.check(s.b.create<t::LoadOp>(s.loc(w), s.tileType(v.shape(), v.dtype()),
-                                          val(v.value()), s.b.getF64FloatAttr(padding)));
+                                          val(v), s.b.getF64FloatAttr(padding)));
   return s.wrap(op.getResult(), v.shape(), v.dtype());
 }
 
 void Builder::store(const View& v, const Tile& x, Where w) {
-  auto& s = *s_;
+  auto& s = builder(trace_);
   SiteGuard site(s, w);
   if (x.dtype() != v.dtype())
     s.fail("store of a " + x.str() + " tile into a " + to_string(v.dtype()) +
            " view: cast() it first");
   // An 'in' argument is read-only; the dialect verifier says so with its name.
-  s.check(s.b.create<t::StoreOp>(s.loc(w), val(x), val(v.value())));
+  s.check(s.b.create<t::StoreOp>(s.loc(w), val(x), val(v)));
 }
 
 Tile Builder::zeros(Shape shape, DType dtype, Where w) { return full(std::move(shape), 0.0, dtype, w); }
 
 Tile Builder::full(Shape shape, double value, DType dtype, Where w) {
-  auto& s = *s_;
+  auto& s = builder(trace_);
   SiteGuard site(s, w);
   auto tt = s.tileType(shape, dtype);
   auto op = s.b.create<t::FullOp>(s.loc(w), tt, s.b.getF64FloatAttr(value));
@@ -240,7 +271,7 @@ Tile Builder::full(Shape shape, double value, DType dtype, Where w) {
 }
 
 Tile Builder::splat(Index value, Shape shape, DType dtype, Where w) {
-  auto& s = *s_;
+  auto& s = builder(trace_);
   SiteGuard site(s, w);
   auto tt = s.tileType(shape, dtype);
   auto op = s.check(s.b.create<t::SplatOp>(s.loc(w), tt, val(value)));
@@ -250,7 +281,7 @@ Tile Builder::splat(Index value, Shape shape, DType dtype, Where w) {
 std::vector<Tile> Builder::loop(
     Index count, int64_t stages, const std::vector<Tile>& init,
     const std::function<std::vector<Tile>(Index, const std::vector<Tile>&)>& body, Where w) {
-  auto& s = *s_;
+  auto& s = builder(trace_);
   SiteGuard site(s, w);
   if (stages < 1) s.fail("loop stages must be >= 1, got " + std::to_string(stages));
   SmallVector<Value> inits;
@@ -293,7 +324,7 @@ Tile Builder::loop(Index count, int64_t stages, const Tile& init,
 // ---- Tile ops ---------------------------------------------------------------------
 
 Tile dot(const Tile& a, const Tile& b, const Tile& acc, Where w) {
-  auto& s = st(a);
+  auto& s = st(a, &w);
   SiteGuard site(s, w);
   if (a.shape().size() != 2 || b.shape().size() != 2 || acc.shape().size() != 2)
     s.fail("dot needs rank-2 tiles, got " + a.str() + ", " + b.str() + ", " + acc.str());
@@ -305,7 +336,7 @@ Tile dot(const Tile& a, const Tile& b, const Tile& acc, Where w) {
 }
 
 Tile cast(const Tile& x, DType to, Where w) {
-  auto& s = st(x);
+  auto& s = st(x, &w);
   SiteGuard site(s, w);
   if (x.dtype() == to) return x;
   auto op = s.check(s.b.create<t::CastOp>(s.loc(w), s.tileType(x.shape(), to), val(x)));
@@ -313,7 +344,7 @@ Tile cast(const Tile& x, DType to, Where w) {
 }
 
 Tile scale(const Tile& x, double factor, Where w) {
-  auto& s = st(x);
+  auto& s = st(x, &w);
   SiteGuard site(s, w);
   auto op = s.check(s.b.create<t::ScaleOp>(s.loc(w), val(x), s.b.getF64FloatAttr(factor)));
   return s.wrapLike(op.getResult(), x);
@@ -321,7 +352,7 @@ Tile scale(const Tile& x, double factor, Where w) {
 
 template <typename Op>
 static Tile unary(const Tile& x, const Where* w) {
-  auto& s = st(x);
+  auto& s = st(x, w);
   SiteGuard site(s, w);
   auto op = s.check(s.b.create<Op>(s.siteLoc(), val(x)));
   return s.wrapLike(op.getResult(), x);
@@ -340,7 +371,7 @@ Tile operator-(const Tile& x) { return unary<t::NegOp>(x, nullptr); }
 
 template <typename Op>
 static Tile binary(const Tile& a, const Tile& b, const char* what, const Where* w = nullptr) {
-  auto& s = st(a);
+  auto& s = st(a, w);
   SiteGuard site(s, w);
   if (a.shape() != b.shape() || a.dtype() != b.dtype())
     s.fail(std::string(what) + " of " + a.str() + " and " + b.str() +
@@ -357,7 +388,7 @@ Tile max(const Tile& a, const Tile& b, Where w) { return binary<t::MaxOp>(a, b, 
 Tile min(const Tile& a, const Tile& b, Where w) { return binary<t::MinOp>(a, b, "min", &w); }
 
 static Tile broadcastAt(const Tile& x, const Shape& shape, ArrayRef<int64_t> dims, const Where* w) {
-  auto& s = st(x);
+  auto& s = st(x, w);
   SiteGuard site(s, w);
   auto op = s.check(s.b.create<t::BroadcastOp>(s.siteLoc(), s.tileType(shape, x.dtype()), val(x),
                                                s.b.getDenseI64ArrayAttr(dims)));
@@ -384,7 +415,7 @@ Tile operator/(const Tile& a, const Bcast& b) { return a / expand(a, b, "div"); 
 
 template <typename Op>
 static Tile reduce(const Tile& x, int64_t dim, Where w) {
-  auto& s = st(x);
+  auto& s = st(x, &w);
   SiteGuard site(s, w);
   if (x.shape().size() < 2) s.fail("reduce of " + x.str() + ": needs rank >= 2");
   if (dim < 0 || dim >= (int64_t)x.shape().size())
@@ -405,6 +436,11 @@ Kernel kernel(const std::string& name, const std::function<void(Builder&)>& body
   auto impl = std::make_shared<detail::KernelImpl>();
   impl->ctx = detail::makeContext();
   BuilderState s(impl);
+  struct Tracing { // this trace runs on this thread until kernel() returns or throws
+    BuilderState* outer = tracing;
+    explicit Tracing(BuilderState* s) { tracing = s; }
+    ~Tracing() { tracing = outer; }
+  } running(&s);
   Location loc = NameLoc::get(s.b.getStringAttr(name));
   impl->module = ModuleOp::create(loc);
   s.b.setInsertionPointToEnd(impl->module->getBody());
@@ -413,7 +449,7 @@ Kernel kernel(const std::string& name, const std::function<void(Builder&)>& body
   Block* blk = new Block();
   s.kernel.getBody().push_back(blk);
   s.b.setInsertionPointToEnd(blk);
-  Builder k(&s);
+  Builder k(s.serial);
   body(k);
   s.b.setInsertionPointToEnd(blk);
   s.b.create<t::ReturnOp>(loc);

@@ -40,14 +40,19 @@ inline constexpr int64_t kMaxTileElements = int64_t(1) << 20;
 using Where = std::source_location;
 
 class Builder;
-struct BuilderState;
+
+// Handles (Index, Tile, View, Tensor, the Builder) belong to the trace that made them: they
+// carry its id, and every DSL call checks it against the trace running on the calling
+// thread. One kept past its kernel() call, or carried into another kernel's trace, is an
+// InvalidKernel error naming it, never a read of the finished trace's memory.
 
 /// A scalar index (a dim, a tile index, a grid size): a runtime value in the kernel.
 class KILN_API Index {
 public:
   Index() = default;
-  Index(BuilderState* s, void* v) : s_(s), v_(v) {}
-  BuilderState* state() const { return s_; }
+  Index(uint64_t trace, void* v) : trace_(trace), v_(v) {}
+  /// The trace that made it (0: default-constructed, no trace).
+  uint64_t trace() const { return trace_; }
   void* value() const { return v_; }
   friend KILN_API Index operator+(Index a, Index b);
   friend KILN_API Index operator-(Index a, Index b);
@@ -55,7 +60,7 @@ public:
   friend KILN_API Index operator+(Index a, int64_t b);
   friend KILN_API Index operator*(Index a, int64_t b);
 private:
-  BuilderState* s_ = nullptr;
+  uint64_t trace_ = 0;
   void* v_ = nullptr;
 };
 /// ceil(a / b): the number of tiles of size b covering a.
@@ -65,15 +70,15 @@ KILN_API Index cdiv(Index a, int64_t b);
 class KILN_API Tile {
 public:
   Tile() = default;
-  Tile(BuilderState* s, void* v, Shape shape, DType dtype)
-      : s_(s), v_(v), shape_(std::move(shape)), dtype_(dtype) {}
+  Tile(uint64_t trace, void* v, Shape shape, DType dtype)
+      : trace_(trace), v_(v), shape_(std::move(shape)), dtype_(dtype) {}
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
-  BuilderState* state() const { return s_; }
+  uint64_t trace() const { return trace_; }
   void* value() const { return v_; }
   std::string str() const; ///< "128x64xbf16"
 private:
-  BuilderState* s_ = nullptr;
+  uint64_t trace_ = 0;
   void* v_ = nullptr;
   Shape shape_;
   DType dtype_ = DType::f32;
@@ -93,14 +98,14 @@ inline Bcast cols(Tile v) { return {std::move(v), 0}; }
 class KILN_API View {
 public:
   View() = default;
-  View(BuilderState* s, void* v, Shape shape, DType dtype)
-      : s_(s), v_(v), shape_(std::move(shape)), dtype_(dtype) {}
+  View(uint64_t trace, void* v, Shape shape, DType dtype)
+      : trace_(trace), v_(v), shape_(std::move(shape)), dtype_(dtype) {}
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
-  BuilderState* state() const { return s_; }
+  uint64_t trace() const { return trace_; }
   void* value() const { return v_; }
 private:
-  BuilderState* s_ = nullptr;
+  uint64_t trace_ = 0;
   void* v_ = nullptr;
   Shape shape_;
   DType dtype_ = DType::f32;
@@ -124,13 +129,14 @@ private:
 class KILN_API Tensor {
 public:
   Tensor() = default;
-  Tensor(BuilderState* s, unsigned arg, DType dtype, size_t rank)
-      : s_(s), arg_(arg), dtype_(dtype), rank_(rank) {}
+  Tensor(uint64_t trace, unsigned arg, DType dtype, size_t rank)
+      : trace_(trace), arg_(arg), dtype_(dtype), rank_(rank) {}
   /// The window of `shape` at tile index `index` (tile units, not elements).
   View tile(std::vector<Index> index, Shape shape, Where w = Where::current()) const;
   DType dtype() const { return dtype_; }
+  uint64_t trace() const { return trace_; }
 private:
-  BuilderState* s_ = nullptr;
+  uint64_t trace_ = 0;
   unsigned arg_ = 0;
   DType dtype_ = DType::f32;
   size_t rank_ = 0;
@@ -138,8 +144,8 @@ private:
 
 class KILN_API Builder {
 public:
-  explicit Builder(BuilderState* s) : s_(s) {}
-  BuilderState* state() const { return s_; }
+  explicit Builder(uint64_t trace) : trace_(trace) {}
+  uint64_t trace() const { return trace_; }
 
   /// Symbolic dims, bound at launch from the arguments that use them.
   template <typename... Names>
@@ -184,7 +190,7 @@ private:
   void grid_impl(const std::vector<Index>& sizes,
                  const std::function<void(const std::vector<Index>&)>& body, Where w);
   Tensor arg(const std::string& name, std::vector<Dim> dims, DType dtype, bool output, Where w);
-  BuilderState* s_;
+  uint64_t trace_;
 };
 
 /// Traces `body` into a kernel named `name`. Throws kiln::Error when the program is

@@ -2,6 +2,10 @@
 // that names the kernel, the rule and the user's source line.
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <optional>
+#include <thread>
+
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
@@ -286,4 +290,79 @@ TEST_CASE("a tile past kiln's size limit is an InvalidKernel error when traced, 
   // At the limit is fine: a 1024 x 1024 accumulator traces (whether a backend compiles it
   // well is the tuner's business).
   CHECK_NOTHROW(catalogue::gemm(DType::f32, {1024, 1024, 16}));
+}
+
+TEST_CASE("handles kept from a finished trace, or carried into another kernel's, are refused by name", "[dsl][errors]") {
+  // Everything a trace hands out, kept past its kernel() call.
+  Tile keptTile;
+  Index keptIndex;
+  View keptView;
+  Tensor keptTensor;
+  std::optional<Builder> keptBuilder;
+  Kernel first = kernel("first", [&](Builder& k) {
+    auto [M, N] = k.dims("M", "N");
+    auto X = k.input("X", {M, N}, f32);
+    auto Y = k.output("Y", {M, N}, f32);
+    k.grid({cdiv(M, 4)}, [&](Index i) {
+      View x = X.tile({i, i * 0}, {4, 8});
+      Tile t = k.load(x);
+      k.store(Y.tile({i, i * 0}, {4, 8}), t + t);
+      keptTile = t, keptIndex = i, keptView = x;
+    });
+    keptTensor = X;
+    keptBuilder = k;
+  });
+  CHECK(first.name() == "first");
+
+  // Used after the trace: no live trace on this thread.
+  CHECK_THAT(errorOf([&] { (void)exp(keptTile); }),
+             Contains("Tile 4x8xf32 is used outside the trace that made it") && Contains("keep them inside its body"));
+  CHECK_THAT(errorOf([&] { (void)(keptIndex + 1); }), Contains("Index is used outside the trace that made it"));
+  CHECK_THAT(errorOf([&] { (void)keptBuilder->zeros({4, 8}); }), Contains("Builder is used outside the trace"));
+
+  // Used inside another kernel's trace: that kernel is named, with the user's line.
+  auto inSecond = [&](const std::function<void(Builder&, Index, Tensor&, Tensor&)>& use) {
+    return errorOf([&] { withXY("second", use); });
+  };
+  CHECK_THAT(inSecond([&](Builder&, Index, Tensor&, Tensor& Y) { (void)Y; (void)relu(keptTile); }),
+             Contains("kernel 'second': Tile 4x8xf32 was made while tracing another kernel") &&
+                 Contains("test_dsl.cpp"));
+  CHECK_THAT(inSecond([&](Builder& k, Index i, Tensor&, Tensor&) { (void)k.load(keptTensor.tile({i, i}, {4, 8})); }),
+             Contains("Tensor (argument #0) was made while tracing another kernel"));
+  CHECK_THAT(inSecond([&](Builder& k, Index, Tensor&, Tensor&) { (void)k.load(keptView); }),
+             Contains("View 4x8xf32 was made while tracing another kernel"));
+  CHECK_THAT(inSecond([&](Builder&, Index i, Tensor&, Tensor&) { (void)(i + keptIndex); }),
+             Contains("Index was made while tracing another kernel"));
+  // A tile of this trace combined with a stale one: the stale operand is caught too.
+  CHECK_THAT(inSecond([&](Builder& k, Index i, Tensor& X, Tensor&) {
+               Tile mine = k.load(X.tile({i, i * 0}, {4, 8}));
+               (void)(mine + keptTile);
+             }),
+             Contains("Tile 4x8xf32 was made while tracing another kernel"));
+  CHECK_THAT(inSecond([&](Builder&, Index, Tensor&, Tensor&) { (void)keptBuilder->constant(1); }),
+             Contains("kernel 'second': Builder was made while tracing another kernel"));
+
+  // A trace that threw leaves nothing usable behind either.
+  Tile fromThrown;
+  CHECK_THAT(errorOf([&] {
+               withXY("thrown", [&](Builder& k, Index, Tensor&, Tensor&) {
+                 fromThrown = k.zeros({4, 8});
+                 (void)cdiv(k.dim("M"), 0);
+               });
+             }),
+             Contains("the tile size must be positive"));
+  CHECK_THAT(errorOf([&] { (void)exp(fromThrown); }), Contains("used outside the trace that made it"));
+
+  // A trace on one thread, its tile used from another thread's trace.
+  std::string fromThread;
+  std::thread other([&] { fromThread = inSecond([&](Builder&, Index, Tensor&, Tensor&) { (void)exp(keptTile); }); });
+  other.join();
+  CHECK_THAT(fromThread, Contains("was made while tracing another kernel"));
+
+  // The kernel traced first is untouched by all of this: it still computes Y = 2X.
+  Runtime rt = Runtime::create(Backend::cpu);
+  HostTensor x(DType::f32, {5, 8}), y(DType::f32, {5, 8});
+  for (int i = 0; i < 40; ++i) x.set(i, float(i));
+  rt.compile(first).launch({x.view(), y.view()});
+  CHECK(y.get(39) == 78.0f);
 }
