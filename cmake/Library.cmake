@@ -2,7 +2,7 @@
 # KILN_API symbols of namespace kiln are exported (see kiln.map and
 # test/embed/check-symbols.sh).
 set(KILN_MLIR_SOURCES
-  lib/Compiler/Context.cpp lib/Compiler/Kernel.cpp lib/Compiler/Pipeline.cpp
+  lib/Compiler/Context.cpp lib/Compiler/LlvmErrors.cpp lib/Compiler/Kernel.cpp lib/Compiler/Pipeline.cpp
   dsl/Builder.cpp backends/cpu/CpuCompiler.cpp backends/cpu/CpuTarget.cpp backends/cuda/CudaCompiler.cpp)
 set(KILN_PLAIN_SOURCES
   lib/Runtime/Runtime.cpp lib/Runtime/GridPlan.cpp
@@ -12,7 +12,7 @@ set(KILN_PLAIN_SOURCES
   backends/cuda/Cublas.cpp backends/cuda/Target.cpp backends/cuda/hopper/LaunchPlan.cpp backends/cuda/hopper/Sm90Launch.cpp
   lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Verify/GpuReference.cpp
   lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp lib/Catalogue/Handwritten.cpp
-  lib/Profile/Testing.cpp lib/Tune/Tune.cpp)
+  lib/Profile/Testing.cpp lib/Tune/Tune.cpp lib/Tune/Database.cpp)
 # Hand-written CUDA C++ kernels ship inside libkiln.so as text for NVRTC: each .cu becomes a
 # raw string literal in <build>/generated/<name>.cu.inc (rewritten only when it changes).
 foreach(cu lib/Catalogue/cuda/gemm_epilogue.cu lib/Catalogue/cuda/epilogue.cu)

@@ -1,4 +1,5 @@
 #include "Compiler/KernelImpl.h"
+#include "Compiler/LlvmErrors.h"
 #include "Dialect/Tile/TileDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -28,6 +29,7 @@
 namespace kiln::detail {
 
 std::shared_ptr<mlir::MLIRContext> makeContext() {
+  installLlvmErrorHandlers(); // before anything of LLVM can fail
   mlir::DialectRegistry registry;
   registry.insert<tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::scf::SCFDialect, mlir::memref::MemRefDialect, mlir::math::MathDialect,

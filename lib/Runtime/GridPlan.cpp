@@ -1,62 +1,87 @@
 #include "Runtime/GridPlan.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 
 #include "kiln/error.hpp"
 
 namespace kiln::detail {
 
 namespace {
+constexpr size_t kMaxGridNodes = 4096;
 
-int64_t eval(const GridPlan& p, int n, const Bindings& b, const std::string& kernel) {
-  const GridExpr& e = p.nodes.at(n);
-  if (e.kind == GridExpr::Const) return e.value;
+// Plans are DAGs (a cached one may share any operand): both walks memoize per node, so
+// their cost is linear in the nodes, and text is capped.
+constexpr size_t kMaxShown = 512;
+
+std::string show(const GridPlan& p, int n, std::vector<std::string>& memo) {
+  if (!memo[size_t(n)].empty()) return memo[size_t(n)];
+  const GridExpr& e = p.nodes.at(size_t(n));
+  static const char* names[] = {"", "", "add", "sub", "mul", "ceildiv", "floordiv", "rem", "min", "max", "div"};
+  std::string out;
+  if (e.kind == GridExpr::Const) out = std::to_string(e.value);
+  else if (e.kind == GridExpr::Sym) out = e.sym;
+  else out = std::string(names[e.kind]) + "(" + show(p, e.lhs, memo) + ", " + show(p, e.rhs, memo) + ")";
+  if (out.size() > kMaxShown) out = out.substr(0, kMaxShown) + "...";
+  return memo[size_t(n)] = out;
+}
+std::string show(const GridPlan& p, int n) {
+  std::vector<std::string> memo(p.nodes.size());
+  return show(p, n, memo);
+}
+
+int64_t eval(const GridPlan& p, int n, const Bindings& b, const std::string& kernel,
+             std::vector<std::optional<int64_t>>& memo) {
+  if (memo[size_t(n)]) return *memo[size_t(n)];
+  const GridExpr& e = p.nodes.at(size_t(n));
+  if (e.kind == GridExpr::Const) return *(memo[size_t(n)] = e.value);
   if (e.kind == GridExpr::Sym) {
     auto it = b.find(e.sym);
     if (it == b.end())
       throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid needs dim '" + e.sym +
                                                   "', which no argument binds");
-    return it->second;
+    return *(memo[size_t(n)] = it->second);
   }
-  int64_t l = eval(p, e.lhs, b, kernel), r = eval(p, e.rhs, b, kernel);
-  auto div = [&](bool ceil) {
-    if (r == 0) throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid size divides by zero");
-    int64_t q = l / r;
-    if (ceil && (l % r != 0) && ((l < 0) == (r < 0))) ++q;
-    if (!ceil && (l % r != 0) && ((l < 0) != (r < 0))) --q;
-    return q;
+  const int64_t l = eval(p, e.lhs, b, kernel, memo), r = eval(p, e.rhs, b, kernel, memo);
+  // Every step is checked: a grid that does not fit in int64 is refused, never wrapped
+  // (INT64_MIN / -1 would even trap).
+  auto overflow = [&]() -> int64_t {
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': a grid size overflows int64 (" + show(p, n) + ")");
   };
+  auto zero = [&]() -> int64_t {
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid size divides by zero");
+  };
+  const bool divides = e.kind == GridExpr::CeilDiv || e.kind == GridExpr::FloorDiv || e.kind == GridExpr::Rem ||
+                       e.kind == GridExpr::Div;
+  if (divides && r == 0) zero();
+  if (divides && r == -1 && l == std::numeric_limits<int64_t>::min()) overflow();
+  int64_t out = 0;
   switch (e.kind) {
-  case GridExpr::Add: return l + r;
-  case GridExpr::Sub: return l - r;
-  case GridExpr::Mul: return l * r;
-  case GridExpr::CeilDiv: return div(true);
-  case GridExpr::FloorDiv: return div(false);
-  case GridExpr::Rem:
-    if (r == 0) throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid size divides by zero");
-    return l % r;
-  case GridExpr::Min: return std::min(l, r);
-  case GridExpr::Max: return std::max(l, r);
-  case GridExpr::Div:
-    if (r == 0) throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid size divides by zero");
-    return l / r; // truncating, like arith.divsi
-  default: return 0;
+  case GridExpr::Add: out = __builtin_add_overflow(l, r, &out) ? overflow() : out; break;
+  case GridExpr::Sub: out = __builtin_sub_overflow(l, r, &out) ? overflow() : out; break;
+  case GridExpr::Mul: out = __builtin_mul_overflow(l, r, &out) ? overflow() : out; break;
+  case GridExpr::CeilDiv:
+    out = l / r + ((l % r != 0) && ((l < 0) == (r < 0)) ? 1 : 0);
+    break;
+  case GridExpr::FloorDiv:
+    out = l / r - ((l % r != 0) && ((l < 0) != (r < 0)) ? 1 : 0);
+    break;
+  case GridExpr::Rem: out = l % r; break;
+  case GridExpr::Min: out = std::min(l, r); break;
+  case GridExpr::Max: out = std::max(l, r); break;
+  case GridExpr::Div: out = l / r; break; // truncating, like arith.divsi
+  default: out = 0;
   }
-}
-
-std::string show(const GridPlan& p, int n) {
-  const GridExpr& e = p.nodes.at(n);
-  static const char* names[] = {"", "", "add", "sub", "mul", "ceildiv", "floordiv", "rem", "min", "max", "div"};
-  if (e.kind == GridExpr::Const) return std::to_string(e.value);
-  if (e.kind == GridExpr::Sym) return e.sym;
-  return std::string(names[e.kind]) + "(" + show(p, e.lhs) + ", " + show(p, e.rhs) + ")";
+  return *(memo[size_t(n)] = out);
 }
 
 } // namespace
 
 std::vector<int64_t> GridPlan::evaluate(const Bindings& b, const std::string& kernel) const {
+  std::vector<std::optional<int64_t>> memo(nodes.size());
   std::vector<int64_t> out;
-  for (int r : roots) out.push_back(eval(*this, r, b, kernel));
+  for (int r : roots) out.push_back(eval(*this, r, b, kernel, memo));
   return out;
 }
 
@@ -69,6 +94,8 @@ nlohmann::json GridPlan::toJson() const {
 GridPlan GridPlan::fromJson(const nlohmann::json& j) {
   GridPlan p;
   try {
+    // A compiled grid has a handful of nodes; evaluation recurses once per level.
+    if (j.at("nodes").size() > kMaxGridNodes) throw std::out_of_range("more than 4096 nodes");
     for (const auto& n : j.at("nodes")) {
       GridExpr e;
       int kind = n.at(0).get<int>();

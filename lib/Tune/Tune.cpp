@@ -24,6 +24,7 @@
 #include "kiln/error.hpp"
 #include "kiln/files.hpp"
 #include "kiln/verify.hpp"
+#include "Tune/Database.h"
 
 namespace kiln::tune {
 
@@ -31,6 +32,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
+using detail::configFrom;
+using detail::fingerprintFrom;
+using detail::loadDatabase;
+using detail::toJson;
 double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -53,54 +58,10 @@ private:
   std::mutex mu_;
 };
 
-json toJson(const Fingerprint& f) {
-  return {{"backend", f.backend}, {"device", f.device}, {"sm_count", f.sm_count}, {"driver", f.driver},
-          {"target", f.target}, {"compiler", f.compiler}, {"kiln", f.kiln}, {"llvm", f.llvm}};
-}
-Fingerprint fingerprintFrom(const json& j) {
-  Fingerprint f;
-  f.backend = j.value("backend", ""), f.device = j.value("device", ""), f.sm_count = j.value("sm_count", 0);
-  f.driver = j.value("driver", ""), f.target = j.value("target", ""), f.compiler = j.value("compiler", "");
-  f.kiln = j.value("kiln", ""), f.llvm = j.value("llvm", "");
-  return f;
-}
 json toJson(const profile::Stat& s) {
   return {{"median_ms", s.median}, {"p10_ms", s.p10}, {"p90_ms", s.p90}, {"min_ms", s.min}, {"reps", s.reps}};
 }
 json toJson(const Config& c) { return json(c.params); }
-Config configFrom(const json& j) {
-  Config c;
-  c.params = j.get<std::map<std::string, int64_t>>();
-  return c;
-}
-
-/// Larger than any database a search writes (an entry is about a kilobyte).
-constexpr std::size_t kMaxDatabaseBytes = std::size_t(64) << 20;
-
-json loadDatabase(const std::string& path) {
-  if (!path_exists(path)) return json{{"format", 1}, {"entries", json::array()}};
-  const std::string text = read_file(path, "tuning database", kMaxDatabaseBytes);
-  try {
-    json db = json::parse(text);
-    if (!db.is_object() || !db.contains("entries") || !db["entries"].is_array()) throw std::runtime_error("no entries array");
-    for (const json& e : db["entries"]) { // every field replay reads, with its type
-      if (!e.is_object() || !e.value("signature", json()).is_string() || !e.value("shape_class", json()).is_string() ||
-          !e.value("fingerprint", json()).is_object() || !e.value("chosen", json()).is_object() ||
-          !e["chosen"].value("config", json()).is_object())
-        throw std::runtime_error("an entry lacks signature, shape_class, fingerprint or chosen.config");
-      for (const auto& [name, v] : e["chosen"]["config"].items())
-        if (!v.is_number_integer())
-          throw std::runtime_error("an entry's chosen.config." + name + " is " + v.dump() + ", not an integer");
-    }
-    if (db.value("format", json()) != json(1))
-      throw std::runtime_error("format " + db.value("format", json()).dump() + ", where this kiln reads format 1");
-    return db;
-  } catch (const std::exception& e) {
-    // Never overwrite what we cannot read: it may be someone's only copy of a search.
-    throw Error(ErrorKind::InvalidArgument, "tuning database '" + path + "' is not a kiln tuning database (" +
-                                                firstLine(e.what()) + "); move it away or name another file");
-  }
-}
 
 void saveDatabase(const std::string& path, const json& db) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};

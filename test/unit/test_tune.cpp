@@ -246,7 +246,7 @@ TEST_CASE("a config's warps and hopper_* parameters select runtime options; its 
   CHECK_FALSE(same.hopper_cluster_m);
 }
 
-TEST_CASE("a database with another format or a chosen config of non-integers is refused as a kiln::Error",
+TEST_CASE("a database with another format, a chosen config of non-integers or a mistyped fingerprint is refused as a kiln::Error",
           "[tune][errors]") {
   const std::string db = tempPath("kiln-tune-db");
   tune::Options o{.reps = 2, .database = db, .progress = false};
@@ -260,6 +260,12 @@ TEST_CASE("a database with another format or a chosen config of non-integers is 
   for (const Case& c : std::vector<Case>{
            {"a string", [](nlohmann::json& j) { j["entries"][0]["chosen"]["config"]["m"] = "16"; }, "\"16\", not an integer"},
            {"a fraction", [](nlohmann::json& j) { j["entries"][0]["chosen"]["config"]["m"] = 16.5; }, "16.5, not an integer"},
+           {"past int64", [](nlohmann::json& j) { j["entries"][0]["chosen"]["config"]["m"] = uint64_t(1) << 63; },
+            "9223372036854775808, not an integer"},
+           {"a fingerprint field of another type", [](nlohmann::json& j) { j["entries"][0]["fingerprint"]["backend"] = 3; },
+            "fingerprint.backend is 3, not a string"},
+           {"a negative SM count", [](nlohmann::json& j) { j["entries"][0]["fingerprint"]["sm_count"] = -1; },
+            "fingerprint.sm_count is -1, not a count"},
            {"a format from elsewhere", [](nlohmann::json& j) { j["format"] = 99; }, "format 99"}}) {
     INFO(c.what);
     nlohmann::json j = good;
