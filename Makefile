@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test install clean
+.PHONY: all deps configure build demo test fuzz install clean
 
 all: build
 
@@ -38,6 +38,16 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Each fuzzer for FUZZ_SECONDS from its seed corpus (ctest runs them briefly); findings
+# are left as crash-*/timeout-* files in $(BUILD)/test/fuzz/long/<fuzzer>/.
+FUZZ_SECONDS ?= 300
+fuzz: build
+	@for f in fuzz_cache_entry fuzz_tune_db fuzz_tile_ir; do \
+	  mkdir -p $(BUILD)/test/fuzz/long/$$f && cd $(BUILD)/test/fuzz/long/$$f && \
+	  ASAN_OPTIONS=allow_user_poisoning=0 $(CURDIR)/$(BUILD)/bin/$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=20 . $(CURDIR)/test/fuzz/corpus/$$f \
+	    || exit 1; cd $(CURDIR); \
+	done
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),$(BUILD)/install)

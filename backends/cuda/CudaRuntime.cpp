@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "kiln/error.hpp"
+#include "Runtime/JsonInt.h"
 #include "Runtime/RuntimeImpl.h"
 
 // kiln::cuda has a detail namespace of its own (Driver.h); name kiln's plainly.
@@ -415,8 +416,8 @@ public:
     auto out = std::make_unique<CudaKernel>();
     out->state = state;
     out->code.name = meta.at("entry").get<std::string>();
-    out->code.threads = meta.at("threads").get<int64_t>();
-    out->code.shared_bytes = meta.at("shared_bytes").get<int64_t>();
+    out->code.threads = kd::jsonInt<int64_t>(meta.at("threads"));
+    out->code.shared_bytes = kd::jsonInt<int64_t>(meta.at("shared_bytes"));
     out->code.grid = kd::GridPlan::fromJson(meta.at("grid"));
     out->code.arch = state->arch;
     if (meta.contains("sm90")) { // one plan (entries before twins came in widths) or a list

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/error.hpp"
+#include "Runtime/JsonInt.h"
 #include "Runtime/RuntimeImpl.h"
 
 namespace kiln::profile {
@@ -235,7 +236,7 @@ std::vector<Row> from_json(const std::string& text) {
       if (j.contains("warm") && j["warm"].is_object()) {
         const json& w = j["warm"];
         r.warm = Stat{w.at("median_ms").get<double>(), w.at("p10_ms").get<double>(), w.at("p90_ms").get<double>(),
-                      w.at("min_ms").get<double>(), w.at("reps").get<int>()};
+                      w.at("min_ms").get<double>(), detail::jsonInt<int>(w.at("reps"))};
       }
       // A JSON object has no order: the pipeline's order is restored where known.
       if (j.contains("compile_phases_ms") && j["compile_phases_ms"].is_object()) {

@@ -11,6 +11,7 @@
 
 #include "kiln/cache.hpp"
 #include "kiln/error.hpp"
+#include "Runtime/JsonInt.h"
 #include "Runtime/RuntimeImpl.h"
 #include "llvm/Config/llvm-config.h"
 
@@ -32,10 +33,10 @@ KernelReport reportFrom(const nlohmann::json& j) {
   KernelReport r;
   r.target = j.value("target", std::string());
   r.compiler = j.value("compiler", std::string());
-  r.registers = j.value("registers", -1);
-  r.spill_bytes = j.value("spill_bytes", -1);
-  r.shared_bytes = j.value("shared_bytes", int64_t(0));
-  r.threads = j.value("threads", 1);
+  r.registers = jsonIntOr<int>(j, "registers", -1);
+  r.spill_bytes = jsonIntOr<int>(j, "spill_bytes", -1);
+  r.shared_bytes = jsonIntOr<int64_t>(j, "shared_bytes", 0);
+  r.threads = jsonIntOr<int>(j, "threads", 1);
   r.grid = j.value("grid", std::string());
   r.sm90 = j.value("sm90", std::string());
   r.ptxas_notes = j.value("ptxas_notes", std::string());

@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 
+#include "Runtime/JsonInt.h"
 #include "kiln/error.hpp"
 
 namespace kiln::detail {
@@ -98,16 +99,16 @@ GridPlan GridPlan::fromJson(const nlohmann::json& j) {
     if (j.at("nodes").size() > kMaxGridNodes) throw std::out_of_range("more than 4096 nodes");
     for (const auto& n : j.at("nodes")) {
       GridExpr e;
-      int kind = n.at(0).get<int>();
+      int kind = detail::jsonInt<int>(n.at(0));
       if (kind < GridExpr::Const || kind > GridExpr::Div) throw std::out_of_range("bad kind");
       e.kind = GridExpr::Kind(kind);
-      e.value = n.at(1).get<int64_t>();
+      e.value = detail::jsonInt<int64_t>(n.at(1));
       e.sym = n.at(2).get<std::string>();
-      e.lhs = n.at(3).get<int>();
-      e.rhs = n.at(4).get<int>();
+      e.lhs = detail::jsonInt<int>(n.at(3));
+      e.rhs = detail::jsonInt<int>(n.at(4));
       p.nodes.push_back(e);
     }
-    p.roots = j.at("roots").get<std::vector<int>>();
+    p.roots = detail::jsonInts<int>(j.at("roots"));
     const int n = int(p.nodes.size());
     for (int r : p.roots)
       if (r < 0 || r >= n) throw std::out_of_range("bad root");

@@ -59,3 +59,16 @@ TEST_CASE("a cached grid plan that shares operands evaluates in linear time, and
   nlohmann::json forward = {{"nodes", {node(Add, 0, "", 1, 1), node(Const, 1)}}, {"roots", {0}}};
   CHECK_THROWS_WITH(GridPlan::fromJson(forward), Contains("malformed grid plan") && Contains("bad operand"));
 }
+
+TEST_CASE("a grid plan whose numbers are not integers in range is malformed, not cast", "[grid][errors]") {
+  // nlohmann's get<int64_t>() casts 1e111 without a check: undefined behaviour (the
+  // cache-entry fuzzer found it). Each is refused as a malformed plan instead.
+  for (const nlohmann::json& bad : {nlohmann::json(1e111), nlohmann::json(2.5), nlohmann::json(uint64_t(1) << 63),
+                                    nlohmann::json("7")}) {
+    INFO(bad.dump());
+    nlohmann::json j = {{"nodes", {nlohmann::json::array({Const, bad, "", -1, -1})}}, {"roots", {0}}};
+    CHECK_THROWS_WITH(GridPlan::fromJson(j), Contains("malformed grid plan"));
+  }
+  nlohmann::json wideRoot = {{"nodes", {node(Const, 1)}}, {"roots", {int64_t(1) << 40}}};
+  CHECK_THROWS_WITH(GridPlan::fromJson(wideRoot), Contains("malformed grid plan") && Contains("not an integer in"));
+}

@@ -81,7 +81,12 @@ TEST_CASE("a malformed launch plan is refused with InvalidArgument, never truste
                                   broken([](auto& j) { j["tile"] = {128, 128}; }),
                                   broken([](auto& j) { j["shared_bytes"] = "lots"; }),
                                   broken([](auto& j) { j["ctas_per_sm"] = 0; }),
-                                  broken([](auto& j) { j["cluster"] = 0; })}) {
+                                  broken([](auto& j) { j["cluster"] = 0; }),
+                                  // Numbers that are not integers in range: never cast (undefined behaviour).
+                                  broken([](auto& j) { j["threads"] = 1e111; }),
+                                  broken([](auto& j) { j["stages"] = 2.5; }),
+                                  broken([](auto& j) { j["grid"][0]["arg"] = int64_t(1) << 40; }),
+                                  broken([](auto& j) { j["tile"][0] = uint64_t(1) << 63; })}) {
     INFO(j.dump());
     try {
       LaunchPlan::fromJson(j);

@@ -78,7 +78,15 @@ kiln::tune::Space spaceFromFile(const std::string& path) {
   const std::string text = kiln::read_file(path, "space file");
   std::vector<Config> configs;
   try {
-    for (const auto& j : nlohmann::json::parse(text)) configs.push_back(Config{j.get<std::map<std::string, int64_t>>()});
+    for (const auto& j : nlohmann::json::parse(text)) {
+      // Checked before get<>: nlohmann casts a float (1e111) or a too-large integer to
+      // int64 without a check, which is undefined behaviour.
+      for (const auto& [name, v] : j.items())
+        if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+          throw kiln::Error(kiln::ErrorKind::InvalidArgument,
+                            "space file '" + path + "': " + name + " is " + v.dump() + ", not an int64 integer");
+      configs.push_back(Config{j.get<std::map<std::string, int64_t>>()});
+    }
   } catch (const nlohmann::json::exception& e) {
     throw kiln::Error(kiln::ErrorKind::InvalidArgument,
                       "space file '" + path + "': expected a JSON list of objects of integers, e.g. "

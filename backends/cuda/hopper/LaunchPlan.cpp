@@ -1,5 +1,6 @@
 #include "hopper/LaunchPlan.h"
 
+#include "Runtime/JsonInt.h"
 #include "kiln/error.hpp"
 
 namespace kiln::hopper {
@@ -8,23 +9,23 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
   LaunchPlan plan;
   try {
     plan.entry = j.at("entry").get<std::string>();
-    plan.threads = j.at("threads").get<int64_t>();
-    plan.sharedBytes = j.at("shared_bytes").get<int64_t>();
-    auto tile = j.at("tile").get<std::vector<int64_t>>();
+    plan.threads = detail::jsonInt<int64_t>(j.at("threads"));
+    plan.sharedBytes = detail::jsonInt<int64_t>(j.at("shared_bytes"));
+    auto tile = detail::jsonInts<int64_t>(j.at("tile"));
     if (tile.size() != 3) throw std::out_of_range("tile needs 3 sizes");
     plan.tileM = tile[0], plan.tileN = tile[1], plan.tileK = tile[2];
-    plan.stages = j.value("stages", int64_t(0));
+    plan.stages = detail::jsonIntOr<int64_t>(j, "stages", 0);
     if (plan.stages < 0 || plan.stages > 64) throw std::out_of_range("bad stages");
     plan.persistent = j.at("persistent").get<bool>();
-    plan.cluster = j.value("cluster", int64_t(1));
+    plan.cluster = detail::jsonIntOr<int64_t>(j, "cluster", 1);
     plan.clusterAlongM = j.value("cluster_m", false);
-    plan.raster = j.value("raster", int64_t(0));
+    plan.raster = detail::jsonIntOr<int64_t>(j, "raster", 0);
     if (plan.raster < 0 || plan.raster > 64) throw std::out_of_range("bad raster group");
     if (plan.cluster < 1 || plan.cluster > 8) throw std::out_of_range("bad cluster size");
-    plan.ctasPerSm = j.at("ctas_per_sm").get<int64_t>();
+    plan.ctasPerSm = detail::jsonInt<int64_t>(j.at("ctas_per_sm"));
     if (plan.ctasPerSm < 1 || plan.ctasPerSm > 32) throw std::out_of_range("bad ctas_per_sm");
     for (const auto& g : j.at("grid")) {
-      GridDim d{g.at("arg").get<int>(), g.at("dim").get<int>(), g.at("tile").get<int64_t>(),
+      GridDim d{detail::jsonInt<int>(g.at("arg")), detail::jsonInt<int>(g.at("dim")), detail::jsonInt<int64_t>(g.at("tile")),
                 g.value("name", std::string())};
       if (d.tile < 1 || d.arg < 0 || d.dim < 0) throw std::out_of_range("bad grid dim");
       plan.gridDims.push_back(d);
@@ -36,11 +37,11 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
       while (k < kParamKindCount && kind != kParamKinds[k]) ++k;
       if (k == kParamKindCount) throw std::out_of_range("unknown parameter kind '" + kind + "'");
       p.kind = LaunchParam::Kind(k);
-      p.arg = x.at("arg").get<int>();
-      p.dim = x.at("dim").get<int>();
+      p.arg = detail::jsonInt<int>(x.at("arg"));
+      p.dim = detail::jsonInt<int>(x.at("dim"));
       if (p.arg < 0 || p.dim < 0) throw std::out_of_range("negative argument or dim");
       if (p.kind == LaunchParam::TensorMap) {
-        p.box = x.at("box").get<std::vector<int64_t>>();
+        p.box = detail::jsonInts<int64_t>(x.at("box"));
         if (p.box.size() != 2 || p.box[0] < 1 || p.box[0] > 256 || p.box[1] < 1 || p.box[1] > 256)
           throw std::out_of_range("a tensor map box is 2 extents of 1..256");
       }
@@ -49,7 +50,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     // Plans from before split-K have no reduction: whole tiles only.
     if (j.contains("reduction")) {
       const auto& r = j.at("reduction");
-      plan.reduction = {r.at("arg").get<int>(), r.at("dim").get<int>(), r.at("tile").get<int64_t>(),
+      plan.reduction = {detail::jsonInt<int>(r.at("arg")), detail::jsonInt<int>(r.at("dim")), detail::jsonInt<int64_t>(r.at("tile")),
                         r.value("name", std::string())};
       if (plan.reduction.arg >= 0 && (plan.reduction.dim < 0 || plan.reduction.tile < 1))
         throw std::out_of_range("bad reduction dim");
@@ -61,7 +62,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     if (splitKParams != (plan.splitK() ? 3 : 0))
       throw std::out_of_range("a split-K plan has one workspace, one split_tiles and one k_splits parameter, others none");
     // Plans from before "output" was recorded passed C as their first pointer.
-    plan.output = j.value("output", -1);
+    plan.output = detail::jsonIntOr<int>(j, "output", -1);
     for (size_t i = 0; plan.output < 0 && i < plan.params.size(); ++i)
       if (plan.params[i].kind == LaunchParam::Pointer) plan.output = plan.params[i].arg;
     if (plan.output < 0) throw std::out_of_range("no output argument");
