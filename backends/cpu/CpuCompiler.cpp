@@ -86,14 +86,22 @@ void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::strin
 }
 
 // The JIT'd object file (ExecutionEngine keeps it with enableObjectDump; it only writes it
-// to a file, so it goes through a private temporary). Empty when that fails: the kernel
-// then just is not cached.
+// to a file, so it goes through a private temporary). Empty when that fails (a full disk
+// included): the kernel then just is not cached.
 std::string objectFile(ExecutionEngine& engine, const std::string& name) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   const char* tmpdir = std::getenv("TMPDIR");
   std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/kiln-" + name + "-" +
                      std::to_string(::getpid()) + "-" + std::to_string(rng()) + ".o";
-  engine.dumpToObjectFile(path);
+  try {
+    engine.dumpToObjectFile(path);
+  } catch (const Error&) {
+    // A full disk: LLVM's stream reports a fatal error (kiln's handler throws it) as it
+    // closes. The kernel is compiled; it is only not cached. (LLVM, built without
+    // exceptions, leaves that stream's descriptor open.)
+    ::unlink(path.c_str());
+    return {};
+  }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;
   if (in) ss << in.rdbuf();
