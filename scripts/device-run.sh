@@ -31,7 +31,8 @@ run() { # name, log, command...
 # set), tunetwin (kiln tune over the twin's configs vs the untuned default; not in the
 # default set), bench (issue 4: kiln bench + kiln-mlp), suite (GPU
 # tests), gemm (kiln-bench-gemm + CLI runs), cache (issue 5: cold/warm compiles), tune
-# (issue 5: kiln tune 4096^3 and its replay), tunedbench (kiln bench --tuned: the price of
+# (issue 5: kiln tune 4096^3 and its replay), sanitize (compute-sanitizer; not in the
+# default set), tunedbench (kiln bench --tuned: the price of
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -115,6 +116,22 @@ if want suite; then
   # SUITE_FILTER: a Catch2 test spec to run part of the suite (e.g. "[sm90]").
   run gpu-suite gpu-tests.log timeout 480 $K/kiln-gpu-tests --durations yes ${SUITE_FILTER:+"$SUITE_FILTER"}
   run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
+fi
+if want sanitize; then
+  # compute-sanitizer: each tool over a GEMM on the sm_90a twin (256x256x512, aligned) and
+  # on the portable kernel (257x129x65), then memcheck over the suite's launch checks and
+  # hand-written kernels (SANITIZE_FILTER). Logs: sanitize-<tool>-<shape>.log.
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    for shape in 256x256x512 257x129x65; do
+      run sanitize-$tool-$shape sanitize-$tool-$shape.log timeout ${SANITIZE_TIMEOUT:-120} $CS --tool $tool --error-exitcode 9 \
+        $K/kiln run gemm_bias_relu --backend=cuda --dtype bf16 --shape $shape --seed 3
+    done
+  done
+  # API errors are not reported here: compile_cuda probes a kernel's parameters with
+  # cuFuncGetParamInfo until it answers CUDA_ERROR_INVALID_VALUE (past the last one).
+  run sanitize-suite sanitize-suite.log timeout 300 $CS --tool memcheck --report-api-errors no --error-exitcode 9 $K/kiln-gpu-tests \
+    "${SANITIZE_FILTER:-[errors],[handwritten]}"
 fi
 if want gemm; then
   run bench bench.log $K/kiln-bench-gemm "$RES/bench.csv"
