@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test fuzz sanitize install clean
+.PHONY: all deps configure build demo test fuzz install clean
 
 all: build
 
@@ -38,15 +38,6 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-
-# The whole suite on kiln built with AddressSanitizer and UndefinedBehaviorSanitizer, in
-# its own build directory (LLVM, MLIR and the CUDA libraries are used as shipped).
-SAN_BUILD ?= build-asan
-SAN_ENV = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1:allow_user_poisoning=0 \
-          UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-sanitize: deps
-	$(MAKE) build BUILD=$(SAN_BUILD) CMAKE_FLAGS="-DKILN_SANITIZE=address,undefined -DKILN_FUZZ=OFF"
-	cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS)
 
 # Each fuzzer for FUZZ_SECONDS from its seed corpus (ctest runs them briefly); findings
 # are left as crash-*/timeout-* files in $(BUILD)/test/fuzz/long/<fuzzer>/.
