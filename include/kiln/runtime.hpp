@@ -167,7 +167,8 @@ public:
   /// Runs the kernel on `args` (one per signature argument, in order) and waits for it.
   /// Dims and strides are launch values; every argument is checked first (rank, dtype,
   /// symbol agreement, constants, strides, sizes that fit in int64, outputs apart from
-  /// themselves and from the inputs; on CUDA, device pointers and alignment) and a
+  /// themselves and from the inputs; on CUDA, device pointers, alignment, and views that
+  /// stay inside the allocation they start in) and a
   /// kiln::Error names the argument and the rule broken. An output may be the very same view
   /// as an input that no dot reads (in place: docs/reliability.md).
   void launch(const std::vector<TensorView>& args) const;
