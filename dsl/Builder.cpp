@@ -1,6 +1,7 @@
 // The DSL front end: each call builds one tile op at the current insertion point and
 // checks it at once, so a mistake is reported at the C++ line that made it.
 #include "kiln/dsl.hpp"
+#include "Runtime/Throw.h"
 
 #include "Compiler/KernelImpl.h"
 #include "Dialect/Tile/TileDialect.h"
@@ -42,7 +43,7 @@ struct BuilderState {
   [[noreturn]] void fail(const std::string& msg) {
     std::string at;
     if (site) at = " (at " + std::string(site->file_name()) + ":" + std::to_string(site->line()) + ")";
-    throw Error(ErrorKind::InvalidKernel, "kernel '" + name() + "': " + msg + at);
+    kiln::detail::throwError(ErrorKind::InvalidKernel, "kernel '" + name() + "': " + msg + at);
   }
   /// Verifies one freshly built op (not its regions) and turns diagnostics into an Error.
   template <typename Op>
@@ -94,10 +95,10 @@ BuilderState& live(uint64_t trace, Describe what, const Where* w = nullptr) {
   BuilderState* s = tracing;
   if (trace != 0 && s && s->serial == trace) return *s;
   if (s && w) s->site = w; // the running trace's error names the user's line
-  if (trace == 0) throw Error(ErrorKind::InvalidKernel, "use of an empty " + what() + " (default-constructed)");
+  if (trace == 0) kiln::detail::throwError(ErrorKind::InvalidKernel, "use of an empty " + what() + " (default-constructed)");
   const std::string rule = ": tiles, indexes, views, argument tensors and the Builder belong to the kernel() "
                            "trace that made them (keep them inside its body)";
-  if (!s) throw Error(ErrorKind::InvalidKernel, what() + " is used outside the trace that made it (that kernel() "
+  if (!s) kiln::detail::throwError(ErrorKind::InvalidKernel, what() + " is used outside the trace that made it (that kernel() "
                                                           "call has returned or thrown, or runs on another thread)" + rule);
   s->fail(what() + " was made while tracing another kernel" + rule);
 }
@@ -432,7 +433,7 @@ Tile reduce_max(const Tile& x, int64_t dim, Where w) { return reduce<t::ReduceMa
 // ---- Tracing ----------------------------------------------------------------------
 
 Kernel kernel(const std::string& name, const std::function<void(Builder&)>& body) {
-  if (name.empty()) throw Error(ErrorKind::InvalidKernel, "a kernel needs a name");
+  if (name.empty()) kiln::detail::throwError(ErrorKind::InvalidKernel, "a kernel needs a name");
   auto impl = std::make_shared<detail::KernelImpl>();
   impl->ctx = detail::makeContext();
   BuilderState s(impl);

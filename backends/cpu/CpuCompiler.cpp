@@ -1,4 +1,5 @@
 #include "CpuCompiler.h"
+#include "Runtime/Throw.h"
 #include "CpuTarget.h"
 #include "FloatBuiltins.h"
 #include "Compiler/Pipeline.h"
@@ -95,7 +96,7 @@ std::string objectFile(ExecutionEngine& engine, const std::string& name) {
                      std::to_string(::getpid()) + "-" + std::to_string(rng()) + ".o";
   try {
     engine.dumpToObjectFile(path);
-  } catch (const Error&) {
+  } catch (...) { // (no RTTI here: catching kiln::Error by type would copy its typeinfo in)
     // A full disk: LLVM's stream reports a fatal error (kiln's handler throws it) as it
     // closes. The kernel is compiled; it is only not cached. (LLVM, built without
     // exceptions, leaves that stream's descriptor open.)
@@ -162,18 +163,18 @@ public:
                                                    const nlohmann::json& meta) override {
     const std::string entry = meta.at("entry").get<std::string>();
     auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target.builder()).create();
-    if (!jit) throw Error(ErrorKind::Runtime, "cannot create a JIT: " + llvm::toString(jit.takeError()));
+    if (!jit) kiln::detail::throwError(ErrorKind::Runtime, "cannot create a JIT: " + llvm::toString(jit.takeError()));
     llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(), (*jit)->getDataLayout());
     if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(builtinSymbols(mangle))))
-      throw Error(ErrorKind::Runtime, "cannot define kiln's conversion helpers: " + llvm::toString(std::move(err)));
+      kiln::detail::throwError(ErrorKind::Runtime, "cannot define kiln's conversion helpers: " + llvm::toString(std::move(err)));
     // libm and friends, as the ExecutionEngine resolves them for a fresh compile.
     auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
-    if (!gen) throw Error(ErrorKind::Runtime, "cannot search the process's symbols: " + llvm::toString(gen.takeError()));
+    if (!gen) kiln::detail::throwError(ErrorKind::Runtime, "cannot search the process's symbols: " + llvm::toString(gen.takeError()));
     (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
     if (auto err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(payload, sig.name + ".o")))
-      throw Error(ErrorKind::InvalidArgument, "the cached object does not link: " + llvm::toString(std::move(err)));
+      kiln::detail::throwError(ErrorKind::InvalidArgument, "the cached object does not link: " + llvm::toString(std::move(err)));
     auto sym = (*jit)->lookup(entry);
-    if (!sym) throw Error(ErrorKind::InvalidArgument, "the cached object has no '" + entry + "': " +
+    if (!sym) kiln::detail::throwError(ErrorKind::InvalidArgument, "the cached object has no '" + entry + "': " +
                                                           llvm::toString(sym.takeError()));
     auto out = std::make_unique<CpuKernel>();
     out->fn = sym->toPtr<void (*)(void**)>();
@@ -217,7 +218,7 @@ std::string describe(const CpuTarget& target) { return "cpu (" + target.describe
 std::string emit(const Kernel& kernel, Stage stage) {
   if (stage == Stage::tile) return kernel.tile_ir();
   if (stage == Stage::ptx || stage == Stage::cubin || stage == Stage::layouts)
-    throw Error(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': layouts, ptx and cubin are CUDA "
+    kiln::detail::throwError(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': layouts, ptx and cubin are CUDA "
                                         "stages; use --backend=cuda (it compiles without a GPU)");
   auto priv = detail::privateCopy(kernel);
   auto& m = priv.module;

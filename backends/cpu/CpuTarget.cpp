@@ -1,4 +1,5 @@
 #include "CpuTarget.h"
+#include "Runtime/Throw.h"
 
 #include "kiln/error.hpp"
 
@@ -57,10 +58,10 @@ CpuTarget chooseTarget(const std::string& option) {
 
   const std::string said = "CPU '" + name + "' (from " + source + ")";
   if (!llvm::Triple(host.triple).isX86())
-    throw Error(ErrorKind::Unsupported, said + ": forcing a CPU is supported on x86-64 hosts only; this host is " +
+    kiln::detail::throwError(ErrorKind::Unsupported, said + ": forcing a CPU is supported on x86-64 hosts only; this host is " +
                                             host.triple + " (use host)");
   if (llvm::X86::parseArchX86(name, /*Only64Bit=*/true) == llvm::X86::CK_None)
-    throw Error(ErrorKind::InvalidArgument, said + " is not an x86-64 CPU LLVM knows; use " + kExamples);
+    kiln::detail::throwError(ErrorKind::InvalidArgument, said + " is not an x86-64 CPU LLVM knows; use " + kExamples);
 
   // Every instruction set the forced CPU implies must be one the host reports having, or
   // the JIT'd code could stop on an illegal instruction. A feature the host query does not
@@ -75,7 +76,7 @@ CpuTarget chooseTarget(const std::string& option) {
     if (!has) missing += (missing.empty() ? "" : ", ") + f.str();
   }
   if (!missing.empty())
-    throw Error(ErrorKind::Unsupported, said + " needs " + missing + ", which this host (" + host.hostCpu +
+    kiln::detail::throwError(ErrorKind::Unsupported, said + " needs " + missing + ", which this host (" + host.hostCpu +
                                             ") lacks: code made for it would not run here");
   CpuTarget t = host;
   t.cpu = name;
@@ -98,7 +99,7 @@ llvm::orc::JITTargetMachineBuilder CpuTarget::builder() const {
 
 std::unique_ptr<llvm::TargetMachine> CpuTarget::machine() const {
   auto tm = builder().createTargetMachine();
-  if (!tm) throw Error(ErrorKind::Unsupported, "no LLVM target for " + describe() + ": " + llvm::toString(tm.takeError()));
+  if (!tm) kiln::detail::throwError(ErrorKind::Unsupported, "no LLVM target for " + describe() + ": " + llvm::toString(tm.takeError()));
   return std::move(*tm);
 }
 

@@ -1,4 +1,5 @@
 #include "CudaCompiler.h"
+#include "Runtime/Throw.h"
 #include "Target.h"
 #include "hopper/Twins.h"
 
@@ -73,7 +74,7 @@ int buildExpr(detail::GridPlan& plan, Value v, const std::string& name) {
   else if (isa_and_nonnull<arith::MinSIOp>(def)) binary(GridExpr::Min);
   else if (isa_and_nonnull<arith::MaxSIOp>(def)) binary(GridExpr::Max);
   else
-    throw Error(ErrorKind::CompileFailed,
+    kiln::detail::throwError(ErrorKind::CompileFailed,
                 "kernel '" + name + "': a tile.grid size must be computed from dims and constants "
                 "with add, sub, mul, ceildiv, div, rem, min or max; got " +
                 (def ? def->getName().getStringRef().str() : std::string("a block argument")));
@@ -85,7 +86,7 @@ detail::GridPlan gridPlan(ModuleOp m, const std::string& name) {
   auto kernel = *m.getOps<tile::KernelOp>().begin();
   SmallVector<tile::GridOp> grids(kernel.getBody().front().getOps<tile::GridOp>());
   if (grids.size() > 1)
-    throw Error(ErrorKind::Unsupported, "kernel '" + name + "' has " + std::to_string(grids.size()) +
+    kiln::detail::throwError(ErrorKind::Unsupported, "kernel '" + name + "' has " + std::to_string(grids.size()) +
                                             " tile.grid ops; the CUDA backend launches one grid per kernel");
   detail::GridPlan plan;
   if (grids.empty()) { // no grid: the whole kernel is one CTA
@@ -248,10 +249,10 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
       {options.hopperTileM, options.hopperTileN, options.hopperStages, options.hopperCluster, options.hopperClusterM,
        options.hopperRaster},
       {"hopper_tile_m", "hopper_tile_n", "hopper_stages", "hopper_cluster", "hopper_cluster_m", "hopper_raster"});
-  if (!broken.empty()) throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': " + broken);
+  if (!broken.empty()) kiln::detail::throwError(ErrorKind::InvalidArgument, "kernel '" + kernel.name() + "': " + broken);
   const std::string& name = kernel.name();
   if (numWarps < 1 || numWarps > 32)
-    throw Error(ErrorKind::InvalidArgument, "kernel '" + name + "': num_warps must be 1..32, got " +
+    kiln::detail::throwError(ErrorKind::InvalidArgument, "kernel '" + name + "': num_warps must be 1..32, got " +
                                                 std::to_string(numWarps));
   DeviceCode out;
   out.name = name;
@@ -279,12 +280,12 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
       // a kernel no GPU of its target can run.
       const int64_t limit = int64_t(cudaTarget(arch).sharedKiBPerCta) * 1024;
       if (out.shared_bytes > limit)
-        throw Error(ErrorKind::Unsupported,
+        kiln::detail::throwError(ErrorKind::Unsupported,
                     "kernel '" + name + "' needs " + std::to_string(out.shared_bytes) + " bytes of shared memory per CTA; " +
                         arch + " allows at most " + std::to_string(limit) +
                         " (smaller tiles or fewer pipeline stages need less)");
     } else if (f.isExternal() && f.getName().starts_with("__nv_")) {
-      throw Error(ErrorKind::CompileFailed, "kernel '" + name + "': lowering left a call to libdevice's " +
+      kiln::detail::throwError(ErrorKind::CompileFailed, "kernel '" + name + "': lowering left a call to libdevice's " +
                                                 f.getName().str() + "; kiln emits self-contained PTX");
     }
   }

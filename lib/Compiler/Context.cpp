@@ -1,4 +1,5 @@
 #include "Compiler/KernelImpl.h"
+#include "Runtime/Throw.h"
 #include "Compiler/LlvmErrors.h"
 #include "Dialect/Tile/TileDialect.h"
 
@@ -73,7 +74,7 @@ std::string DiagnosticCollector::take() {
 
 void DiagnosticCollector::fail(ErrorKind kind, const std::string& what) {
   std::string diag = take();
-  throw Error(kind, diag.empty() ? what : what + ":\n" + diag);
+  throwError(kind, diag.empty() ? what : what + ":\n" + diag);
 }
 
 } // namespace kiln::detail

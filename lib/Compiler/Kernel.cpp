@@ -1,4 +1,5 @@
 #include "Compiler/KernelImpl.h"
+#include "Runtime/Throw.h"
 #include "Dialect/Tile/TileDialect.h"
 
 #include "mlir/IR/Verifier.h"
@@ -52,7 +53,7 @@ Kernel Kernel::from_tile_ir(const std::string& text, const std::string& kernel_n
       if (k.getSymName() != kernel_name) k.erase();
   }
   if (kernels.size() != 1)
-    throw Error(ErrorKind::InvalidKernel,
+    kiln::detail::throwError(ErrorKind::InvalidKernel,
                 "tile IR must hold exactly one tile.kernel" +
                     (kernel_name.empty() ? std::string() : " named '" + kernel_name + "'") +
                     ", found " + std::to_string(kernels.size()));

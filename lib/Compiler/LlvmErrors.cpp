@@ -4,6 +4,7 @@
 // compile like any other failure. libkiln.so keeps its LLVM private (--exclude-libs and a
 // version script), so these handlers are kiln's own and never replace an engine's.
 #include "Compiler/LlvmErrors.h"
+#include "Runtime/Throw.h"
 
 #include "kiln/error.hpp"
 
@@ -19,11 +20,11 @@ namespace {
 // run no destructors, so what that compile held is lost (a leak, not a crash). Its
 // context is its own: a later compile starts from a fresh one.
 [[noreturn]] void onFatal(void*, const char* reason, bool) {
-  throw Error(ErrorKind::CompileFailed, std::string("LLVM reported a fatal error: ") + reason +
+  throwError(ErrorKind::CompileFailed, std::string("LLVM reported a fatal error: ") + reason +
                                             " (kiln stopped this compile; the process carries on)");
 }
 [[noreturn]] void onBadAlloc(void*, const char* reason, bool) {
-  throw Error(ErrorKind::CompileFailed, std::string("LLVM ran out of memory: ") + reason +
+  throwError(ErrorKind::CompileFailed, std::string("LLVM ran out of memory: ") + reason +
                                             " (kiln stopped this compile; the process carries on)");
 }
 } // namespace

@@ -1,4 +1,5 @@
 #include "kiln/error.hpp"
+#include "Runtime/Throw.h"
 
 namespace kiln {
 
@@ -16,5 +17,9 @@ const char* to_string(ErrorKind kind) {
   }
   return "Unknown";
 }
+
+namespace detail {
+void throwError(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
+} // namespace detail
 
 } // namespace kiln

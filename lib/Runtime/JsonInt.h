@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "Runtime/Throw.h"
 #include "kiln/error.hpp"
 
 namespace kiln::detail {
@@ -22,7 +23,7 @@ T jsonInt(const nlohmann::json& j) {
   if (ok && j.is_number_unsigned()) ok = j.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
   else if (ok) ok = j.get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) && j.get<int64_t>() <= int64_t(std::numeric_limits<T>::max());
   if (!ok)
-    throw Error(ErrorKind::InvalidArgument, j.dump().substr(0, 40) + " is not an integer in [" +
+    throwError(ErrorKind::InvalidArgument, j.dump().substr(0, 40) + " is not an integer in [" +
                                                 std::to_string(std::numeric_limits<T>::min()) + ", " +
                                                 std::to_string(std::numeric_limits<T>::max()) + "]");
   return T(j.get<int64_t>());
@@ -36,7 +37,7 @@ T jsonIntOr(const nlohmann::json& j, const char* key, T fallback) {
 
 template <typename T>
 std::vector<T> jsonInts(const nlohmann::json& j) {
-  if (!j.is_array()) throw Error(ErrorKind::InvalidArgument, j.dump().substr(0, 40) + " is not a list of integers");
+  if (!j.is_array()) throwError(ErrorKind::InvalidArgument, j.dump().substr(0, 40) + " is not a list of integers");
   std::vector<T> out;
   out.reserve(j.size());
   for (const nlohmann::json& x : j) out.push_back(jsonInt<T>(x));

@@ -16,6 +16,7 @@
 #include "kiln/runtime.hpp"
 #include "Runtime/KernelCache.h"
 #include "Runtime/Launch.h"
+#include "Runtime/Throw.h"
 
 namespace kiln::detail {
 
@@ -99,12 +100,12 @@ struct RuntimeImpl {
   virtual std::vector<double> time(const std::function<void()>& run, int reps, int warmup, bool flushCache) = 0;
   /// compile_cuda: only the CUDA backend compiles CUDA C++.
   virtual std::unique_ptr<HandwrittenImpl> compileCuda(const CudaSource& source) {
-    throw Error(ErrorKind::Unsupported, "compile_cuda('" + source.name + "'): hand-written CUDA C++ needs a CUDA "
+    throwError(ErrorKind::Unsupported, "compile_cuda('" + source.name + "'): hand-written CUDA C++ needs a CUDA "
                                         "runtime, and this runtime is '" + description + "'");
   }
   /// reference::gpu_gemm: the CUDA backend runs cuBLASLt and waits; others cannot.
   virtual void gpuGemm(const GpuGemmArgs&) {
-    throw Error(ErrorKind::Unsupported, "reference::gpu_gemm runs cuBLASLt on a CUDA runtime's device, and this "
+    throwError(ErrorKind::Unsupported, "reference::gpu_gemm runs cuBLASLt on a CUDA runtime's device, and this "
                                         "runtime is '" + description + "' (use reference::gemm on the host)");
   }
   /// Device and toolchain identity (Runtime::fingerprint); kiln/llvm are filled in by the caller.
@@ -116,7 +117,7 @@ struct RuntimeImpl {
   virtual std::unique_ptr<CompiledImpl> loadCached(const KernelSignature&, const std::string& payload,
                                                    const nlohmann::json& meta) {
     (void)payload, (void)meta;
-    throw Error(ErrorKind::Unsupported, "this backend has no kernel cache");
+    throwError(ErrorKind::Unsupported, "this backend has no kernel cache");
   }
   Backend backend = Backend::cpu;
   std::string description;

@@ -1,6 +1,7 @@
 #include "hopper/LaunchPlan.h"
 
 #include "Runtime/JsonInt.h"
+#include "Runtime/Throw.h"
 #include "kiln/error.hpp"
 
 namespace kiln::hopper {
@@ -70,7 +71,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
         plan.gridDims.empty() || plan.gridDims.size() > 3)
       throw std::out_of_range("bad entry, threads, shared memory or grid");
   } catch (const std::exception& e) {
-    throw Error(ErrorKind::InvalidArgument, std::string("malformed launch plan: ") + e.what());
+    detail::throwError(ErrorKind::InvalidArgument, std::string("malformed launch plan: ") + e.what());
   }
   return plan;
 }
