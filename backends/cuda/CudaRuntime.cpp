@@ -83,12 +83,8 @@ struct CudaState {
 // `who` ("kernel 'gemm': argument 'A'") must be memory of the runtime's device, aligned to
 // its element size, and lie inside memory CUDA has allocated: a view larger than its
 // allocation would fault the kernel, and a fault leaves the engine's whole context unusable.
-void checkDevicePointer(const CudaState& state, const TensorView& v, const std::string& who) {
-  const std::optional<int64_t> span = kd::spanBytes(v);
-  if (!span)
-    throw Error(ErrorKind::InvalidArgument,
-                who + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
-  if (*span == 0) return;
+void checkDevicePointer(const CudaState& state, const TensorView& v, int64_t span, const std::string& who) {
+  if (span == 0) return;
   auto p = reinterpret_cast<CUdeviceptr>(v.data);
   const PointerInfo at = pointerInfo(p);
   if (at.ordinal != state.device.ordinal)
@@ -98,16 +94,25 @@ void checkDevicePointer(const CudaState& state, const TensorView& v, const std::
   if (p % size_of(v.dtype) != 0)
     throw Error(ErrorKind::InvalidArgument,
                 who + " is misaligned: its address must be a multiple of " + std::to_string(size_of(v.dtype)) + " bytes");
-  const uint64_t end = uint64_t(p) + uint64_t(*span); // one past the view's last byte
+  const uint64_t end = uint64_t(p) + uint64_t(span); // one past the view's last byte
   if (at.size == 0 || end <= uint64_t(at.start) + at.size) return;
   // Past the allocation the first byte lies in. Memory an engine maps itself (cuMemMap) can
   // continue in a neighbouring allocation: the last byte then decides.
   if (pointerInfo(CUdeviceptr(end - 1)).ordinal == state.device.ordinal) return;
   throw Error(ErrorKind::InvalidArgument,
-              who + " (" + v.describe() + ", " + std::to_string(*span) + " bytes from its first element to its last) " +
+              who + " (" + v.describe() + ", " + std::to_string(span) + " bytes from its first element to its last) " +
                   "ends " + std::to_string(end - (uint64_t(at.start) + at.size)) +
                   " bytes past the device allocation it starts in (" + std::to_string(at.size) + " bytes at " +
                   std::to_string(uint64_t(at.start)) + "): its dims or strides claim more memory than was allocated");
+}
+
+// The same for a view no signature check has measured (hand-written kernels, cuBLASLt).
+void checkDevicePointer(const CudaState& state, const TensorView& v, const std::string& who) {
+  const std::optional<int64_t> span = kd::spanBytes(v);
+  if (!span)
+    throw Error(ErrorKind::InvalidArgument,
+                who + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
+  checkDevicePointer(state, v, *span, who);
 }
 
 class CudaKernel : public kd::CompiledImpl {
@@ -130,10 +135,11 @@ public:
     if (state->compile_only)
       throw Error(ErrorKind::Unsupported, "kernel '" + sig.name + "' was compiled by a compile-only "
                                           "CUDA runtime (no GPU): it cannot be launched");
-    kd::Bindings bound = kd::checkLaunchArgs(sig, args);
+    std::vector<int64_t> spans;
+    kd::Bindings bound = kd::checkLaunchArgs(sig, args, &spans);
     state->context.makeCurrent(); // pointer queries need it too (an engine's worker thread may have none)
     for (size_t i = 0; i < args.size(); ++i)
-      checkDevicePointer(*state, args[i], "kernel '" + sig.name + "': argument '" + sig.args[i].name + "'");
+      checkDevicePointer(*state, args[i], spans[i], "kernel '" + sig.name + "': argument '" + sig.args[i].name + "'");
     std::vector<int64_t> grid = code.grid.evaluate(bound, sig.name);
     while (grid.size() < 3) grid.push_back(1);
     for (int64_t g : grid)

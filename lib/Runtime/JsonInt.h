@@ -16,13 +16,18 @@
 
 namespace kiln::detail {
 
+/// Whether `j` is an integer JSON number within T's range (what jsonInt<T> accepts).
+template <typename T>
+bool isJsonInt(const nlohmann::json& j) {
+  static_assert(std::is_integral_v<T> && std::is_signed_v<T>);
+  if (!j.is_number_integer()) return false;
+  if (j.is_number_unsigned()) return j.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
+  return j.get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) && j.get<int64_t>() <= int64_t(std::numeric_limits<T>::max());
+}
+
 template <typename T>
 T jsonInt(const nlohmann::json& j) {
-  static_assert(std::is_integral_v<T> && std::is_signed_v<T>);
-  bool ok = j.is_number_integer();
-  if (ok && j.is_number_unsigned()) ok = j.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
-  else if (ok) ok = j.get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) && j.get<int64_t>() <= int64_t(std::numeric_limits<T>::max());
-  if (!ok)
+  if (!isJsonInt<T>(j))
     throwError(ErrorKind::InvalidArgument, j.dump().substr(0, 40) + " is not an integer in [" +
                                                 std::to_string(std::numeric_limits<T>::min()) + ", " +
                                                 std::to_string(std::numeric_limits<T>::max()) + "]");

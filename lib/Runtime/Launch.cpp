@@ -85,11 +85,13 @@ std::optional<int64_t> spanBytes(const TensorView& v) {
   return bytes;
 }
 
-Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args) {
+Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args,
+                         std::vector<int64_t>* spans) {
   if (args.size() != sig.args.size())
     bad(sig, "expects " + std::to_string(sig.args.size()) + " arguments (" + sig.str() +
                  "), got " + std::to_string(args.size()));
   Bindings bound;
+  if (spans) spans->clear();
   std::vector<Range> ranges(args.size());
   std::map<std::string, std::string> boundBy; // symbol -> "argument 'A' dim 1"
   for (size_t i = 0; i < args.size(); ++i) {
@@ -113,6 +115,7 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
     if (!span)
       bad(sig, who + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
     const int64_t bytes = *span;
+    if (spans) spans->push_back(bytes);
     if (!empty) {
       const auto first = reinterpret_cast<uintptr_t>(v.data);
       ranges[i] = {first, first + uintptr_t(bytes) - 1, false};

@@ -22,7 +22,10 @@ std::optional<int64_t> spanBytes(const TensorView& v);
 /// of a symbol, strides (positive, or zero only on a dim of extent <= 1; not checked for
 /// an empty tensor, which is never addressed), null data with elements. Returns the bound symbols; throws kiln::Error(InvalidArgument) naming the
 /// kernel, the argument and the rule.
-Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args);
+/// `spans`, when given, receives each argument's spanBytes (the launch path's one
+/// computation of it: a backend checking allocations reuses it).
+Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args,
+                         std::vector<int64_t>* spans = nullptr);
 
 /// The arguments as a JIT'd or PTX kernel with memref parameters takes them: per tensor
 /// (allocated ptr, aligned ptr, offset, sizes[rank], strides[rank]), one void* per word.

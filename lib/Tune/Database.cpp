@@ -1,9 +1,9 @@
 #include "Tune/Database.h"
 
 #include <cstdint>
-#include <limits>
 #include <stdexcept>
 
+#include "Runtime/JsonInt.h"
 #include "kiln/error.hpp"
 #include "kiln/files.hpp"
 
@@ -16,11 +16,6 @@ const char* const kStringFields[] = {"backend", "device", "driver", "target", "c
 
 std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-bool isInt64(const json& v) {
-  return v.is_number_integer() &&
-         (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()));
-}
-
 void checkEntry(const json& e) {
   if (!e.is_object() || !e.value("signature", json()).is_string() || !e.value("shape_class", json()).is_string() ||
       !e.value("fingerprint", json()).is_object() || !e.value("chosen", json()).is_object() ||
@@ -30,11 +25,10 @@ void checkEntry(const json& e) {
   for (const char* f : kStringFields)
     if (fp.contains(f) && !fp[f].is_string())
       throw std::runtime_error(std::string("an entry's fingerprint.") + f + " is " + fp[f].dump() + ", not a string");
-  if (fp.contains("sm_count") && !(isInt64(fp["sm_count"]) && fp["sm_count"].get<int64_t>() >= 0 &&
-                                   fp["sm_count"].get<int64_t>() <= std::numeric_limits<int>::max()))
+  if (fp.contains("sm_count") && !(kiln::detail::isJsonInt<int>(fp["sm_count"]) && fp["sm_count"].get<int>() >= 0))
     throw std::runtime_error("an entry's fingerprint.sm_count is " + fp["sm_count"].dump() + ", not a count");
   for (const auto& [name, v] : e["chosen"]["config"].items())
-    if (!isInt64(v)) throw std::runtime_error("an entry's chosen.config." + name + " is " + v.dump() + ", not an integer");
+    if (!kiln::detail::isJsonInt<int64_t>(v)) throw std::runtime_error("an entry's chosen.config." + name + " is " + v.dump() + ", not an integer");
 }
 } // namespace
 
