@@ -17,7 +17,6 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -28,18 +27,15 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
 
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <mutex>
-#include <random>
 #include <thread>
-#include <sstream>
-#include <unistd.h>
 
 namespace kiln::cpu {
 
@@ -86,28 +82,39 @@ void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::strin
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to LLVM failed");
 }
 
-// The JIT'd object file (ExecutionEngine keeps it with enableObjectDump; it only writes it
-// to a file, so it goes through a private temporary). Empty when that fails (a full disk
-// included): the kernel then just is not cached.
-std::string objectFile(ExecutionEngine& engine, const std::string& name) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/kiln-" + name + "-" +
-                     std::to_string(::getpid()) + "-" + std::to_string(rng()) + ".o";
-  try {
-    engine.dumpToObjectFile(path);
-  } catch (...) { // (no RTTI here: catching kiln::Error by type would copy its typeinfo in)
-    // A full disk: LLVM's stream reports a fatal error (kiln's handler throws it) as it
-    // closes. The kernel is compiled; it is only not cached. (LLVM, built without
-    // exceptions, leaves that stream's descriptor open.)
-    ::unlink(path.c_str());
-    return {};
+// The kernel's packed entry `_mlir_<name>(void** args)`: args[i] points at the i-th
+// parameter of the lowered function (a memref is already expanded into its scalars, as
+// detail::packMemrefArgs lays them out). Kernels return nothing.
+void addPackedEntry(llvm::Module& mod, const std::string& name, DiagnosticCollector& diags) {
+  llvm::Function* kernel = mod.getFunction(name);
+  if (!kernel || kernel->isDeclaration() || !kernel->getReturnType()->isVoidTy())
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': the LLVM module has no void function '" + name + "'");
+  llvm::LLVMContext& ctx = mod.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, /*isVarArg=*/false);
+  auto* entry = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, "_mlir_" + name, mod);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+  llvm::SmallVector<llvm::Value*> params;
+  for (llvm::Argument& param : kernel->args()) {
+    llvm::Value* slot = b.CreateConstGEP1_64(b.getPtrTy(), entry->getArg(0), param.getArgNo());
+    params.push_back(b.CreateLoad(param.getType(), b.CreateLoad(b.getPtrTy(), slot)));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  if (in) ss << in.rdbuf();
-  ::unlink(path.c_str());
-  return ss.str();
+  b.CreateCall(kernel, params);
+  b.CreateRetVoid();
+}
+
+// Optimised machine code for `tm`, as an object file in memory. Codegen goes straight to a
+// buffer: nothing touches the disk, and no LLVM file stream installs signal handlers or
+// swaps the alternate signal stack in the engine's process, as a file written by LLVM would.
+std::string emitObject(llvm::Module& mod, llvm::TargetMachine& tm, const std::string& name, DiagnosticCollector& diags) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': LLVM cannot emit an object file for " +
+                                             tm.getTargetTriple().str());
+  pm.run(mod);
+  return std::string(buffer.begin(), buffer.end());
 }
 
 void registerTranslations(MLIRContext* ctx) {
@@ -119,9 +126,7 @@ void registerTranslations(MLIRContext* ctx) {
 
 class CpuKernel : public detail::CompiledImpl {
 public:
-  std::unique_ptr<ExecutionEngine> engine;
-  std::unique_ptr<llvm::orc::LLJIT> jit; // a kernel loaded from the cache's object file
-  std::shared_ptr<MLIRContext> ctx; // the private context the kernel was compiled in
+  std::unique_ptr<llvm::orc::LLJIT> jit; // holds the kernel's code
   void (*fn)(void**) = nullptr;
 
   void launch(const std::vector<TensorView>& args, void*, bool) override {
@@ -130,6 +135,29 @@ public:
     fn(packed.ptrs.data());
   }
 };
+
+// A kernel from its object file (a fresh compile's or the cache's): linked into a JIT of
+// its own, with kiln's conversion helpers and the process's symbols (libm) to resolve.
+// `what` says where the object came from, for errors.
+std::unique_ptr<CpuKernel> loadObject(const CpuTarget& target, const std::string& object, const std::string& entry,
+                                      const std::string& name, ErrorKind kind, const std::string& what) {
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target.builder()).create();
+  if (!jit) kiln::detail::throwError(ErrorKind::Runtime, "cannot create a JIT: " + llvm::toString(jit.takeError()));
+  llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(), (*jit)->getDataLayout());
+  if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(builtinSymbols(mangle))))
+    kiln::detail::throwError(ErrorKind::Runtime, "cannot define kiln's conversion helpers: " + llvm::toString(std::move(err)));
+  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+  if (!gen) kiln::detail::throwError(ErrorKind::Runtime, "cannot search the process's symbols: " + llvm::toString(gen.takeError()));
+  (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+  if (auto err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, name + ".o")))
+    kiln::detail::throwError(kind, what + " does not link: " + llvm::toString(std::move(err)));
+  auto sym = (*jit)->lookup(entry);
+  if (!sym) kiln::detail::throwError(kind, what + " has no '" + entry + "': " + llvm::toString(sym.takeError()));
+  auto out = std::make_unique<CpuKernel>();
+  out->fn = sym->toPtr<void (*)(void**)>();
+  out->jit = std::move(*jit);
+  return out;
+}
 
 /// Host memory standing in for device memory, so one program runs on either backend.
 struct HostDeviceTensor : detail::DeviceTensorImpl {
@@ -161,25 +189,8 @@ public:
 
   std::unique_ptr<detail::CompiledImpl> loadCached(const KernelSignature& sig, const std::string& payload,
                                                    const nlohmann::json& meta) override {
-    const std::string entry = meta.at("entry").get<std::string>();
-    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target.builder()).create();
-    if (!jit) kiln::detail::throwError(ErrorKind::Runtime, "cannot create a JIT: " + llvm::toString(jit.takeError()));
-    llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(), (*jit)->getDataLayout());
-    if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(builtinSymbols(mangle))))
-      kiln::detail::throwError(ErrorKind::Runtime, "cannot define kiln's conversion helpers: " + llvm::toString(std::move(err)));
-    // libm and friends, as the ExecutionEngine resolves them for a fresh compile.
-    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
-    if (!gen) kiln::detail::throwError(ErrorKind::Runtime, "cannot search the process's symbols: " + llvm::toString(gen.takeError()));
-    (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-    if (auto err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(payload, sig.name + ".o")))
-      kiln::detail::throwError(ErrorKind::InvalidArgument, "the cached object does not link: " + llvm::toString(std::move(err)));
-    auto sym = (*jit)->lookup(entry);
-    if (!sym) kiln::detail::throwError(ErrorKind::InvalidArgument, "the cached object has no '" + entry + "': " +
-                                                          llvm::toString(sym.takeError()));
-    auto out = std::make_unique<CpuKernel>();
-    out->fn = sym->toPtr<void (*)(void**)>();
-    out->jit = std::move(*jit);
-    return out;
+    return loadObject(target, payload, meta.at("entry").get<std::string>(), sig.name, ErrorKind::InvalidArgument,
+                      "the cached object");
   }
   std::unique_ptr<detail::DeviceTensorImpl> allocate(DType dt, const std::vector<int64_t>& dims) override {
     auto t = std::make_unique<HostDeviceTensor>();
@@ -240,45 +251,38 @@ std::string emit(const Kernel& kernel, Stage stage) {
 std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel, const CpuTarget& target) {
   const std::string& name = kernel.name();
   auto tm = target.machine();
-  auto out = std::make_unique<CpuKernel>();
-  out->sig = kernel.signature();
-  out->backend = Backend::cpu;
 
   auto t0 = Clock::now();
   auto priv = detail::privateCopy(kernel);
-  out->ctx = priv.ctx;
   auto& m = priv.module;
   DiagnosticCollector diags(m->getContext());
   detail::runTilePasses(*m, diags, name);
-  out->times.tile_passes_ms = detail::msSince(t0);
+  const double tilePassesMs = detail::msSince(t0);
 
   t0 = Clock::now();
   lowerToLoops(*m, diags, name);
   lowerToLLVMDialect(*m, diags, name);
-  out->times.lowering_ms = detail::msSince(t0);
+  const double loweringMs = detail::msSince(t0);
 
   t0 = Clock::now();
   registerTranslations(m->getContext());
-  auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, tm.get());
-  ExecutionEngineOptions opts;
-  opts.transformer = transformer;
-  opts.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  opts.enableGDBNotificationListener = false;
-  opts.enablePerfNotificationListener = false;
-  opts.enableObjectDump = true; // keeps the object file, for the kernel cache
-  auto engine = ExecutionEngine::create(*m, opts, std::move(tm));
-  if (!engine)
-    diags.fail(ErrorKind::CompileFailed,
-               "kernel '" + name + "': JIT failed: " + llvm::toString(engine.takeError()));
-  out->engine = std::move(*engine);
-  out->engine->registerSymbols(builtinSymbols);
-  auto fn = out->engine->lookupPacked(name);
-  if (!fn)
-    diags.fail(ErrorKind::CompileFailed,
-               "kernel '" + name + "': JIT'd code has no entry: " + llvm::toString(fn.takeError()));
-  out->fn = *fn;
-  out->binary = objectFile(*out->engine, name);
-  out->cacheMeta = {{"entry", "_mlir_" + name}};
+  llvm::LLVMContext llctx;
+  auto llmod = translateModuleToLLVMIR(*m, llctx, name);
+  if (!llmod) diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': LLVM IR translation failed");
+  llmod->setTargetTriple(tm->getTargetTriple());
+  llmod->setDataLayout(tm->createDataLayout());
+  addPackedEntry(*llmod, name, diags);
+  if (auto err = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, tm.get())(llmod.get()))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': LLVM optimisation failed: " + llvm::toString(std::move(err)));
+  const std::string object = emitObject(*llmod, *tm, name, diags);
+  const std::string entry = "_mlir_" + name;
+  auto out = loadObject(target, object, entry, name, ErrorKind::CompileFailed, "kernel '" + name + "': its object");
+  out->sig = kernel.signature();
+  out->backend = Backend::cpu;
+  out->times.tile_passes_ms = tilePassesMs;
+  out->times.lowering_ms = loweringMs;
+  out->binary = object;
+  out->cacheMeta = {{"entry", entry}};
   out->times.codegen_ms = detail::msSince(t0);
   out->report.target = describe(target);
   out->report.compiler = "LLVM ORC JIT";
