@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test fuzz install clean
+.PHONY: all deps configure build demo test sanitize fuzz install clean
 
 all: build
 
@@ -38,6 +38,23 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The tests again on kiln built with ASan + UBSan (SANITIZE=thread: TSan), in their own
+# build tree. The GPU suites (no GPU here) and the checks of the installed, exported
+# library (the sanitizer runtime is not in it) are left out; see docs/testing.md.
+SANITIZE ?= address,undefined
+SAN_BUILD ?= build-$(subst $(comma),-,$(SANITIZE))
+comma := ,
+SAN_EXCLUDE ?= ^(gpu[.]|cuda-support[.]gpu|embed[.]|fuzz[.])
+# LLVM's headers, compiled into kiln with ASan, poison the arenas of LLVM's allocators; the
+# (uninstrumented) LLVM libraries then write there legitimately: user poisoning is off.
+SAN_ENV ?= ASAN_OPTIONS=allow_user_poisoning=0 UBSAN_OPTIONS=print_stacktrace=1 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/test/sanitizers/lsan.supp
+sanitize: deps
+	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+	  -DKILN_SANITIZE=$(SANITIZE) -DKILN_FUZZ=OFF $(CMAKE_FLAGS)
+	cmake --build $(SAN_BUILD) -j $(JOBS) --target kiln-sanitized-tests
+	cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) -E '$(SAN_EXCLUDE)'
 
 # Each fuzzer for FUZZ_SECONDS from its seed corpus (ctest runs them briefly); findings
 # are left as crash-*/timeout-* files in $(BUILD)/test/fuzz/long/<fuzzer>/.
