@@ -129,3 +129,34 @@ TEST_CASE("on a full disk a search that cannot be saved is an error, and the dat
   CHECK(slurp(db) == before); // the earlier search is intact
   CHECK(filesUnder(dir.path, ".tmp.").empty());
 }
+
+// Hidden: ctest runs it in its own process with test/faults/fail_dlopen.c preloaded, so
+// that every dlopen of nvJitLink fails as on a machine without it (faults.nvjitlink_missing).
+TEST_CASE("without nvJitLink, PTX is still made, a cubin is an Unsupported error naming it, and the process carries on",
+          "[.nvjitlink-missing][faults]") {
+  const char* failing = std::getenv("KILN_TEST_FAIL_DLOPEN");
+  REQUIRE(failing != nullptr); // set by ctest with the shim; alone this test has nothing to test
+  Runtime rt = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a"});
+  const Kernel k = catalogue::gemm_bias_relu(DType::bf16);
+  CHECK_THAT(rt.emit(k, Stage::ptx), Contains(".target sm_90a"));
+  auto unsupported = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Unsupported);
+      return std::string(e.what());
+    }
+    FAIL("expected an Unsupported error");
+    return std::string();
+  };
+  CHECK_THAT(unsupported([&] { rt.emit(k, Stage::cubin); }),
+             Contains("nvJitLink not found") && Contains("libnvJitLink.so.13") && Contains("CUDA_HOME"));
+  CHECK_THAT(unsupported([&] { rt.compile(k); }),
+             Contains("kernel 'gemm_bias_relu': no cubin without nvJitLink") && Contains("nvJitLink not found"));
+  // Asked again, the same answer (the failed load is remembered, not retried into a crash).
+  CHECK_THAT(unsupported([&] { rt.emit(k, Stage::cubin); }), Contains("nvJitLink not found"));
+  // Everything that does not need nvJitLink still works in this process.
+  Runtime cpu = Runtime::create(Backend::cpu, {.cache_dir = "off"});
+  auto r = catalogue::run_and_verify(cpu, catalogue::find("gemm_bias_relu"), {33, 17, 9}, DType::bf16, 5);
+  CHECK(r.report.ok);
+}
