@@ -116,6 +116,11 @@ if want suite; then
   # SUITE_FILTER: a Catch2 test spec to run part of the suite (e.g. "[sm90]").
   run gpu-suite gpu-tests.log timeout 480 $K/kiln-gpu-tests --durations yes ${SUITE_FILTER:+"$SUITE_FILTER"}
   run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
+  # nvJitLink missing at run time (test/faults/fail_dlopen.c preloaded): the driver's JIT
+  # compiles the PTX instead, and the result still verifies.
+  run no-nvjitlink no-nvjitlink.log sh -c "env LD_PRELOAD=/tmp/kiln/lib/libkiln-fail-dlopen.so KILN_TEST_FAIL_DLOPEN=nvJitLink \
+    KILN_CACHE_DIR=off $K/kiln run gemm_bias_relu --backend=cuda --shape 257x129x65 --dtype bf16 > $RES/no-nvjitlink.out 2>&1; \
+    cat $RES/no-nvjitlink.out; grep -q 'nvJitLink unavailable' $RES/no-nvjitlink.out && grep -q 'reference_ok=true' $RES/no-nvjitlink.out"
 fi
 if want sanitize; then
   # compute-sanitizer: each tool over a GEMM on the sm_90a twin (256x256x512, aligned) and

@@ -1,6 +1,6 @@
-// A kernel that faults (here: a hand-written one that traps) leaves the CUDA context
-// unusable. kiln must say so clearly, refuse a new Runtime on that context unless asked to
-// reset it, reset it where the driver allows, and otherwise say the process must restart —
+// A kernel that faults (here: a hand-written one that traps, on a stream of the engine's
+// own) leaves the CUDA context unusable. kiln must say so clearly, refuse a new Runtime on
+// that context unless asked to reset it, reset it where the driver allows, and otherwise say the process must restart —
 // while the automatic backend falls back to the CPU, so the process can still compute.
 // Hidden tag: it breaks the device's primary context, so it runs in a process of its own
 // (scripts/device-run.sh runs `kiln-gpu-tests "[sticky]"` after the main suite).
@@ -10,6 +10,8 @@
 #include "kiln/error.hpp"
 #include "kiln/handwritten.hpp"
 #include "kiln/runtime.hpp"
+
+#include "Driver.h" // the engine's own stream
 
 using namespace kiln;
 using Catch::Matchers::Contains;
@@ -26,21 +28,25 @@ TEST_CASE("gpu: after a kernel faults, kiln says so and the process carries on",
     trap.code = R"(extern "C" __global__ void trap(float* x) { x[threadIdx.x] = 1.0f; __trap(); })";
     HandwrittenKernel faulty = compile_cuda(broken, trap);
     DeviceTensor x = broken.allocate(DType::f32, {1, 32});
-    faulty.launch({1, 1, 1}, {32, 1, 1}, 0, {x});
-    try {
-      broken.synchronize();
-      FAIL("the fault should be reported when the runtime synchronizes");
-    } catch (const Error& e) {
-      CHECK(e.kind() == ErrorKind::Runtime);
-      CHECK_THAT(std::string(e.what()), Contains("unusable"));
-    }
-    // kiln's own kernel on that context: refused with the same reason, never silently skipped.
+    // On the engine's own stream (made with the driver API, as an engine would), not kiln's:
+    // the engine sees the fault there first; kiln learns of it on its next call.
+    cuda::Stream engine(CU_STREAM_NON_BLOCKING);
+    faulty.launch({1, 1, 1}, {32, 1, 1}, 0, {x}, engine.get());
+    CHECK(cuda::driver().cuStreamSynchronize(engine.get()) != CUDA_SUCCESS);
+    // kiln's own kernel on that context: refused with the reason, never silently skipped.
     try {
       add.launch({x.view(), x.view(), x.view()});
       FAIL("a launch on the faulted context should report an error");
     } catch (const Error& e) {
       CHECK(e.kind() == ErrorKind::Runtime);
       CHECK_THAT(std::string(e.what()), Contains("kernel 'add'"));
+      CHECK_THAT(std::string(e.what()), Contains("unusable"));
+    }
+    try {
+      broken.synchronize();
+      FAIL("the fault should be reported when the runtime synchronizes");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::Runtime);
       CHECK_THAT(std::string(e.what()), Contains("unusable"));
     }
   } // the broken runtime's kernels and buffers go away here (their frees only log)

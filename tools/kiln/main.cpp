@@ -160,6 +160,7 @@ int cmdRun(const std::string& kernel, const std::string& backend, const std::str
                 rt.cache_dir().empty() ? "(no disk cache)" : rt.cache_dir().c_str(), c.note.empty() ? "" : "; ",
                 c.note.c_str());
   std::printf("kernel:  %s\n", r.kernel.str().c_str());
+  if (!r.kernel.compiler.empty()) std::printf("built by: %s\n", r.kernel.compiler.c_str());
   std::printf("launch:  %s\n", r.launch_path.c_str());
   std::printf("run:     %8.3f ms  (first call, host clock; %.2f GFLOP/s)\n", r.run_ms,
               r.run_ms > 0 ? r.flops / (r.run_ms * 1e6) : 0.0);
