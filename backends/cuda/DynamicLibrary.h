@@ -3,6 +3,7 @@
 // nvJitLink and cuBLASLt loaders (the driver has its own: libcuda is not in the toolkit).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <initializer_list>
@@ -37,10 +38,12 @@ template <class Api> const LoadedLibrary<Api>& loadOnce(LoadedLibrary<Api> (*loa
 inline std::vector<std::string> toolkitCandidates(std::initializer_list<const char*> names,
                                                   const std::string& lib64File) {
   std::vector<std::string> out(names.begin(), names.end());
+  auto add = [&](std::string path) { // once each: $CUDA_HOME is often /usr/local/cuda
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(std::move(path));
+  };
   for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* root = std::getenv(env); root && *root)
-      out.push_back(std::string(root) + "/lib64/" + lib64File);
-  out.push_back("/usr/local/cuda/lib64/" + lib64File);
+    if (const char* root = std::getenv(env); root && *root) add(std::string(root) + "/lib64/" + lib64File);
+  add("/usr/local/cuda/lib64/" + lib64File);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "Driver.h"
+#include "DynamicLibrary.h"
 #include "NvJitLink.h"
 #include "kiln/error.hpp"
 
@@ -666,4 +668,14 @@ TEST_CASE("ptxas's warnings and performance notes are picked out of an info log"
   CHECK(notes[0] == "(C7504) Potential Performance Loss: 'setmaxnreg' ignored to maintain compatibility.");
   CHECK_THAT(notes[1], Contains("wgmma.mma_async instructions are serialized"));
   CHECK(ptxasNotes("ptxas info    : Used 8 registers\n").empty());
+}
+
+TEST_CASE("a toolkit library's candidate paths name each place once", "[cuda][loader]") {
+  const char* saved = std::getenv("CUDA_HOME");
+  const std::string keep = saved ? saved : "";
+  ::setenv("CUDA_HOME", "/usr/local/cuda", 1); // the usual value: the fallback's own root
+  std::vector<std::string> c = toolkitCandidates({"libx.so.1", "libx.so"}, "libx.so.1");
+  if (saved) ::setenv("CUDA_HOME", keep.c_str(), 1); else ::unsetenv("CUDA_HOME");
+  CHECK(std::count(c.begin(), c.end(), "/usr/local/cuda/lib64/libx.so.1") == 1);
+  CHECK(c.front() == "libx.so.1"); // the loader's own search first
 }
