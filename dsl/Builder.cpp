@@ -27,6 +27,7 @@ struct BuilderState {
   detail::DiagnosticCollector diags;
   std::vector<Attribute> argNames;
   llvm::SmallVector<bool> outputs;
+  llvm::SmallVector<int64_t> inPlace; // (output, input) pairs: allow_in_place
 
   explicit BuilderState(std::shared_ptr<detail::KernelImpl> k)
       : serial(nextSerial()), impl(std::move(k)), b(impl->ctx.get()), diags(impl->ctx.get()) {}
@@ -203,6 +204,25 @@ Tensor Builder::arg(const std::string& name, std::vector<Dim> dims, DType dtype,
   s.kernel.setArgNamesAttr(s.b.getArrayAttr(s.argNames));
   s.kernel.setOutputsAttr(s.b.getDenseBoolArrayAttr(s.outputs));
   return Tensor(s.serial, index, dtype, dims.size());
+}
+
+void Builder::allow_in_place(const Tensor& output, const Tensor& input, Where w) {
+  auto& s = builder(trace_);
+  SiteGuard site(s, w);
+  live(output.trace(), [] { return std::string("Tensor (allow_in_place's output)"); });
+  live(input.trace(), [] { return std::string("Tensor (allow_in_place's input)"); });
+  const unsigned o = output.position(), i = input.position();
+  auto name = [&](unsigned a) { return "'" + cast<StringAttr>(s.argNames[a]).getValue().str() + "'"; };
+  if (!s.outputs[o] || s.outputs[i])
+    s.fail("allow_in_place(output, input) takes an output, then an input; got " + name(o) +
+           (s.outputs[o] ? " (out)" : " (in)") + " and " + name(i) + (s.outputs[i] ? " (out)" : " (in)"));
+  Block& body = s.kernel.getBody().front();
+  if (body.getArgument(o).getType() != body.getArgument(i).getType())
+    s.fail("allow_in_place: " + name(o) + " can never be the same memory as " + name(i) +
+           ": their dims or dtypes differ");
+  s.inPlace.push_back(o);
+  s.inPlace.push_back(i);
+  s.kernel.setInPlaceAttr(s.b.getDenseI64ArrayAttr(s.inPlace));
 }
 
 void Builder::grid_impl(const std::vector<Index>& sizes,
@@ -446,7 +466,7 @@ Kernel kernel(const std::string& name, const std::function<void(Builder&)>& body
   impl->module = ModuleOp::create(loc);
   s.b.setInsertionPointToEnd(impl->module->getBody());
   s.kernel = s.b.create<t::KernelOp>(loc, name, s.b.getStrArrayAttr({}),
-                                     s.b.getDenseBoolArrayAttr({}));
+                                     s.b.getDenseBoolArrayAttr({}), /*in_place=*/nullptr);
   Block* blk = new Block();
   s.kernel.getBody().push_back(blk);
   s.b.setInsertionPointToEnd(blk);

@@ -135,6 +135,8 @@ public:
   View tile(std::vector<Index> index, Shape shape, Where w = Where::current()) const;
   DType dtype() const { return dtype_; }
   uint64_t trace() const { return trace_; }
+  /// The argument's position in the kernel's signature.
+  unsigned position() const { return arg_; }
 private:
   uint64_t trace_ = 0;
   unsigned arg_ = 0;
@@ -159,6 +161,13 @@ public:
                Where w = Where::current());
   Tensor output(const std::string& name, std::vector<Dim> dims, DType dtype,
                 Where w = Where::current());
+  /// Declares that `output` may be written IN PLACE over `input`: a launch may then pass
+  /// the very same view as both. The kernel promises that each element of `input` is read
+  /// only by the program that writes that element of `output`, and before it writes it
+  /// (elementwise and row-wise kernels: yes; a transpose, or any tile.dot operand: no).
+  /// Without it, a launch refuses an output overlapping an input. Throws InvalidKernel
+  /// when the two are not an output and an input of one type.
+  void allow_in_place(const Tensor& output, const Tensor& input, Where w = Where::current());
 
   /// Runs `body` once per tile index of a 1-3 dim grid; body takes that many Index.
   template <typename F>

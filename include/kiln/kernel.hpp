@@ -24,6 +24,9 @@ struct KILN_API ArgSpec {
   /// Read by a contraction (an operand of dot): its memory may not be any output's, not even
   /// the same view (a GEMM's C written over A or B is wrong).
   bool contracted = false;
+  /// An output: the inputs it may be written in place over (the very same view), as the
+  /// kernel declared with dsl::Builder::allow_in_place.
+  std::vector<std::string> in_place_over;
   /// "in A: bf16[M, K]"
   std::string str() const;
 };

@@ -170,7 +170,7 @@ public:
   /// themselves and from the inputs; on CUDA, device pointers, alignment, and views that
   /// stay inside the allocation they start in) and a
   /// kiln::Error names the argument and the rule broken. An output may be the very same view
-  /// as an input that no dot reads (in place: docs/reliability.md).
+  /// as an input only where the kernel declares it (dsl::Builder::allow_in_place).
   void launch(const std::vector<TensorView>& args) const;
   /// Enqueues the kernel on `stream` (a CUstream, e.g. the engine's own) and returns.
   /// The CPU backend runs it at once. Errors from the kernel's execution surface at the

@@ -23,6 +23,7 @@ Kernel gemm_like(const std::string& name, DType dt, GemmTiles t, Epi epi) {
     Tensor R;
     if (epi == Epi::bias_residual) R = k.input("R", {M, N}, dt);
     auto C = k.output("C", {M, N}, dt);
+    if (epi == Epi::bias_residual) k.allow_in_place(C, R); // C += ... over the residual
     k.grid({cdiv(M, t.m), cdiv(N, t.n)}, [&](Index i, Index j) {
       Tile acc = k.loop(cdiv(K, t.k), t.stages, k.zeros({t.m, t.n}), [&](Index kk, const Tile& c) {
         return dot(k.load(A.tile({i, kk}, {t.m, t.k})), k.load(B.tile({kk, j}, {t.k, t.n})), c);
@@ -54,6 +55,7 @@ Kernel softmax(DType dt, RowTiles t) {
     auto [M, N] = k.dims("M", "N");
     auto X = k.input("X", {M, N}, dt);
     auto Y = k.output("Y", {M, N}, dt);
+    k.allow_in_place(Y, X); // a row's last reads of X come before its writes of Y
     const double neg_inf = -std::numeric_limits<double>::infinity();
     k.grid({cdiv(M, t.rows)}, [&](Index i) {
       Index steps = cdiv(N, t.cols);
@@ -79,6 +81,8 @@ Kernel add(DType dt, RowTiles t) {
     auto [M, N] = k.dims("M", "N");
     auto X = k.input("X", {M, N}, dt), Y = k.input("Y", {M, N}, dt);
     auto Z = k.output("Z", {M, N}, dt);
+    k.allow_in_place(Z, X);
+    k.allow_in_place(Z, Y);
     k.grid({cdiv(M, t.rows), cdiv(N, t.cols)}, [&](Index i, Index j) {
       Tile x = cast(k.load(X.tile({i, j}, {t.rows, t.cols})), f32);
       Tile y = cast(k.load(Y.tile({i, j}, {t.rows, t.cols})), f32);
@@ -93,6 +97,7 @@ Kernel rmsnorm(DType dt, double eps, RowTiles t) {
     auto [M, N] = k.dims("M", "N");
     auto X = k.input("X", {M, N}, dt), W = k.input("W", {N}, dt);
     auto Y = k.output("Y", {M, N}, dt);
+    k.allow_in_place(Y, X);
     k.grid({cdiv(M, t.rows)}, [&](Index i) {
       Index steps = cdiv(N, t.cols);
       Tile ss = k.loop(steps, 1, k.zeros({t.rows}), [&](Index j, const Tile& acc) {

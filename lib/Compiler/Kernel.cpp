@@ -111,6 +111,18 @@ KernelSignature readSignature(mlir::ModuleOp module) {
       llvm::append_range(work, op->getOperands());
     }
   });
+  if (auto pairs = k.getInPlace())
+    for (size_t p = 0; p + 1 < pairs->size(); p += 2) {
+      ArgSpec& out = sig.args[(*pairs)[p]];
+      const ArgSpec& in = sig.args[(*pairs)[p + 1]];
+      // A dot reads each input element from many programs: in place it would read sums
+      // already written over it.
+      if (in.contracted)
+        kiln::detail::throwError(ErrorKind::InvalidKernel,
+                                 "kernel '" + sig.name + "': output '" + out.name + "' cannot be written in place over '" +
+                                     in.name + "': a tile.dot reads '" + in.name + "' (allow_in_place)");
+      out.in_place_over.push_back(in.name);
+    }
   return sig;
 }
 

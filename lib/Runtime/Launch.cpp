@@ -40,8 +40,8 @@ bool sameView(const TensorView& a, const TensorView& b) {
 }
 
 /// An output must own its memory: its elements distinct, and apart from every other
-/// argument's, except the very same view of an input no contraction reads (elementwise and
-/// row-wise kernels read each element before they write it: in place is theirs to allow).
+/// argument's, except the very same view of an input the kernel declared it may be written
+/// in place over (dsl::Builder::allow_in_place; never an input a contraction reads).
 void checkOutputsApart(const KernelSignature& sig, const std::vector<TensorView>& args,
                        const std::vector<Range>& ranges) {
   for (size_t o = 0; o < args.size(); ++o) {
@@ -55,13 +55,19 @@ void checkOutputsApart(const KernelSignature& sig, const std::vector<TensorView>
       const Range& ri = ranges[i];
       if (i == o || ri.empty || ri.last < ro.first || ro.last < ri.first) continue;
       const ArgSpec& other = sig.args[i];
-      if (!other.output && !other.contracted && sameView(args[i], args[o])) continue; // in place
+      const auto& allowed = sig.args[o].in_place_over;
+      const bool declared = !other.output && std::find(allowed.begin(), allowed.end(), other.name) != allowed.end();
+      const bool same = sameView(args[i], args[o]);
+      if (declared && same) continue; // in place, as the kernel allows
       const std::string them = (other.output ? "output '" : "input '") + other.name + "'";
       bad(sig, out + " overlaps " + them + " in memory (" + args[o].describe() + " at " +
                    std::to_string(ro.first) + " against " + args[i].describe() + " at " + std::to_string(ri.first) +
                    "): " +
                    (other.contracted ? "a contraction reads " + them + " while " + out + " is written"
-                                     : "only the very same view of an input may be written in place"));
+                    : declared       ? "only the very same view of an input may be written in place"
+                    : other.output   ? "two outputs may not share memory"
+                                     : "the kernel does not declare that " + out + " may be written in place over " +
+                                         them + " (dsl::Builder::allow_in_place)"));
     }
   }
 }

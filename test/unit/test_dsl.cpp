@@ -366,3 +366,44 @@ TEST_CASE("handles kept from a finished trace, or carried into another kernel's,
   rt.compile(first).launch({x.view(), y.view()});
   CHECK(y.get(39) == 78.0f);
 }
+
+TEST_CASE("allow_in_place takes an output then an input of one type, and never an input a dot reads", "[dsl][errors]") {
+  auto twoArgs = [](const std::function<void(Builder&, Tensor&, Tensor&, Tensor&)>& declare) {
+    return kernel("ip", [&](Builder& k) {
+      auto [M, N] = k.dims("M", "N");
+      auto X = k.input("X", {M, N}, DType::f32);
+      auto H = k.input("H", {M, N}, DType::f16);
+      auto Y = k.output("Y", {M, N}, DType::f32);
+      declare(k, X, H, Y);
+      k.grid({cdiv(M, 4), cdiv(N, 4)}, [&](Index i, Index j) {
+        k.store(Y.tile({i, j}, {4, 4}), k.load(X.tile({i, j}, {4, 4})) + cast(k.load(H.tile({i, j}, {4, 4})), f32));
+      });
+    });
+  };
+  CHECK_THAT(errorOf([&] { twoArgs([](Builder& k, Tensor& X, Tensor&, Tensor& Y) { k.allow_in_place(X, Y); }); }),
+             Contains("allow_in_place(output, input) takes an output, then an input; got 'X' (in) and 'Y' (out)") &&
+                 Contains("test_dsl.cpp"));
+  CHECK_THAT(errorOf([&] { twoArgs([](Builder& k, Tensor&, Tensor& H, Tensor& Y) { k.allow_in_place(Y, H); }); }),
+             Contains("'Y' can never be the same memory as 'H': their dims or dtypes differ"));
+  Kernel ok = twoArgs([](Builder& k, Tensor& X, Tensor&, Tensor& Y) { k.allow_in_place(Y, X); });
+  CHECK(ok.signature().args[2].in_place_over == std::vector<std::string>{"X"});
+  CHECK(ok.signature().args[0].in_place_over.empty());
+  CHECK_THAT(ok.tile_ir(), Contains("in_place = array<i64: 2, 0>"));
+  CHECK(Kernel::from_tile_ir(ok.tile_ir()).signature().args[2].in_place_over == std::vector<std::string>{"X"});
+  // A GEMM's C over A: every program reads rows of A that others are writing.
+  CHECK_THAT(errorOf([] {
+               kernel("mm", [](Builder& k) {
+                 auto [M] = k.dims("M");
+                 auto A = k.input("A", {M, M}, DType::f32), B = k.input("B", {M, M}, DType::f32);
+                 auto C = k.output("C", {M, M}, DType::f32);
+                 k.allow_in_place(C, A);
+                 k.grid({cdiv(M, 16), cdiv(M, 16)}, [&](Index i, Index j) {
+                   Tile acc = k.loop(cdiv(M, 16), 1, k.zeros({16, 16}), [&](Index kk, const Tile& c) {
+                     return dot(k.load(A.tile({i, kk}, {16, 16})), k.load(B.tile({kk, j}, {16, 16})), c);
+                   });
+                   k.store(C.tile({i, j}, {16, 16}), acc);
+                 });
+               });
+             }),
+             Contains("kernel 'mm': output 'C' cannot be written in place over 'A': a tile.dot reads 'A'"));
+}

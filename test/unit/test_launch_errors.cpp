@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
@@ -206,4 +207,44 @@ TEST_CASE("elementwise, row-wise and residual inputs may be written in place, as
   x4.dims = {4, 300};
   CHECK_THAT(launchError(rt.compile(catalogue::softmax(DType::f32)), {x4, shifted}),
              Contains("only the very same view of an input may be written in place"));
+}
+
+namespace {
+// Y[i, j] = 2 X[i, j] with 4x8 tiles, optionally declared writable in place over X.
+Kernel scale(bool inPlace) {
+  return dsl::kernel(inPlace ? "scale_in_place" : "scale", [=](dsl::Builder& k) {
+    auto [M, N] = k.dims("M", "N");
+    auto X = k.input("X", {M, N}, DType::f32);
+    auto Y = k.output("Y", {M, N}, DType::f32);
+    if (inPlace) k.allow_in_place(Y, X);
+    k.grid({dsl::cdiv(M, 4), dsl::cdiv(N, 8)}, [&](dsl::Index i, dsl::Index j) {
+      k.store(Y.tile({i, j}, {4, 8}), k.load(X.tile({i, j}, {4, 8})) * k.full({4, 8}, 2.0));
+    });
+  });
+}
+} // namespace
+
+TEST_CASE("a kernel runs in place only where it declares it may: an undeclared one is refused naming the rule",
+          "[launch][errors]") {
+  Runtime rt = Runtime::create(Backend::cpu);
+  HostTensor x(DType::f32, {9, 20});
+  for (int64_t e = 0; e < 9 * 20; ++e) static_cast<float*>(x.data())[e] = float(e % 13) - 6.0f;
+  const HostTensor before = x;
+  CHECK_THAT(launchError(rt.compile(scale(false)), {x.view(), x.view()}),
+             Contains("output 'Y' overlaps input 'X'") &&
+                 Contains("the kernel does not declare that output 'Y' may be written in place over input 'X' "
+                          "(dsl::Builder::allow_in_place)"));
+  CHECK(std::memcmp(x.data(), before.data(), 9 * 20 * sizeof(float)) == 0); // refused before it ran
+  CompiledKernel declared = rt.compile(scale(true));
+  CHECK(declared.signature().args[1].in_place_over == std::vector<std::string>{"X"});
+  declared.launch({x.view(), x.view()});
+  for (int64_t e = 0; e < 9 * 20; ++e)
+    CHECK(static_cast<float*>(x.data())[e] == 2.0f * static_cast<const float*>(before.data())[e]);
+  // Declared or not, two outputs never share memory, and a partial overlap is refused.
+  TensorView shifted = x.view();
+  shifted.data = static_cast<float*>(x.data()) + 20;
+  shifted.dims = {8, 20};
+  TensorView x8 = x.view();
+  x8.dims = {8, 20};
+  CHECK_THAT(launchError(declared, {x8, shifted}), Contains("only the very same view of an input may be written in place"));
 }

@@ -103,6 +103,20 @@ LogicalResult KernelOp::verify() {
   }
   if (!llvm::is_contained(getOutputs(), true))
     return emitOpError("has no 'out' argument: a kernel must write something");
+  if (auto pairs = getInPlace()) {
+    if (pairs->size() % 2 != 0) return emitOpError("in_place needs (output, input) pairs of argument positions");
+    for (size_t p = 0; p < pairs->size(); p += 2) {
+      int64_t o = (*pairs)[p], i = (*pairs)[p + 1];
+      if (o < 0 || i < 0 || o >= int64_t(n) || i >= int64_t(n))
+        return emitOpError("in_place names argument #") << (o < 0 || o >= int64_t(n) ? o : i) << " of " << n;
+      if (!isOutput(o) || isOutput(i))
+        return emitOpError("in_place pairs an 'out' argument with an 'in' one; got '")
+               << getArgName(o) << "' and '" << getArgName(i) << "'";
+      if (getArgType(o) != getArgType(i))
+        return emitOpError("'") << getArgName(o) << "' can never be the same memory as '" << getArgName(i)
+                                << "': their types differ (" << getArgType(o) << " against " << getArgType(i) << ")";
+    }
+  }
   return success();
 }
 

@@ -24,9 +24,15 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     ```
     Argument names come from the SSA names and are kept in `arg_names`, so errors at
     launch can name the argument. An `out` argument is written by the kernel.
+
+    `in_place` lists (output, input) argument positions, in pairs: the kernel promises that
+    the output may be the very same memory as the input (each element of the input is
+    read only by the program that writes that element of the output, before it writes it).
+    A launch may pass one view as both only for a listed pair. The two must have the same
+    type, and no `tile.dot` may read the input.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$arg_names,
-                       DenseBoolArrayAttr:$outputs);
+                       DenseBoolArrayAttr:$outputs, OptionalAttr<DenseI64ArrayAttr>:$in_place);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;

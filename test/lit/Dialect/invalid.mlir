@@ -690,3 +690,27 @@ func.func private @tile_too_large(!tile.tile<2048x1024xf32>)
 
 // expected-error @+1 {{view of 1099511627776x64 elements exceeds kiln's limit}}
 func.func private @view_too_large(!tile.view<1099511627776x64xf32>)
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op in_place pairs an 'out' argument with an 'in' one; got 'X' and 'Y'}}
+tile.kernel @in_place_backwards(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 0, 1>} {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op 'Y' can never be the same memory as 'X': their types differ}}
+tile.kernel @in_place_other_type(in %X : !tile.tensor<[M, N], f16>, out %Y : !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1, 0>} {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op in_place needs (output, input) pairs of argument positions}}
+tile.kernel @in_place_odd(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1>} {
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op in_place names argument #5 of 2}}
+tile.kernel @in_place_out_of_range(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1, 5>} {
+}

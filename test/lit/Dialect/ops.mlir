@@ -216,3 +216,8 @@ tile.kernel @encodings(in %X : !tile.tensor<[N, N], f32>, out %Y : !tile.tensor<
 // CHECK-SAME: acc = #tile.wgmma<m = 64, n = 256>
 // CHECK-SAME: b = #tile.nvmma_shared<swizzle = 128, major = "mn">
 func.func private @twin_layouts() attributes {acc = #tile.wgmma<m = 64, n = 256>, b = #tile.nvmma_shared<swizzle = 128, major = "mn">}
+
+// An output declared writable in place over an input keeps the pairs.
+// CHECK-LABEL: tile.kernel @scale_in_place(in %X: !tile.tensor<[M, N], f32>, out %Y: !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1, 0>} {
+tile.kernel @scale_in_place(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1, 0>} {
+}
