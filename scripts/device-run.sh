@@ -126,11 +126,13 @@ if want suite; then
     test \$(grep -c 'reference_ok=true' $RES/no-nvjitlink.out) = 2"
 fi
 if want sanitize; then
-  # compute-sanitizer: each tool over a GEMM on the sm_90a twin (256x256x512, aligned) and
-  # on the portable kernel (257x129x65), then memcheck over the suite's launch checks and
-  # hand-written kernels (SANITIZE_FILTER). Logs: sanitize-<tool>-<shape>.log.
+  # compute-sanitizer: each of SANITIZE_TOOLS over a GEMM on the sm_90a twin (256x256x512,
+  # aligned) and on the portable kernel (257x129x65) (SANITIZE_TOOLS="" skips them); then
+  # each of SANITIZE_SUITE_TOOLS (default memcheck) over the GPU suite's tests that
+  # SANITIZE_FILTER selects (default: the launch checks and hand-written kernels).
+  # Logs: sanitize-<tool>-<shape>.log, sanitize-suite-<tool>.log.
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+  for tool in ${SANITIZE_TOOLS-memcheck racecheck synccheck initcheck}; do
     for shape in 256x256x512 257x129x65; do
       run sanitize-$tool-$shape sanitize-$tool-$shape.log timeout ${SANITIZE_TIMEOUT:-120} $CS --tool $tool --error-exitcode 9 \
         $K/kiln run gemm_bias_relu --backend=cuda --dtype bf16 --shape $shape --seed 3
@@ -138,8 +140,10 @@ if want sanitize; then
   done
   # API errors are not reported here: compile_cuda probes a kernel's parameters with
   # cuFuncGetParamInfo until it answers CUDA_ERROR_INVALID_VALUE (past the last one).
-  run sanitize-suite sanitize-suite.log timeout 300 $CS --tool memcheck --report-api-errors no --error-exitcode 9 $K/kiln-gpu-tests \
-    "${SANITIZE_FILTER:-[errors],[handwritten]}"
+  for tool in ${SANITIZE_SUITE_TOOLS:-memcheck}; do
+    run sanitize-suite-$tool sanitize-suite-$tool.log timeout ${SANITIZE_SUITE_TIMEOUT:-300} $CS --tool $tool \
+      --report-api-errors no --error-exitcode 9 $K/kiln-gpu-tests --durations yes "${SANITIZE_FILTER:-[errors],[handwritten]}"
+  done
 fi
 if want gemm; then
   run bench bench.log $K/kiln-bench-gemm "$RES/bench.csv"
