@@ -60,7 +60,7 @@ sanitize: deps
 # are left as crash-*/timeout-* files in $(BUILD)/test/fuzz/long/<fuzzer>/.
 FUZZ_SECONDS ?= 300
 fuzz: build
-	@for f in fuzz_cache_entry fuzz_tune_db fuzz_tile_ir; do \
+	@for f in fuzz_cache_entry fuzz_tune_db fuzz_tile_ir fuzz_dsl_program; do \
 	  mkdir -p $(BUILD)/test/fuzz/long/$$f && cd $(BUILD)/test/fuzz/long/$$f && \
 	  ASAN_OPTIONS=allow_user_poisoning=0 $(CURDIR)/$(BUILD)/bin/$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=20 . $(CURDIR)/test/fuzz/corpus/$$f \
 	    || exit 1; cd $(CURDIR); \
