@@ -10,28 +10,16 @@
 #include <sstream>
 
 #include "kiln/cache.hpp"
+#include "../temp_dir.hpp"
 #include "kiln/catalogue.hpp"
 #include "kiln/runtime.hpp"
 
 using namespace kiln;
+using kiln::testing::TempDir;
 using Catch::Matchers::Contains;
 
 namespace {
 
-// A fresh, empty cache directory per test.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    static std::mt19937_64 rng{std::random_device{}()};
-    path = "kiln-cache-test-" + std::to_string(::getpid()) + "-" + std::to_string(rng());
-    ::mkdir(path.c_str(), 0755);
-  }
-  ~TempDir() {
-    cache::clear(path);
-    std::string cmd = "rm -rf '" + path + "'";
-    (void)!std::system(cmd.c_str());
-  }
-};
 
 Runtime cpuWith(const std::string& dir, int64_t maxBytes = int64_t(1) << 30) {
   return Runtime::create(Backend::cpu, {.cache_dir = dir, .cache_max_bytes = maxBytes});
@@ -103,15 +91,15 @@ TEST_CASE("the disk cache round-trips a CPU kernel into a new runtime", "[cache]
   CacheInfo first;
   CompileTimes original;
   {
-    Runtime rt = cpuWith(dir.path);
+    Runtime rt = cpuWith(dir.str());
     CompiledKernel ck = rt.compile(catalogue::gemm_bias_gelu(DType::bf16));
     first = ck.cache();
     original = ck.times();
     CHECK(first.outcome == CacheOutcome::miss);
     CHECK(rt.cache_stats().disk_writes == 1);
-    CHECK(rt.cache_dir() == dir.path);
+    CHECK(rt.cache_dir() == dir.str());
   }
-  Runtime rt = cpuWith(dir.path); // a new process would see the same
+  Runtime rt = cpuWith(dir.str()); // a new process would see the same
   CompiledKernel ck = rt.compile(catalogue::gemm_bias_gelu(DType::bf16));
   CHECK(ck.cache().outcome == CacheOutcome::disk);
   CHECK(ck.cache().key == first.key);
@@ -122,7 +110,7 @@ TEST_CASE("the disk cache round-trips a CPU kernel into a new runtime", "[cache]
   catalogue::DeviceProblem d = catalogue::upload(rt, p);
   ck.launch(d.views);
   CHECK(catalogue::verify_output(rt, d, p).ok);
-  auto entries = cache::list(dir.path);
+  auto entries = cache::list(dir.str());
   REQUIRE(entries.size() == 1);
   CHECK(entries[0].valid);
   CHECK(entries[0].kernel == "gemm_bias_gelu");
@@ -134,13 +122,13 @@ TEST_CASE("the disk cache round-trips a cubin with its report and launch plan", 
   std::string cubin;
   KernelReport report;
   {
-    Runtime rt = offlineWith(dir.path);
+    Runtime rt = offlineWith(dir.str());
     CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
     CHECK(ck.cache().outcome == CacheOutcome::miss);
     cubin = ck.binary();
     report = ck.report();
   }
-  Runtime rt = offlineWith(dir.path);
+  Runtime rt = offlineWith(dir.str());
   CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
   CHECK(ck.cache().outcome == CacheOutcome::disk);
   CHECK(ck.binary() == cubin);
@@ -149,7 +137,7 @@ TEST_CASE("the disk cache round-trips a cubin with its report and launch plan", 
   CHECK(ck.report().grid == report.grid);
   CHECK_THAT(report.sm90, Contains("128x128x64 tiles")); // the sm_90a twins and their launch plans
   CHECK(ck.report().sm90 == report.sm90);
-  CHECK(cache::list(dir.path).at(0).target == "sm_90a");
+  CHECK(cache::list(dir.str()).at(0).target == "sm_90a");
   // The plans came back too: the loaded kernel knows its twins' rules (16-byte rows).
   alignas(256) static char memory[1 << 16];
   auto at = [&](size_t offset, std::vector<int64_t> dims) { return TensorView{memory + offset, DType::bf16, dims, {}}; };
@@ -162,7 +150,7 @@ TEST_CASE("the disk cache round-trips a cubin with its report and launch plan", 
 TEST_CASE("the key changes with anything that changes the code, and only then", "[cache][cuda]") {
   TempDir dir;
   auto key = [&](const Kernel& k, int warps, const std::string& arch) {
-    return offlineWith(dir.path, warps, arch).compile(k).cache().key;
+    return offlineWith(dir.str(), warps, arch).compile(k).cache().key;
   };
   const std::string base = key(catalogue::gemm(DType::bf16), 4, "sm_90a");
   CHECK(key(catalogue::gemm(DType::bf16), 4, "sm_90a") == base);      // traced again
@@ -174,7 +162,7 @@ TEST_CASE("the key changes with anything that changes the code, and only then", 
                     int raster = 0) {
     RuntimeOptions o{.compile_only = true, .arch = "sm_90a", .hopper_gemm = on, .hopper_tile_n = tileN,
                      .hopper_tile_m = tileM, .hopper_stages = stages, .hopper_cluster = cluster,
-                     .hopper_cluster_m = clusterM, .hopper_raster = raster, .cache_dir = dir.path};
+                     .hopper_cluster_m = clusterM, .hopper_raster = raster, .cache_dir = dir.str()};
     return Runtime::create(Backend::cuda, o).compile(catalogue::gemm(DType::bf16)).cache().key;
   };
   CHECK(hopper(true, 0) == base);
@@ -186,47 +174,47 @@ TEST_CASE("the key changes with anything that changes the code, and only then", 
   CHECK(hopper(true, 0, 0, 0, 128) != base); // the 128-row twins alone
   CHECK(hopper(true, 0, 0, 2, 0, true) != hopper(true, 0, 0, 2)); // stacked pairs, not side by side
   CHECK(hopper(true, 0, 0, 0, 0, false, 32) != base); // another tile order
-  CHECK(cpuWith(dir.path).compile(catalogue::gemm(DType::bf16)).cache().key != base); // other backend
+  CHECK(cpuWith(dir.str()).compile(catalogue::gemm(DType::bf16)).cache().key != base); // other backend
   CHECK(base.size() == 64);
 }
 
 TEST_CASE("a truncated cache entry is detected, recompiled and replaced", "[cache][errors]") {
   TempDir dir;
-  cpuWith(dir.path).compile(catalogue::add(DType::f32));
-  const std::string path = onlyEntryPath(dir.path);
+  cpuWith(dir.str()).compile(catalogue::add(DType::f32));
+  const std::string path = onlyEntryPath(dir.str());
   std::string bytes = readAll(path);
   writeAll(path, bytes.substr(0, bytes.size() - 100));
-  CHECK_FALSE(cache::list(dir.path).at(0).valid);
-  Runtime rt = cpuWith(dir.path);
+  CHECK_FALSE(cache::list(dir.str()).at(0).valid);
+  Runtime rt = cpuWith(dir.str());
   CompiledKernel ck = rt.compile(catalogue::add(DType::f32));
   CHECK(ck.cache().outcome == CacheOutcome::miss);
   CHECK_THAT(ck.cache().note, Contains("corrupt entry replaced") && Contains("truncated"));
   CHECK(rt.cache_stats().corrupt_entries == 1);
   CHECK(runsRight(rt, ck, {40, 300}, 3));
-  CHECK(cache::list(dir.path).at(0).valid); // replaced by a good one
-  CHECK(cpuWith(dir.path).compile(catalogue::add(DType::f32)).cache().outcome == CacheOutcome::disk);
+  CHECK(cache::list(dir.str()).at(0).valid); // replaced by a good one
+  CHECK(cpuWith(dir.str()).compile(catalogue::add(DType::f32)).cache().outcome == CacheOutcome::disk);
 }
 
 TEST_CASE("a bit flip in a cache entry's payload or header is never loaded", "[cache][errors]") {
   TempDir dir;
-  cpuWith(dir.path).compile(catalogue::softmax(DType::f32));
-  const std::string path = onlyEntryPath(dir.path);
+  cpuWith(dir.str()).compile(catalogue::softmax(DType::f32));
+  const std::string path = onlyEntryPath(dir.str());
   const std::string good = readAll(path);
   for (size_t at : {good.size() - 7, good.find("\"kernel\"") + 2}) {
     std::string bad = good;
     bad[at] = char(bad[at] ^ 0x10);
     writeAll(path, bad);
-    Runtime rt = cpuWith(dir.path);
+    Runtime rt = cpuWith(dir.str());
     CompiledKernel ck = rt.compile(catalogue::softmax(DType::f32));
     INFO("flipped byte " << at << ": " << ck.cache().note);
     CHECK(ck.cache().outcome == CacheOutcome::miss);
     CHECK(rt.cache_stats().corrupt_entries == 1);
     CHECK(runsRight(rt, ck, {9, 1000}, 4));
-    CHECK(cache::list(dir.path).at(0).valid); // replaced by a good one
+    CHECK(cache::list(dir.str()).at(0).valid); // replaced by a good one
   }
   // A garbage file where an entry should be.
   writeAll(path, "not a cache entry at all");
-  Runtime rt = cpuWith(dir.path);
+  Runtime rt = cpuWith(dir.str());
   CHECK_THAT(rt.compile(catalogue::softmax(DType::f32)).cache().note, Contains("bad magic"));
 }
 
@@ -234,13 +222,13 @@ TEST_CASE("the disk cache stays under its size limit by evicting the least recen
   TempDir dir;
   int64_t one = 0;
   {
-    Runtime rt = cpuWith(dir.path);
+    Runtime rt = cpuWith(dir.str());
     rt.compile(catalogue::add(DType::f32));
-    one = cache::size_bytes(dir.path);
+    one = cache::size_bytes(dir.str());
   }
   REQUIRE(one > 0);
   // Room for about two entries of this size.
-  Runtime rt = cpuWith(dir.path, one * 2 + one / 2);
+  Runtime rt = cpuWith(dir.str(), one * 2 + one / 2);
   CompiledKernel add = rt.compile(catalogue::add(DType::f32)); // a disk hit: now the most recent
   CHECK(add.cache().outcome == CacheOutcome::disk);
   ::usleep(20000);
@@ -248,9 +236,9 @@ TEST_CASE("the disk cache stays under its size limit by evicting the least recen
   ::usleep(20000);
   rt.compile(catalogue::add(DType::bf16));
   CHECK(rt.cache_stats().evictions >= 1);
-  CHECK(cache::size_bytes(dir.path) <= one * 2 + one / 2);
+  CHECK(cache::size_bytes(dir.str()) <= one * 2 + one / 2);
   // The oldest (f32) went; the newest stays.
-  Runtime again = cpuWith(dir.path, int64_t(1) << 30);
+  Runtime again = cpuWith(dir.str(), int64_t(1) << 30);
   CHECK(again.compile(catalogue::add(DType::bf16)).cache().outcome == CacheOutcome::disk);
   CHECK(again.compile(catalogue::add(DType::f32)).cache().outcome == CacheOutcome::miss);
 }
@@ -273,32 +261,32 @@ TEST_CASE("caching can be turned off", "[cache]") {
 
 TEST_CASE("clear removes every entry", "[cache]") {
   TempDir dir;
-  Runtime rt = cpuWith(dir.path);
+  Runtime rt = cpuWith(dir.str());
   rt.compile(catalogue::add(DType::f32));
   rt.compile(catalogue::softmax(DType::f32));
-  CHECK(cache::list(dir.path).size() == 2);
-  CHECK(cache::clear(dir.path) == 2);
-  CHECK(cache::list(dir.path).empty());
-  CHECK(cache::size_bytes(dir.path) == 0);
+  CHECK(cache::list(dir.str()).size() == 2);
+  CHECK(cache::clear(dir.str()) == 2);
+  CHECK(cache::list(dir.str()).empty());
+  CHECK(cache::size_bytes(dir.str()) == 0);
 }
 
 TEST_CASE("the cache deletes only files it can prove are its own", "[cache][errors]") {
   TempDir dir;
-  Runtime rt = cpuWith(dir.path);
+  Runtime rt = cpuWith(dir.str());
   rt.compile(catalogue::add(DType::f32));
-  const std::string entry = onlyEntryPath(dir.path);
+  const std::string entry = onlyEntryPath(dir.str());
   const std::string shard = entry.substr(0, entry.rfind('/'));
-  const std::string key = cache::list(dir.path)[0].key;
+  const std::string key = cache::list(dir.str())[0].key;
   // A user's files beside the entries: a name kiln would never give, and one it would give
   // but with contents kiln never writes.
   const std::string notes = shard + "/notes.kiln", lookalike = shard + "/" + key.substr(0, 63) + (key.back() == 'f' ? "0" : "f") + ".kiln";
   writeAll(notes, "my notes");
   writeAll(lookalike, "not a cache entry");
-  CHECK(cache::clear(dir.path) == 1);
+  CHECK(cache::clear(dir.str()) == 1);
   CHECK(readAll(notes) == "my notes");
   CHECK(readAll(lookalike) == "not a cache entry");
   // Eviction under a tiny limit spares them too.
-  Runtime tiny = cpuWith(dir.path, 1);
+  Runtime tiny = cpuWith(dir.str(), 1);
   tiny.compile(catalogue::add(DType::f16));
   tiny.compile(catalogue::add(DType::bf16));
   CHECK(readAll(notes) == "my notes");
@@ -307,23 +295,23 @@ TEST_CASE("the cache deletes only files it can prove are its own", "[cache][erro
 
 TEST_CASE("a directory kiln did not tag is never cleared", "[cache][errors]") {
   TempDir dir;
-  Runtime rt = cpuWith(dir.path);
+  Runtime rt = cpuWith(dir.str());
   rt.compile(catalogue::add(DType::f32));
-  const std::string entry = onlyEntryPath(dir.path);
-  REQUIRE(::unlink((dir.path + "/CACHEDIR.TAG").c_str()) == 0); // as if someone pointed clear elsewhere
-  CHECK(cache::clear(dir.path) == 0);
+  const std::string entry = onlyEntryPath(dir.str());
+  REQUIRE(::unlink((dir.str() + "/CACHEDIR.TAG").c_str()) == 0); // as if someone pointed clear elsewhere
+  CHECK(cache::clear(dir.str()) == 0);
   CHECK(readAll(entry).rfind("KILNCACHE1 ", 0) == 0);
 }
 
 TEST_CASE("an entry copied under another key is listed as wrong, not ok", "[cache][errors]") {
   TempDir dir;
-  Runtime rt = cpuWith(dir.path);
+  Runtime rt = cpuWith(dir.str());
   rt.compile(catalogue::add(DType::f32));
-  const std::string entry = onlyEntryPath(dir.path);
+  const std::string entry = onlyEntryPath(dir.str());
   const std::string other = std::string(64, 'a');
-  ::mkdir((dir.path + "/aa").c_str(), 0755);
-  writeAll(dir.path + "/aa/" + other + ".kiln", readAll(entry));
-  for (const cache::Entry& e : cache::list(dir.path)) {
+  ::mkdir((dir.str() + "/aa").c_str(), 0755);
+  writeAll(dir.str() + "/aa/" + other + ".kiln", readAll(entry));
+  for (const cache::Entry& e : cache::list(dir.str())) {
     INFO(e.key);
     CHECK(e.valid == (e.key != other));
     if (e.key == other) CHECK(e.problem == "entry is for another key");

@@ -19,8 +19,10 @@
 #include "kiln/runtime.hpp"
 #include "kiln/tune.hpp"
 #include "../scoped_env.hpp"
+#include "../temp_dir.hpp"
 
 using namespace kiln;
+using kiln::testing::TempDir;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -44,19 +46,6 @@ public:
 private:
   rlimit saved_{};
   sighandler_t oldHandler_ = SIG_DFL;
-};
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::mt19937_64 rng{std::random_device{}()};
-    path = fs::temp_directory_path() / ("kiln-faults-" + std::to_string(::getpid()) + "-" + std::to_string(rng()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
 };
 
 std::vector<std::string> filesUnder(const fs::path& dir, const std::string& containing) {
@@ -133,7 +122,7 @@ TEST_CASE("on a full disk a search that cannot be saved is an error, and the dat
 // Hidden: ctest runs it in its own process with test/faults/fail_dlopen.c preloaded, so
 // that every dlopen of nvJitLink fails as on a machine without it (faults.nvjitlink_missing).
 TEST_CASE("without nvJitLink, PTX is still made, a cubin is an Unsupported error naming it, and the process carries on",
-          "[.nvjitlink-missing][faults]") {
+          "[.nvjitlink-missing]") {
   const char* failing = std::getenv("KILN_TEST_FAIL_DLOPEN");
   REQUIRE(failing != nullptr); // set by ctest with the shim; alone this test has nothing to test
   Runtime rt = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a"});
