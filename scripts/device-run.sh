@@ -126,16 +126,24 @@ if want suite; then
     test \$(grep -c 'reference_ok=true' $RES/no-nvjitlink.out) = 2"
 fi
 if want sanitize; then
-  # compute-sanitizer: each of SANITIZE_TOOLS over a GEMM on the sm_90a twin (256x256x512,
-  # aligned) and on the portable kernel (257x129x65) (SANITIZE_TOOLS="" skips them); then
-  # each of SANITIZE_SUITE_TOOLS (default memcheck) over the GPU suite's tests that
+  # compute-sanitizer: each of SANITIZE_TOOLS over SANITIZE_RUNS (SANITIZE_TOOLS="" skips
+  # them); then each of SANITIZE_SUITE_TOOLS (default memcheck) over the GPU suite's tests that
   # SANITIZE_FILTER selects (default: the launch checks and hand-written kernels).
-  # Logs: sanitize-<tool>-<shape>.log, sanitize-suite-<tool>.log.
+  # Logs: sanitize-<tool>-<kernel>-<shape>.log, sanitize-suite-<tool>.log.
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # SANITIZE_RUNS: kernel:shape:dtype entries, each run by `kiln run` under each tool. The
+  # default covers every catalogue kernel, shapes meant to reach each sm_90a twin (128x128
+  # at 256x256x512, 128x256 at 2048x2048x256, the 64-row tile at 16x512x256, the stacked
+  # pair at 1000x1000x256; each log's `launch:` line says which ran) and the portable
+  # kernel (257x129x65, 300x200x100).
+  RUNS=${SANITIZE_RUNS-gemm_bias_relu:256x256x512:bf16 gemm_bias_relu:257x129x65:bf16 gemm:2048x2048x256:bf16 \
+    gemm:16x512x256:bf16 gemm_bias_gelu:1000x1000x256:f16 gemm_bias_residual:300x200x100:bf16 softmax:7x3000:f16 \
+    rmsnorm:33x1000:bf16 add:100x300:f32}
   for tool in ${SANITIZE_TOOLS-memcheck racecheck synccheck initcheck}; do
-    for shape in 256x256x512 257x129x65; do
-      run sanitize-$tool-$shape sanitize-$tool-$shape.log timeout ${SANITIZE_TIMEOUT:-120} $CS --tool $tool --error-exitcode 9 \
-        $K/kiln run gemm_bias_relu --backend=cuda --dtype bf16 --shape $shape --seed 3
+    for r in $RUNS; do
+      IFS=: read -r kern shape dt <<< "$r"
+      run sanitize-$tool-$kern-$shape sanitize-$tool-$kern-$shape.log timeout ${SANITIZE_TIMEOUT:-120} $CS --tool $tool \
+        --error-exitcode 9 $K/kiln run $kern --backend=cuda --dtype $dt --shape $shape --seed 3
     done
   done
   # API errors are not reported here: compile_cuda probes a kernel's parameters with
