@@ -149,8 +149,8 @@ inline Kernel randomKernel(const Node& tree, int64_t tm, int64_t tn, const std::
 }
 
 
-/// Runs `tree` as a kiln kernel with `tm` x `tn` tiles on the M x N inputs `x` and `y`
-/// (row-major f32) and compares every output element with the f64 evaluation. Returns
+/// Runs `tree` as a kiln kernel on `rt` (CPU, or a GPU: through device copies) with `tm` x
+/// `tn` tiles on the M x N inputs `x` and `y` (row-major f32) and compares every output element with the f64 evaluation. Returns
 /// the number of elements off by more than 1e-3 (relative, or absolute below 1), and
 /// sets `worst` to the largest such error (infinity for a NaN).
 inline int compareWithEval(const Runtime& rt, const Node& tree, int64_t tm, int64_t tn, HostTensor& x,
@@ -158,7 +158,15 @@ inline int compareWithEval(const Runtime& rt, const Node& tree, int64_t tm, int6
   const int64_t M = x.view().dims[0], N = x.view().dims[1];
   HostTensor z(DType::f32, {M, N});
   for (int64_t i = 0; i < M * N; ++i) z.set(i, NAN);
-  rt.compile(randomKernel(tree, tm, tn, name)).launch({x.view(), y.view(), z.view()});
+  CompiledKernel ck = rt.compile(randomKernel(tree, tm, tn, name));
+  if (rt.backend() == Backend::cuda) {
+    DeviceTensor dx = rt.upload(x), dy = rt.upload(y), dz = rt.upload(z);
+    ck.launch({dx.view(), dy.view(), dz.view()});
+    rt.synchronize();
+    rt.download(dz, z);
+  } else {
+    ck.launch({x.view(), y.view(), z.view()});
+  }
   int bad = 0;
   worst = 0;
   for (int64_t ti = 0; ti < (M + tm - 1) / tm; ++ti)

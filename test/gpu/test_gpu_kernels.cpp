@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <random>
 
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
@@ -22,6 +23,7 @@
 #include "../scoped_env.hpp"
 #include "../unit/dsl_gemms.hpp"
 #include "../unit/unary_ops.hpp"
+#include "../random_programs.hpp"
 
 #include "Driver.h" // an engine's own stream, for the caller-stream test
 
@@ -32,6 +34,7 @@ using kiln::gputest::gpu;
 using kiln::testing::ScopedEnv;
 using kiln::gputest::str;
 using Catch::Matchers::Contains;
+namespace random_programs = kiln::testing::random_programs;
 
 namespace {
 
@@ -580,5 +583,26 @@ TEST_CASE("gpu: a bf16 GEMM with an f32 output is right through the twin", "[gpu
     verify::Report r = verify::compare(c.view(), want, verify::Tolerance::for_dtype(DType::f32));
     INFO(r.summary());
     CHECK(r.ok);
+  }
+}
+
+TEST_CASE("gpu: random DSL programs agree with a direct evaluation of the same expression", "[gpu][random]") {
+  // The CPU suite's differential (test/random_programs.hpp), on the CUDA lowering.
+  std::mt19937_64 rng(20261203);
+  const std::function<uint64_t()> next = [&] { return rng(); };
+  const int64_t tileRows[] = {1, 4, 8, 16}, tileCols[] = {8, 16, 32, 64};
+  for (int program = 0; program < 24; ++program) {
+    std::shared_ptr<random_programs::Node> tree = random_programs::randomTree(next, 4);
+    const int64_t tm = tileRows[rng() % 4], tn = tileCols[rng() % 4];
+    const int64_t M = 1 + int64_t(rng() % 40), N = 1 + int64_t(rng() % 90);
+    INFO("program " << program << ": " << random_programs::show(*tree) << " on " << M << "x" << N << ", tiles " << tm
+                    << "x" << tn);
+    HostTensor x(DType::f32, {M, N}), y(DType::f32, {M, N});
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    for (int64_t i = 0; i < M * N; ++i) x.set(i, u(rng)), y.set(i, u(rng));
+    double worst = 0;
+    const int bad = random_programs::compareWithEval(gpu(), *tree, tm, tn, x, y, "random_" + std::to_string(program), worst);
+    INFO("worst relative error " << worst);
+    CHECK(bad == 0);
   }
 }
