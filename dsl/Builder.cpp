@@ -28,6 +28,7 @@ struct BuilderState {
   std::vector<Attribute> argNames;
   llvm::SmallVector<bool> outputs;
   llvm::SmallVector<int64_t> inPlace; // (output, input) pairs: allow_in_place
+  std::vector<Where> inPlaceSites;     // the user's allow_in_place call of each pair
 
   explicit BuilderState(std::shared_ptr<detail::KernelImpl> k)
       : serial(nextSerial()), impl(std::move(k)), b(impl->ctx.get()), diags(impl->ctx.get()) {}
@@ -220,8 +221,11 @@ void Builder::allow_in_place(const Tensor& output, const Tensor& input, Where w)
   if (body.getArgument(o).getType() != body.getArgument(i).getType())
     s.fail("allow_in_place: " + name(o) + " can never be the same memory as " + name(i) +
            ": their dims or dtypes differ");
+  for (size_t p = 0; p < s.inPlace.size(); p += 2)
+    if (s.inPlace[p] == o && s.inPlace[p + 1] == i) return; // declared already
   s.inPlace.push_back(o);
   s.inPlace.push_back(i);
+  s.inPlaceSites.push_back(w);
   s.kernel.setInPlaceAttr(s.b.getDenseI64ArrayAttr(s.inPlace));
 }
 
@@ -476,6 +480,12 @@ Kernel kernel(const std::string& name, const std::function<void(Builder&)>& body
   s.b.create<t::ReturnOp>(loc);
   if (failed(mlir::verify(*impl->module))) s.fail("the traced tile IR does not verify:\n" + s.diags.take());
   impl->sig = detail::readSignature(*impl->module);
+  if (auto bad = detail::inPlaceOverDotInput(impl->sig)) {
+    // Name the allow_in_place call that made the unsound pair.
+    for (size_t p = 0; p < s.inPlaceSites.size(); ++p)
+      if (impl->sig.args[s.inPlace[2 * p + 1]].contracted) s.site = &s.inPlaceSites[p];
+    s.fail(*bad);
+  }
   return Kernel(std::move(impl));
 }
 

@@ -94,6 +94,11 @@ llvm::orc::JITTargetMachineBuilder CpuTarget::builder() const {
     b.addFeatures(fs.getFeatures());
   }
   b.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  // Position-independent, small code model: JITLink may place the code anywhere in the
+  // address space, where a static object's 32-bit absolute relocations (jump tables)
+  // would not reach.
+  b.setRelocationModel(llvm::Reloc::PIC_);
+  b.setCodeModel(llvm::CodeModel::Small);
   return b;
 }
 

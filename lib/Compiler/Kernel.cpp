@@ -58,6 +58,8 @@ Kernel Kernel::from_tile_ir(const std::string& text, const std::string& kernel_n
                     (kernel_name.empty() ? std::string() : " named '" + kernel_name + "'") +
                     ", found " + std::to_string(kernels.size()));
   impl->sig = detail::readSignature(*impl->module);
+  if (auto bad = detail::inPlaceOverDotInput(impl->sig))
+    kiln::detail::throwError(ErrorKind::InvalidKernel, "kernel '" + impl->sig.name + "': " + *bad);
   return Kernel(std::move(impl));
 }
 
@@ -79,6 +81,18 @@ PrivateModule privateCopy(const Kernel& kernel) {
   return p;
 }
 
+std::optional<std::string> inPlaceOverDotInput(const KernelSignature& sig) {
+  for (const ArgSpec& out : sig.args)
+    for (const std::string& name : out.in_place_over)
+      for (const ArgSpec& in : sig.args)
+        // A dot reads each input element from many programs: in place it would read sums
+        // already written over it.
+        if (in.name == name && in.contracted)
+          return "output '" + out.name + "' cannot be written in place over '" + in.name +
+                 "': a tile.dot reads '" + in.name + "' (allow_in_place)";
+  return std::nullopt;
+}
+
 KernelSignature readSignature(mlir::ModuleOp module) {
   auto k = *module.getOps<tile::KernelOp>().begin();
   KernelSignature sig;
@@ -93,36 +107,46 @@ KernelSignature readSignature(mlir::ModuleOp module) {
       a.dims.push_back(DimSpec{t.getDimSymbol(d).str(), t.getDimConstant(d)});
     sig.args.push_back(std::move(a));
   }
-  // The arguments a dot's operands are loaded from (through casts and elementwise ops).
-  k.walk([&](tile::DotOp dot) {
-    llvm::SmallVector<mlir::Value> work{dot.getLhs(), dot.getRhs()};
+  // The arguments a dot reads: forward from each load of an argument through every value
+  // derived from it — elementwise ops, a loop's carried values and results — to a dot's
+  // lhs or rhs. (An accumulator's inputs are not read by other programs.)
+  auto reachesDot = [](mlir::Value start) {
+    llvm::SmallVector<mlir::Value> work{start};
     llvm::DenseSet<mlir::Value> seen;
     while (!work.empty()) {
       mlir::Value v = work.pop_back_val();
       if (!seen.insert(v).second) continue;
-      mlir::Operation* op = v.getDefiningOp();
-      if (!op) continue;
-      if (auto load = mlir::dyn_cast<tile::LoadOp>(op)) {
-        if (auto view = load.getView().getDefiningOp<tile::ViewOp>())
-          if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(view.getTensor()))
-            sig.args[arg.getArgNumber()].contracted = true;
-        continue;
+      for (mlir::OpOperand& use : v.getUses()) {
+        mlir::Operation* user = use.getOwner();
+        const unsigned n = use.getOperandNumber();
+        if (mlir::isa<tile::DotOp>(user) && n < 2) return true; // lhs or rhs
+        if (auto loop = mlir::dyn_cast<tile::LoopOp>(user)) {
+          if (n == 0) continue; // the trip count
+          work.push_back(loop.getCarried()[n - 1]);
+          work.push_back(loop.getResult(n - 1));
+          continue;
+        }
+        if (mlir::isa<tile::YieldOp>(user)) {
+          if (auto loop = mlir::dyn_cast<tile::LoopOp>(user->getParentOp())) {
+            work.push_back(loop.getCarried()[n]);
+            work.push_back(loop.getResult(n));
+          }
+          continue;
+        }
+        llvm::append_range(work, user->getResults());
       }
-      llvm::append_range(work, op->getOperands());
     }
+    return false;
+  };
+  k.walk([&](tile::LoadOp load) {
+    if (auto view = load.getView().getDefiningOp<tile::ViewOp>())
+      if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(view.getTensor()))
+        if (!sig.args[arg.getArgNumber()].contracted && reachesDot(load.getResult()))
+          sig.args[arg.getArgNumber()].contracted = true;
   });
   if (auto pairs = k.getInPlace())
-    for (size_t p = 0; p + 1 < pairs->size(); p += 2) {
-      ArgSpec& out = sig.args[(*pairs)[p]];
-      const ArgSpec& in = sig.args[(*pairs)[p + 1]];
-      // A dot reads each input element from many programs: in place it would read sums
-      // already written over it.
-      if (in.contracted)
-        kiln::detail::throwError(ErrorKind::InvalidKernel,
-                                 "kernel '" + sig.name + "': output '" + out.name + "' cannot be written in place over '" +
-                                     in.name + "': a tile.dot reads '" + in.name + "' (allow_in_place)");
-      out.in_place_over.push_back(in.name);
-    }
+    for (size_t p = 0; p + 1 < pairs->size(); p += 2)
+      sig.args[(*pairs)[p]].in_place_over.push_back(sig.args[(*pairs)[p + 1]].name);
   return sig;
 }
 

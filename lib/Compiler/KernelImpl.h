@@ -1,6 +1,7 @@
 #pragma once
 // Internal: what a kiln::Kernel holds, and the compiled-kernel interface backends
 // implement. MLIR types live here, never in include/kiln.
+#include <optional>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -41,6 +42,9 @@ PrivateModule privateCopy(const Kernel& kernel);
 
 /// Reads a kernel's signature from its tile.kernel op (the only kernel in `module`).
 KernelSignature readSignature(mlir::ModuleOp module);
+/// Why the signature's in-place declarations are unsound (an output over an input a dot
+/// reads), or nothing.
+std::optional<std::string> inPlaceOverDotInput(const KernelSignature& sig);
 
 /// Collects MLIR diagnostics emitted while alive, so failures become kiln::Errors with
 /// the IR location and message instead of text on stderr.

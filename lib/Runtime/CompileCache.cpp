@@ -243,11 +243,10 @@ CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
         info.note = "not written to the disk cache: " + error;
         std::fprintf(stderr, "kiln: cache: %s (the kernel works; it is just not cached)\n", error.c_str());
       }
-    } else if (rt.disk) { // the backend could not keep its object (the CPU's goes through a temporary file)
+    } else if (rt.disk) { // the backend kept no code to cache (every backend keeps some today)
       std::lock_guard<std::mutex> lock(rt.cacheMu);
       ++rt.cacheStats.write_failures;
-      info.note = "not written to the disk cache: the compiled object could not be kept (is the temporary "
-                  "directory full?)";
+      info.note = "not written to the disk cache: the backend kept no compiled code for it";
     }
   } else {
     std::lock_guard<std::mutex> lock(rt.cacheMu);

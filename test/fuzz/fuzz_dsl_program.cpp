@@ -24,6 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   HostTensor x(DType::f32, {M, N}), y(DType::f32, {M, N});
   for (int64_t i = 0; i < M * N; ++i) // values in [-2, 2] in steps of 1/8, from the bytes left
     x.set(i, float(int(next() % 33) - 16) / 8.0f), y.set(i, float(int(next() % 33) - 16) / 8.0f);
+  // KILN_FUZZ_PRINT=1: say which program an input is before running it (for a timeout,
+  // which ends the process before the program could be printed).
+  if (const char* p = std::getenv("KILN_FUZZ_PRINT"); p && *p == '1')
+    std::fprintf(stderr, "program %s on %lldx%lld, tiles %lldx%lld\n", show(*tree).c_str(), (long long)M, (long long)N,
+                 (long long)tm, (long long)tn);
   // A fresh runtime per input: its compiled kernels (and their JITs) go with it.
   Runtime rt = Runtime::create(Backend::cpu, {.cache_dir = "off"});
   double worst = 0;

@@ -606,3 +606,30 @@ TEST_CASE("gpu: random DSL programs agree with a direct evaluation of the same e
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("gpu: kernels that declare it run in place and verify, the twin's residual epilogue included", "[gpu][launch]") {
+  // Each case: the catalogue problem, the output's index and the input it is written over.
+  struct Case {
+    const char* kernel;
+    std::vector<int64_t> shape;
+    DType dtype;
+    size_t out, over;
+  };
+  for (const Case& c : {Case{"add", {37, 300}, DType::bf16, 2, 0}, Case{"softmax", {9, 3000}, DType::f16, 1, 0},
+                        Case{"rmsnorm", {33, 1000}, DType::bf16, 2, 0},
+                        Case{"gemm_bias_residual", {256, 256, 512}, DType::bf16, 4, 3},    // the sm_90a twin
+                        Case{"gemm_bias_residual", {257, 129, 65}, DType::f16, 4, 3}}) { // the portable kernel
+    INFO(c.kernel << " " << str(c.shape));
+    catalogue::Problem p = catalogue::find(c.kernel).problem(c.shape, c.dtype, 31);
+    catalogue::DeviceProblem d = catalogue::upload(gpu(), p);
+    std::vector<TensorView> views = d.views;
+    views[c.out] = views[c.over];
+    CompiledKernel ck = gpu().compile(catalogue::find(c.kernel).make(c.dtype));
+    INFO(ck.launch_path(views));
+    ck.launch(views);
+    gpu().synchronize();
+    HostTensor got(c.dtype, views[c.over].dims);
+    gpu().download(d.tensors[c.over], got);
+    CHECK(verify::compare(got.view(), p.reference, verify::Tolerance::for_dtype(c.dtype)).ok);
+  }
+}

@@ -69,7 +69,9 @@ TEST_CASE("on a full disk a kernel still compiles and runs, and the cache keeps 
   TempDir dir, tmp;
   const std::string cacheDir = dir.path.string();
   {
-    // The CPU backend makes its object in memory; the cache's write is what fails.
+    // The CPU backend makes its object in memory; the cache's write is what fails. (TMPDIR
+    // points at a directory of the test's own, which must stay empty: kiln writes no
+    // temporary file outside the cache.)
     kiln::testing::ScopedEnv tmpdir("TMPDIR", tmp.path.c_str());
     DiskFull full(1024); // an entry is tens of kilobytes
     Runtime rt = Runtime::create(Backend::cpu, {.cache_dir = cacheDir});

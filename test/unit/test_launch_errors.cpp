@@ -199,6 +199,16 @@ TEST_CASE("elementwise, row-wise and residual inputs may be written in place, as
   HostTensor x = s.args[0];
   rt.compile(catalogue::softmax(DType::f32)).launch({x.view(), x.view()});
   CHECK(verify::compare(x.view(), s.reference, verify::Tolerance::for_dtype(DType::f32)).ok);
+  // rmsnorm: Y over X.
+  catalogue::Problem r = catalogue::find("rmsnorm").problem({6, 200}, DType::bf16, 7);
+  HostTensor rx = r.args[0], rw = r.args[1];
+  rt.compile(catalogue::rmsnorm(DType::bf16)).launch({rx.view(), rw.view(), rx.view()});
+  CHECK(verify::compare(rx.view(), r.reference, verify::Tolerance::for_dtype(DType::bf16)).ok);
+  // A GEMM's C written over its residual R (A, B, bias, R, C).
+  catalogue::Problem g = catalogue::find("gemm_bias_residual").problem({33, 17, 9}, DType::f32, 8);
+  HostTensor ga = g.args[0], gb = g.args[1], gbias = g.args[2], gr = g.args[3];
+  rt.compile(catalogue::gemm_bias_residual(DType::f32)).launch({ga.view(), gb.view(), gbias.view(), gr.view(), gr.view()});
+  CHECK(verify::compare(gr.view(), g.reference, verify::Tolerance::for_dtype(DType::f32)).ok);
   // A view that only partly covers the input is refused even there.
   TensorView shifted = x.view();
   shifted.data = static_cast<float*>(x.data()) + 1;
@@ -247,4 +257,27 @@ TEST_CASE("a kernel runs in place only where it declares it may: an undeclared o
   TensorView x8 = x.view();
   x8.dims = {8, 20};
   CHECK_THAT(launchError(declared, {x8, shifted}), Contains("only the very same view of an input may be written in place"));
+}
+
+TEST_CASE("a declaration covers its own pair only, and two outputs never share memory", "[launch][errors]") {
+  // Y = X + W, declared in place over X only; Y2 = X, a second output.
+  Kernel k = dsl::kernel("two_outs", [](dsl::Builder& b) {
+    auto [M, N] = b.dims("M", "N");
+    auto X = b.input("X", {M, N}, DType::f32), W = b.input("W", {M, N}, DType::f32);
+    auto Y = b.output("Y", {M, N}, DType::f32), Y2 = b.output("Y2", {M, N}, DType::f32);
+    b.allow_in_place(Y, X);
+    b.grid({dsl::cdiv(M, 4), dsl::cdiv(N, 8)}, [&](dsl::Index i, dsl::Index j) {
+      dsl::Tile x = b.load(X.tile({i, j}, {4, 8}));
+      b.store(Y.tile({i, j}, {4, 8}), x + b.load(W.tile({i, j}, {4, 8})));
+      b.store(Y2.tile({i, j}, {4, 8}), x);
+    });
+  });
+  CompiledKernel ck = Runtime::create(Backend::cpu).compile(k);
+  HostTensor x(DType::f32, {5, 9}), w(DType::f32, {5, 9}), y2(DType::f32, {5, 9}), y(DType::f32, {5, 9});
+  CHECK_NOTHROW(ck.launch({x.view(), w.view(), x.view(), y2.view()}));
+  CHECK_THAT(launchError(ck, {x.view(), w.view(), w.view(), y2.view()}),
+             Contains("output 'Y' overlaps input 'W'") &&
+                 Contains("the kernel does not declare that output 'Y' may be written in place over input 'W'"));
+  CHECK_THAT(launchError(ck, {x.view(), w.view(), y.view(), y.view()}),
+             Contains("overlaps output") && Contains("two outputs may not share memory"));
 }

@@ -1,7 +1,8 @@
 // A differential test of the DSL and the CPU backend: random elementwise-and-row-reduction
 // programs (test/random_programs.hpp), each run as a kiln kernel and evaluated directly in
 // f64 with the DSL's tile semantics, on ragged shapes. A fixed seed: the same programs on
-// every machine; a failure prints the program. (fuzz_dsl_program does the same with
+// every machine (and, with the same standard library, the same input values); a failure
+// prints the program. (fuzz_dsl_program does the same with
 // libFuzzer choosing the programs.)
 #include <catch2/catch.hpp>
 

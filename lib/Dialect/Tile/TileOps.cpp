@@ -112,6 +112,9 @@ LogicalResult KernelOp::verify() {
       if (!isOutput(o) || isOutput(i))
         return emitOpError("in_place pairs an 'out' argument with an 'in' one; got '")
                << getArgName(o) << "' and '" << getArgName(i) << "'";
+      for (size_t q = 0; q < p; q += 2)
+        if ((*pairs)[q] == o && (*pairs)[q + 1] == i)
+          return emitOpError("in_place lists '") << getArgName(o) << "' over '" << getArgName(i) << "' twice";
       if (getArgType(o) != getArgType(i))
         return emitOpError("'") << getArgName(o) << "' can never be the same memory as '" << getArgName(i)
                                 << "': their types differ (" << getArgType(o) << " against " << getArgType(i) << ")";

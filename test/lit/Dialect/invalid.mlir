@@ -714,3 +714,9 @@ tile.kernel @in_place_odd(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tens
 // expected-error @+1 {{'tile.kernel' op in_place names argument #5 of 2}}
 tile.kernel @in_place_out_of_range(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1, 5>} {
 }
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op in_place lists 'Y' over 'X' twice}}
+tile.kernel @in_place_twice(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1, 0, 1, 0>} {
+}
