@@ -49,7 +49,8 @@ SAN_EXCLUDE ?= ^(gpu[.]|cuda-support[.]gpu|embed[.]|fuzz[.])
 # LLVM's headers, compiled into kiln with ASan, poison the arenas of LLVM's allocators; the
 # (uninstrumented) LLVM libraries then write there legitimately: user poisoning is off.
 SAN_ENV ?= ASAN_OPTIONS=allow_user_poisoning=0 UBSAN_OPTIONS=print_stacktrace=1 \
-  LSAN_OPTIONS=suppressions=$(CURDIR)/test/sanitizers/lsan.supp
+  LSAN_OPTIONS=suppressions=$(CURDIR)/test/sanitizers/lsan.supp \
+  TSAN_OPTIONS=suppressions=$(CURDIR)/test/sanitizers/tsan.supp
 sanitize: deps
 	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
 	  -DKILN_SANITIZE=$(SANITIZE) -DKILN_FUZZ=OFF $(CMAKE_FLAGS)
