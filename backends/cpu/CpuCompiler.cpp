@@ -63,6 +63,16 @@ void lowerToLoops(ModuleOp m, DiagnosticCollector& diags, const std::string& nam
 }
 
 void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
+  // kiln.no_unroll (kiln-lower-to-loops) becomes LLVM loop metadata: scf-to-cf carries an
+  // `llvm.loop_annotation` from the scf.for to its back edge; the llvm.br takes it as its own
+  // attribute below.
+  m.getContext()->getOrLoadDialect<LLVM::LLVMDialect>(); // its attributes, before the passes load it
+  auto noUnroll = LLVM::LoopAnnotationAttr::get(
+      m.getContext(), {}, {}, {}, LLVM::LoopUnrollAttr::get(m.getContext(), BoolAttr::get(m.getContext(), true), {}, {}, {}, {}, {}, {}),
+      {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
+  m.walk([&](scf::ForOp f) {
+    if (f->removeAttr(kiln::kNoUnrollAttr)) f->setAttr("llvm.loop_annotation", noUnroll);
+  });
   PassManager pm(m.getContext());
   pm.addPass(createSCFToControlFlowPass());
   // bf16 <-> f32 as integer ops, before anything turns arith into LLVM (vector-to-llvm
@@ -80,6 +90,12 @@ void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::strin
   pm.addPass(createReconcileUnrealizedCastsPass());
   if (failed(pm.run(m)))
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to LLVM failed");
+  m.walk([](LLVM::BrOp br) {
+    if (auto a = br->getAttrOfType<LLVM::LoopAnnotationAttr>("llvm.loop_annotation")) {
+      br.setLoopAnnotationAttr(a);
+      br->removeAttr("llvm.loop_annotation");
+    }
+  });
 }
 
 // The kernel's packed entry `_mlir_<name>(void** args)`: args[i] points at the i-th

@@ -39,8 +39,8 @@ private:
 
   Value buffer(TileType t);
   /// A loop nest over `ubs` (index values), calling body with the induction variables.
-  void nest(Location loc, ArrayRef<Value> ubs, BodyFn body);
-  void nestStatic(Location loc, ArrayRef<int64_t> shape, BodyFn body);
+  scf::LoopNest nest(Location loc, ArrayRef<Value> ubs, BodyFn body);
+  scf::LoopNest nestStatic(Location loc, ArrayRef<int64_t> shape, BodyFn body);
   Value cidx(Location loc, int64_t v) { return b_.create<arith::ConstantIndexOp>(loc, v); }
   Value toF32(OpBuilder& b, Location loc, Value v);
   Value fromF32(OpBuilder& b, Location loc, Value v, Type to);
@@ -74,15 +74,15 @@ Value KernelLowering::buffer(TileType t) {
   return buf;
 }
 
-void KernelLowering::nest(Location loc, ArrayRef<Value> ubs, BodyFn body) {
+scf::LoopNest KernelLowering::nest(Location loc, ArrayRef<Value> ubs, BodyFn body) {
   SmallVector<Value> lbs(ubs.size(), cidx(loc, 0)), steps(ubs.size(), cidx(loc, 1));
-  scf::buildLoopNest(b_, loc, lbs, ubs, steps, body);
+  return scf::buildLoopNest(b_, loc, lbs, ubs, steps, body);
 }
 
-void KernelLowering::nestStatic(Location loc, ArrayRef<int64_t> shape, BodyFn body) {
+scf::LoopNest KernelLowering::nestStatic(Location loc, ArrayRef<int64_t> shape, BodyFn body) {
   SmallVector<Value> ubs;
   for (int64_t d : shape) ubs.push_back(cidx(loc, d));
-  nest(loc, ubs, body);
+  return nest(loc, ubs, body);
 }
 
 Value KernelLowering::toF32(OpBuilder& b, Location loc, Value v) {
@@ -322,12 +322,19 @@ LogicalResult KernelLowering::lowerElementwise(Operation* op) {
   SmallVector<Value> ins;
   for (Value v : op->getOperands()) ins.push_back(map_.lookup(v));
   Value out = buffer(outT);
-  nestStatic(loc, outT.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
+  bool math = false;
+  scf::LoopNest loops = nestStatic(loc, outT.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
     SmallVector<Value> x;
     for (Value in : ins) x.push_back(toF32(b, l, b.create<memref::LoadOp>(l, in, iv)));
     Value r = kiln::emitScalar(b, l, op, x);
     b.create<memref::StoreOp>(l, fromF32(b, l, r, outT.getElementType()), out, iv);
+    b.getInsertionBlock()->walk([&](Operation* e) { math |= isa<math::MathDialect>(e->getDialect()); });
   });
+  // Fully unrolled, a tile's loops around math functions (tanh, exp, ...) grow the code
+  // by the tile's size and LLVM's compile time past it (seconds for an 8x64 tile with a
+  // few of them); the backend keeps LLVM from unrolling these (docs/cpu.md).
+  if (math)
+    for (scf::ForOp f : loops.loops) f->setAttr(kiln::kNoUnrollAttr, b_.getUnitAttr());
   map_.map(op->getResult(0), out);
   return success();
 }

@@ -14,6 +14,10 @@
 #include "mlir/Pass/Pass.h"
 
 namespace kiln {
+/// On an scf.for made by kiln-lower-to-loops: LLVM must not unroll this loop (a tile's loop
+/// around math functions). The CPU backend turns it into LLVM loop metadata.
+inline constexpr const char kNoUnrollAttr[] = "kiln.no_unroll";
+
 #define GEN_PASS_DECL
 #include "Transforms/Passes.h.inc"
 
