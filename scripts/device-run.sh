@@ -32,7 +32,8 @@ run() { # name, log, command...
 # default set), bench (issue 4: kiln bench + kiln-mlp), suite (GPU
 # tests), gemm (kiln-bench-gemm + CLI runs), cache (issue 5: cold/warm compiles), tune
 # (issue 5: kiln tune 4096^3 and its replay), sanitize (compute-sanitizer; not in the
-# default set), tunedbench (kiln bench --tuned: the price of
+# default set), cases (each GPU test case in its own process, plain or under
+# compute-sanitizer; not in the default set), tunedbench (kiln bench --tuned: the price of
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -153,6 +154,43 @@ if want sanitize; then
       --report-api-errors no --error-exitcode 9 $K/kiln-gpu-tests --durations yes "${SANITIZE_FILTER:-[errors],[handwritten]}"
   done
 fi
+if want cases; then
+  # Every test case of the GPU suite in a process of its own, CASE_JOBS at a time, under each
+  # of CASE_TOOLS ("none": plain; else a compute-sanitizer tool), each case under
+  # CASE_TIMEOUT seconds: a slow tool (racecheck) covers the suite over several calls, and
+  # one case that runs out of time costs only itself. The twin's ragged-shape test runs one
+  # section (kernel, dtype) per process. The [faults] tests exhaust device memory, so they
+  # run alone after the others; the [sticky] one breaks its context and is the suite step's.
+  # CASE_FILTER: a Catch2 spec picking the cases (default: all of them).
+  # CASE_BUDGET: seconds for the whole step (default 540), so it ends inside one call.
+  # Logs: cases-<tool>/<n>.log and cases-<tool>.tsv (n, rc, seconds, summary, case).
+  export CASE_DEADLINE=$(($(date +%s) + ${CASE_BUDGET:-540}))
+  export CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  $K/kiln-gpu-tests --list-test-names-only ${CASE_FILTER:+"$CASE_FILTER"} | grep -v "^GPU suite on" | sed '/^$/d' > "$RES/cases-all.txt"
+  $K/kiln-gpu-tests --list-test-names-only "[faults]" | grep -v "^GPU suite on" | sed '/^$/d' > "$RES/cases-alone.txt"
+  twin="gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside the portable kernel"
+  : > "$RES/cases-jobs.txt"; : > "$RES/cases-alone-jobs.txt"; n=0
+  while IFS= read -r c; do
+    if [ "$c" = "$twin" ]; then
+      for k in gemm gemm_bias_relu gemm_bias_gelu gemm_bias_residual; do
+        for d in bf16 f16; do n=$((n + 1)); printf '%s\t%s\t%s\n' $n "$c" "$k $d" >> "$RES/cases-jobs.txt"; done
+      done
+    elif grep -qxF "$c" "$RES/cases-alone.txt"; then n=$((n + 1)); printf '%s\t%s\n' $n "$c" >> "$RES/cases-alone-jobs.txt"
+    else n=$((n + 1)); printf '%s\t%s\n' $n "$c" >> "$RES/cases-jobs.txt"
+    fi
+  done < "$RES/cases-all.txt"
+  for tool in ${CASE_TOOLS:-none}; do
+    mkdir -p "$RES/cases-$tool"
+    t0=$(date +%s)
+    xargs -d '\n' -P ${CASE_JOBS:-8} -I{} scripts/device-case.sh $tool "$RES/cases-$tool" ${CASE_TIMEOUT:-300} {} \
+      < "$RES/cases-jobs.txt" > "$RES/cases-$tool.tsv"
+    xargs -d '\n' -I{} scripts/device-case.sh $tool "$RES/cases-$tool" ${CASE_TIMEOUT:-300} {} \
+      < "$RES/cases-alone-jobs.txt" >> "$RES/cases-$tool.tsv"
+    sort -n -o "$RES/cases-$tool.tsv" "$RES/cases-$tool.tsv"
+    result[cases-$tool]="$(awk -F'\t' '$2 == 0' "$RES/cases-$tool.tsv" | wc -l) of $(wc -l < "$RES/cases-$tool.tsv") rc=0, $(($(date +%s) - t0)) s"
+    pack
+  done
+fi
 if want gemm; then
   run bench bench.log $K/kiln-bench-gemm "$RES/bench.csv"
   run big-gemm cli-run.log $K/kiln run gemm_bias_relu --backend=cuda --shape 4097x4096x4096 --dtype bf16
@@ -201,6 +239,9 @@ if want hopper; then
 fi
 want profile && for f in "$RES"/sol-*.txt; do echo "== $(basename "$f" .txt)"; cat "$f"; done
 want cache && cat "$RES/compile.csv"
+if want cases; then
+  for f in "$RES"/cases-*.tsv; do echo "== $(basename "$f" .tsv): cases not rc=0"; awk -F'\t' '$2 != 0' "$f" | cut -c1-160; done
+fi
 if want tunetwin; then
   for f in "$RES"/tunetwin-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(chosen|runner-up|default|search cost)" "$f"; done
 fi

@@ -365,15 +365,11 @@ TEST_CASE("gpu: every elementwise math op agrees with the CPU backend", "[gpu]")
   }
 }
 
-TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside the portable kernel", "[gpu][sm90]") {
-  // Shapes the twin takes (K and N multiples of 8: 16-byte rows), ragged against its
-  // 128 x 128|192|256 and 64 x 128|192 tiles (k-steps of 64), and small ones (one k-tile, one CTA).
-  // {2049, 2056, 136}: more tiles than SMs (a persistent CTA takes several, its ring
-  // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
-  // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks.
-  const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},       {77, 136, 72},   {1000, 1000, 1000},
-                                                   {4097, 264, 128}, {129, 4096, 264}, {300, 200, 8},
-                                                   {128, 256, 4096}, {2049, 2056, 136}, {300, 200, 1000}};
+namespace {
+// The twin test's runtimes, made once per process: the test runs once per kernel and dtype
+// (a section each, so a slow tool such as compute-sanitizer's racecheck can take them one
+// process at a time), and 18 runtimes per run would cost seconds each time.
+struct TwinRuntimes {
   Runtime portable = Runtime::create(Backend::cuda, {.hopper_gemm = false});
   Runtime wide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256});
   // Pairs of CTAs sharing A by multicast, both widths (odd tile columns leave a CTA of the
@@ -418,45 +414,62 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
     ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
     return Runtime::create(Backend::cuda, {.hopper_tile_n = 192, .hopper_tile_m = 64, .hopper_cluster = 1});
   }();
+};
+const TwinRuntimes& twinRuntimes() {
+  static const TwinRuntimes r;
+  return r;
+}
+} // namespace
+
+TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside the portable kernel", "[gpu][sm90]") {
+  // Shapes the twin takes (K and N multiples of 8: 16-byte rows), ragged against its
+  // 128 x 128|192|256 and 64 x 128|192 tiles (k-steps of 64), and small ones (one k-tile, one CTA).
+  // {2049, 2056, 136}: more tiles than SMs (a persistent CTA takes several, its ring
+  // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
+  // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks.
+  const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},       {77, 136, 72},   {1000, 1000, 1000},
+                                                   {4097, 264, 128}, {129, 4096, 264}, {300, 200, 8},
+                                                   {128, 256, 4096}, {2049, 2056, 136}, {300, 200, 1000}};
+  const TwinRuntimes& r = twinRuntimes();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
-  std::map<const Runtime*, int> splitLaunches;
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
-    for (DType d : {DType::bf16, DType::f16}) {
-      const catalogue::Entry& e = catalogue::find(name);
-      for (const Runtime* rt :
-           std::initializer_list<const Runtime*>{&gpu(), &wide, &paired, &pairedWide, &low, &pairedLow, &stacked,
-                                                 &stackedWide, &narrow, &stackedNarrow, &stackedNarrowTall,
-                                                 &pairedNarrow, &pingpong, &stackedPingpong, &splitK, &splitKWide,
-                                                 &splitKLowNarrow, &portable}) {
-        CompiledKernel ck = rt->compile(e.make(d));
-        INFO(name << " " << to_string(d) << ": " << ck.report().str());
-        if (rt != &portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper
-        const bool twin = hopper && rt != &portable &&
-                          !((rt == &pingpong || rt == &stackedPingpong) && std::string(name) == "gemm_bias_residual");
-        uint64_t seed = 7;
-        for (const auto& s : shapes) {
-          catalogue::Problem p = e.problem(s, d, seed++);
-          catalogue::DeviceProblem dp = catalogue::upload(gpu(), p);
-          // The twin really runs where it should (device memory is 256-byte aligned).
-          std::string path = ck.launch_path(dp.views);
-          INFO("shape " << str(s) << ": " << path);
-          CHECK((path.rfind("sm_90a twin", 0) == 0) == twin);
-          if (path.find("split-K") != std::string::npos) ++splitLaunches[rt];
-          ck.launch(dp.views);
-          verify::Report r = catalogue::verify_output(gpu(), dp, p);
-          INFO(r.summary());
-          CHECK(r.ok);
+    for (DType d : {DType::bf16, DType::f16})
+      DYNAMIC_SECTION(name << " " << to_string(d)) {
+        const catalogue::Entry& e = catalogue::find(name);
+        std::map<const Runtime*, int> splitLaunches;
+        for (const Runtime* rt : std::initializer_list<const Runtime*>{
+                 &gpu(), &r.wide, &r.paired, &r.pairedWide, &r.low, &r.pairedLow, &r.stacked, &r.stackedWide,
+                 &r.narrow, &r.stackedNarrow, &r.stackedNarrowTall, &r.pairedNarrow, &r.pingpong, &r.stackedPingpong,
+                 &r.splitK, &r.splitKWide, &r.splitKLowNarrow, &r.portable}) {
+          CompiledKernel ck = rt->compile(e.make(d));
+          INFO(name << " " << to_string(d) << ": " << ck.report().str());
+          if (rt != &r.portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper
+          const bool twin = hopper && rt != &r.portable &&
+                            !((rt == &r.pingpong || rt == &r.stackedPingpong) && std::string(name) == "gemm_bias_residual");
+          uint64_t seed = 7;
+          for (const auto& s : shapes) {
+            catalogue::Problem p = e.problem(s, d, seed++);
+            catalogue::DeviceProblem dp = catalogue::upload(gpu(), p);
+            // The twin really runs where it should (device memory is 256-byte aligned).
+            std::string path = ck.launch_path(dp.views);
+            INFO("shape " << str(s) << ": " << path);
+            CHECK((path.rfind("sm_90a twin", 0) == 0) == twin);
+            if (path.find("split-K") != std::string::npos) ++splitLaunches[rt];
+            ck.launch(dp.views);
+            verify::Report rep = catalogue::verify_output(gpu(), dp, p);
+            INFO(rep.summary());
+            CHECK(rep.ok);
+          }
+        }
+        // The split-K runtimes really cut tiles (on 1000^3, 128 x 256 x 4096, 300 x 200 x 1000 at
+        // least), and no other runtime does.
+        if (hopper) {
+          CHECK(splitLaunches[&r.splitK] >= 3);
+          CHECK(splitLaunches[&r.splitKWide] >= 3);
+          CHECK(splitLaunches[&r.splitKLowNarrow] >= 3);
+          CHECK(splitLaunches.size() == 3);
         }
       }
-    }
-  // The split-K runtimes really cut tiles (on 1000^3, 128 x 256 x 4096, 300 x 200 x 1000 at
-  // least), and no other runtime does.
-  if (hopper) {
-    CHECK(splitLaunches[&splitK] >= 3 * 8);
-    CHECK(splitLaunches[&splitKWide] >= 3 * 8);
-    CHECK(splitLaunches[&splitKLowNarrow] >= 3 * 8);
-    CHECK(splitLaunches.size() == 3);
-  }
 }
 
 TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is counted", "[gpu][sm90]") {
