@@ -279,7 +279,9 @@ TEST_CASE("gpu: time_kernel times launches with CUDA events and leaves a right r
   profile::Stat s = profile::time_kernel(gpu(), ck, v, {.reps = 10, .warmup = 2});
   CHECK(s.reps == 10);
   CHECK(s.min > 0);
-  CHECK(s.median < 100); // milliseconds: a 512^3 GEMM, not seconds
+  // Milliseconds, not microseconds: a 512^3 GEMM takes ~0.01 ms, 112 ms under
+  // compute-sanitizer's racecheck, never 1000.
+  CHECK(s.median < 1000);
   CHECK(s.p10 <= s.median);
   CHECK(s.median <= s.p90);
   CHECK(catalogue::verify_output(gpu(), d, p).ok);
