@@ -32,7 +32,7 @@ run() { # name, log, command...
 # default set), bench (issue 4: kiln bench + kiln-mlp), suite (GPU
 # tests), gemm (kiln-bench-gemm + CLI runs), cache (issue 5: cold/warm compiles), tune
 # (issue 5: kiln tune 4096^3 and its replay), sanitize (compute-sanitizer; not in the
-# default set), cases (each GPU test case in its own process, plain or under
+# default set), ab (two builds' kiln bench, alternating; not in the default set), cases (each GPU test case in its own process, plain or under
 # compute-sanitizer; not in the default set), tunedbench (kiln bench --tuned: the price of
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
@@ -60,6 +60,27 @@ if want hopper; then
       run hopper-$k-$n hopper-$k-$n.log timeout ${HOPPER_TIMEOUT:-150} env $env $K/kiln bench $k --backend=cuda --dtype bf16 $SHAPES \
         --routes kiln,framework --reps 30 --warmup 5 --no-progress \
         --csv "$RES/hopper-$k-$n.csv" --json "$RES/hopper-$k-$n.json" --html "$RES/hopper-$k-$n.html"
+    done
+  done
+fi
+if want ab; then
+  # A/B of two builds in one process tree: AB_PACKAGES names archives in .device/ (default:
+  # kiln-old.tar.xz, made by packing the base commit, and kiln-device.tar.xz), each unpacked
+  # apart; AB_ROUNDS rounds (default 2), each running every build in turn, so drift in the
+  # GPU's clock falls on both alike. Each run: kiln bench of AB_KERNELS over AB_SHAPES with
+  # cuBLASLt beside it (ab-<build>-<kernel>-<round>.csv).
+  for pkg in ${AB_PACKAGES:-kiln-old.tar.xz kiln-device.tar.xz}; do
+    mkdir -p /tmp/ab/${pkg%%.*} && tar -xJf .device/$pkg -C /tmp/ab/${pkg%%.*}
+  done
+  SHAPES=$(printf -- '--shape %s ' ${AB_SHAPES:-1000x1000x1000 1024x1024x1024})
+  for r in $(seq ${AB_ROUNDS:-2}); do
+    for pkg in ${AB_PACKAGES:-kiln-old.tar.xz kiln-device.tar.xz}; do
+      v=${pkg%%.*}
+      for k in ${AB_KERNELS:-gemm gemm_bias_relu}; do
+        run ab-$v-$k-$r ab-$v-$k-$r.log env LD_LIBRARY_PATH=/tmp/ab/$v/lib:/usr/local/cuda/lib64 timeout 200 \
+          /tmp/ab/$v/bin/kiln bench $k --backend=cuda --dtype bf16 $SHAPES --routes kiln,framework --reps ${AB_REPS:-50} \
+          --warmup 5 --no-progress --csv "$RES/ab-$v-$k-$r.csv"
+      done
     done
   done
 fi
@@ -239,6 +260,22 @@ if want hopper; then
 fi
 want profile && for f in "$RES"/sol-*.txt; do echo "== $(basename "$f" .txt)"; cat "$f"; done
 want cache && cat "$RES/compile.csv"
+if want ab; then
+  python3 - "$RES" <<'PY'
+import csv, glob, os, statistics, sys
+rows = {}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab-*.csv"))):
+    build, kernel, rnd = os.path.basename(f)[3:-4].rsplit("-", 2)
+    for r in csv.DictReader(open(f)):
+        rows.setdefault((kernel, r["shape"], build, r["route"]), []).append(float(r["warm_ms"]) * 1000)
+print("kernel shape build: kiln us per round | cuBLASLt us | cuBLASLt/kiln (median of rounds)")
+for (kernel, shape, build, route), v in sorted(rows.items()):
+    if route != "kiln": continue
+    fw = rows.get((kernel, shape, build, "framework"), [float("nan")])
+    ratio = statistics.median(f / k for f, k in zip(fw, v))
+    print(kernel, shape, build, " ".join("%.2f" % x for x in v), "|", " ".join("%.2f" % x for x in fw), "| %.3f" % ratio)
+PY
+fi
 if want cases; then
   for f in "$RES"/cases-*.tsv; do echo "== $(basename "$f" .tsv): cases not rc=0"; awk -F'\t' '$2 != 0' "$f" | cut -c1-160; done
 fi

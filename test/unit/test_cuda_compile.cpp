@@ -378,7 +378,8 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
   // every arrive (measured 1.8-3x slower on the H200).
   CHECK_THAT(ptx, Contains(".multicast::cluster") && Contains("mapa.shared::cluster") &&
                       Contains("mbarrier.arrive.shared::cluster.b64") && !Contains("mbarrier.arrive.release.cluster") &&
-                      Contains("barrier.cluster.wait"));
+                      Contains("barrier.cluster.wait") && Contains("barrier.cluster.arrive.relaxed") &&
+                      !Contains("barrier.cluster.arrive;"));
   // Clusters take whole tiles: no split-K.
   CHECK_THAT(rt.compile(k).report().sm90, !Contains("split-K"));
   CHECK_THAT(rt.compile(k).report().sm90, Contains("clusters of 2 (A multicast)"));

@@ -146,8 +146,9 @@ private:
   /// beside the other's main loop. Waits for this consumer's turn, or (`arrive`) passes it
   /// on.
   void takeTurn(bool arrive);
-  /// barrier.cluster arrive + wait, by every thread of both CTAs.
-  void clusterSync();
+  /// barrier.cluster.wait: every thread of both CTAs, once, after the relaxed arrive that
+  /// follows the barriers' initialisation.
+  void clusterWait();
   /// Ring slot and phase bit of k-iteration `it` (counted across this CTA's tiles).
   std::pair<Value, Value> slotOf(Value it) {
     return {remu(it, i32(cfg_.stages)), b_.create<arith::AndIOp>(loc_, divu(it, i32(cfg_.stages)), i32(1))};
@@ -172,6 +173,13 @@ private:
       b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), bar, Value());
       return;
     }
+    // In a cluster, only the frees a producer waits on are made: of the CTA's last `stages`
+    // k-steps none is (both CTAs run the same number). So every arrival a CTA makes on its
+    // peer's barriers is one the peer waits for before it can finish, and none is in flight
+    // when the peer leaves: no cluster barrier is needed at the end.
+    ifThen(ult(add(it, i32(cfg_.stages)), totalIters_), [&] { releaseInCluster(bar); });
+  }
+  void releaseInCluster(Value bar) {
     // The slot is free for a producer once every consumer warp of the cluster is done with
     // it (wgmma.wait_group is warp-wide): lane 0 arrives on that slot's barrier in each CTA.
     // Release at CTA scope, as for the local arrive: the stage was only read (by wgmma), and
@@ -240,6 +248,8 @@ private:
   struct {
     Value item, units, loopStep;
   } turn_;
+  // Clusters (whole tiles): the k-steps of all the CTA's items (set by forEachTile).
+  Value totalIters_;
   Value partial_, skUnit_, skTile_;
 };
 

@@ -169,14 +169,20 @@ void Emitter::run() {
     }
     b_.create<NVVM::FenceMbarrierInitOp>(loc_);
   });
-  b_.create<gpu::BarrierOp>(loc_);
-  // The peer's barriers are initialised before anyone arrives on them or multicasts to them.
-  if (cfg_.cluster > 1) clusterSync();
+  // The peer's barriers are initialised before anyone arrives on them or multicasts to them:
+  // in a cluster, fence.mbarrier_init (release) then a relaxed arrive here, and each role
+  // waits where it first needs the peer (the producer after prefetching its tensor maps), so
+  // the set-up between costs nothing; alone, the CTA's barrier. The cluster barrier's only
+  // phase (see the end).
+  if (cfg_.cluster > 1) b_.create<NVVM::ClusterArriveRelaxedOp>(loc_, UnitAttr());
+  else b_.create<gpu::BarrierOp>(loc_);
 
   ifThenElse(
-      eq(wg_, i32(0)), [&] { producer(); },
+      eq(wg_, i32(0)),
+      [&] { producer(); },
       [&] {
         if (cfg_.consumers() == 2) b_.create<NVVM::SetMaxRegisterOp>(loc_, 240, NVVM::SetMaxRegisterAction::increase);
+        if (cfg_.cluster > 1) clusterWait();
         forEachTile([&] {
           preloadColumnInputs();
           // Not the CTA's first item (items before it put base_ past 0): the other
@@ -200,8 +206,10 @@ void Emitter::run() {
           ifThen(eq(remu(tid_, i32(128)), i32(0)),
                  [&] { b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(0), b_.getUnitAttr()); });
       });
-  // No CTA leaves while its peer may still arrive on its barriers or multicast into it.
-  if (cfg_.cluster > 1) clusterSync();
+  // No cluster barrier before leaving: a CTA's peer touches its shared memory only by
+  // multicast copies, which its consumers wait for, and by frees its producer waits for
+  // (release() makes no other), so none is in flight once it is done. A second phase would
+  // also let a thread arrive for it while a slower one has yet to wait on the first.
   b_.create<gpu::ReturnOp>(loc_);
   func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
   func_->setAttr("kiln.layouts", b_.getDictionaryAttr({b_.getNamedAttr("a", aShared_), b_.getNamedAttr("b", bShared_),
@@ -288,6 +296,10 @@ template <class F> void Emitter::forEachTile(F&& body, bool inTurn) {
   Value start = alternate ? add(first, mul(sub(wg_, i32(1)), step)) : first;
   Value units = mul(unitsM, unitsN);
   Value loopStep = alternate ? mul(step, i32(2)) : step;
+  // The CTA's items (every one, in ping-pong too): first, first + step, ... below units.
+  Value ctaItems = b_.create<arith::SelectOp>(loc_, ult(first, units), divu(add(sub(units, first), sub(step, i32(1))), step),
+                                              i32(0));
+  totalIters_ = mul(ctaItems, kTiles_);
   auto loop = b_.create<scf::ForOp>(loc_, start, units, loopStep);
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPoint(loop.getBody()->getTerminator());
@@ -324,21 +336,22 @@ void Emitter::takeTurn(bool arrive) {
   else b_.create<NVVM::BarrierOp>(loc_, Type(), id, i32(256), NVVM::BarrierReductionAttr(), Value());
 }
 
-void Emitter::clusterSync() {
-  // Not .aligned: at the end the producer warp's lanes reconverge from divergent paths.
-  b_.create<NVVM::ClusterArriveOp>(loc_, UnitAttr());
-  b_.create<NVVM::ClusterWaitOp>(loc_, UnitAttr());
-}
+// Not .aligned: the producer warp's lanes wait after a branch only lane 0 takes.
+void Emitter::clusterWait() { b_.create<NVVM::ClusterWaitOp>(loc_, UnitAttr()); }
 
 void Emitter::producer() {
   // With one consumer (256 threads) every thread may hold 255 registers: nothing to move.
   if (cfg_.consumers() == 2) b_.create<NVVM::SetMaxRegisterOp>(loc_, 24, NVVM::SetMaxRegisterAction::decrease);
-  ifThen(eq(tid_, i32(0)), [&] {
   // The tensor maps live in parameter space: fetch their lines now rather than at the first
-  // copy of each (CUTLASS does the same).
-  for (Value map : {tmA_, tmB_, tmC_})
-    if (map) b_.create<NVVM::PrefetchOp>(loc_, NVVM::PrefetchCacheLevelAttr(), NVVM::CacheEvictionPriorityAttr(), map,
-                                         Value(), /*tensormap=*/true, /*uniform=*/false, /*in_param_space=*/true);
+  // copy of each (CUTLASS does the same), before waiting for the peer.
+  ifThen(eq(tid_, i32(0)), [&] {
+    for (Value map : {tmA_, tmB_, tmC_})
+      if (map)
+        b_.create<NVVM::PrefetchOp>(loc_, NVVM::PrefetchCacheLevelAttr(), NVVM::CacheEvictionPriorityAttr(), map,
+                                    Value(), /*tensormap=*/true, /*uniform=*/false, /*in_param_space=*/true);
+  });
+  if (cfg_.cluster > 1) clusterWait();
+  ifThen(eq(tid_, i32(0)), [&] {
   // L2 policy per operand: each of A's tiles is read by tilesN CTAs, each of B's by tilesM.
   // Where the operand read more often fits 12 MiB (16-bit elements; about a quarter of the
   // smallest sm_90 L2, 50 MB), it is marked evict_last and the other evict_first, so a stream

@@ -200,22 +200,31 @@
 // ONE-NOT: gpu.func @mm__sm90_n256
 
 // Clusters of 2: A's tensor map box is half the rows; the peers' barriers are set up before
-// any use; each CTA multicasts its half of A to both; consumer warps free a slot in both CTAs.
+// any use (a relaxed arrive after their init, a wait in each role before it touches the
+// peer, the producer's after prefetching its tensor maps); each CTA multicasts its half of A
+// to both; consumer warps free a slot in both CTAs.
 // CL: gpu.func @mm__sm90(
 // CL-SAME: \22cluster\22:2
 // CL-SAME: \22params\22:[{\22arg\22:0,\22box\22:[64,64],\22dim\22:0,\22kind\22:\22tensormap\22}
 // CL: nvvm.fence.mbarrier.init
-// CL: gpu.barrier
-// CL-NEXT: nvvm.cluster.arrive
-// CL-NEXT: nvvm.cluster.wait
+// CL: nvvm.cluster.arrive.relaxed
+// CL-NOT: gpu.barrier
+// CL: nvvm.prefetch tensormap
+// CL: nvvm.cluster.wait
 // CL: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// A consumer waits before its first k-step.
+// CL: nvvm.cluster.wait
 // A consumer frees a stage in both CTAs, at CTA scope (cluster scope would be a full fence
-// before every arrive).
+// before every arrive), and only where a producer waits for it: not the CTA's last 4
+// (stages) k-steps. So no arrival on a peer is in flight when it leaves, and no cluster
+// barrier ends the kernel.
+// CL: %[[RING:.*]] = arith.addi %{{.*}}, %c4_i32{{.*}} : i32
+// CL-NEXT: %[[AWAITED:.*]] = arith.cmpi ult, %[[RING]], %{{.*}} : i32
+// CL-NEXT: scf.if %[[AWAITED]] {
 // CL: nvvm.mapa
 // CL: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<7>{{$}}
-// CL: nvvm.cluster.arrive
-// CL-NEXT: nvvm.cluster.wait
-// CL-NEXT: gpu.return
+// CL-NOT: nvvm.cluster
+// CL: gpu.return
 module {
   tile.kernel @mm(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N], bf16>, in %bias: !tile.tensor<[N], bf16>, out %C: !tile.tensor<[M, N], bf16>) {
     %M = tile.dim "M"
