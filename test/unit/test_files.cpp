@@ -12,6 +12,8 @@
 #include "kiln/error.hpp"
 #include "kiln/files.hpp"
 
+#include "../temp_dir.hpp"
+
 using namespace kiln;
 using Catch::Matchers::Contains;
 
@@ -43,16 +45,13 @@ TEST_CASE("read_file returns a file's bytes, binary ones included", "[files]") {
 TEST_CASE("read_file names what is wrong: nothing there, a directory, too large, a device that never ends",
           "[files][errors]") {
   CHECK(kindOf("/nonexistent-kiln-dir/x.json") == ErrorKind::NotFound);
-  char dir[] = "/tmp/kiln-files-dir-XXXXXX";
-  REQUIRE(::mkdtemp(dir) != nullptr);
-  CHECK(kindOf(dir) == ErrorKind::InvalidArgument);
-  CHECK_THROWS_WITH(read_file(dir, "test file"), Contains("is a directory"));
-  ::rmdir(dir);
-  const std::string path = "/tmp/kiln-files-big-" + std::to_string(::getpid());
+  kiln::testing::TempDir dir("kiln-files");
+  CHECK(kindOf(dir.str()) == ErrorKind::InvalidArgument);
+  CHECK_THROWS_WITH(read_file(dir.str(), "test file"), Contains("is a directory"));
+  const std::string path = (dir.path / "big").string();
   std::ofstream(path) << std::string(4096, 'x');
   CHECK(kindOf(path, 4095) == ErrorKind::InvalidArgument);
   CHECK(read_file(path, "test file", 4096).size() == 4096); // exactly the bound is fine
-  std::remove(path.c_str());
   // Endless zeros: stopped at the bound, not when memory runs out.
   CHECK_THROWS_WITH(read_file("/dev/zero", "test file", 1 << 20), Contains("never ends"));
 }

@@ -16,6 +16,8 @@
 #include "kiln/error.hpp"
 #include "kiln/tune.hpp"
 
+#include "../temp_dir.hpp"
+
 using namespace kiln;
 using Catch::Matchers::Contains;
 
@@ -308,9 +310,7 @@ TEST_CASE("a database that cannot be read or written fails before the search", "
                       {.warmup = warmup, .database = db, .progress = false});
   };
   CHECK_THROWS_WITH(tuneWith("/nonexistent-kiln-dir/db.json"), Contains("cannot write in '/nonexistent-kiln-dir'"));
-  char dir[] = "/tmp/kiln-tune-dir-XXXXXX";
-  REQUIRE(::mkdtemp(dir) != nullptr);
-  CHECK_THROWS_WITH(tuneWith(dir), Contains("is a directory"));
-  ::rmdir(dir);
+  kiln::testing::TempDir dir("kiln-tune");
+  CHECK_THROWS_WITH(tuneWith(dir.str()), Contains("is a directory"));
   CHECK_THROWS_WITH(tuneWith("", -3), Contains("warmup >= 0") && Contains("warmup -3"));
 }
