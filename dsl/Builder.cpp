@@ -480,11 +480,13 @@ Kernel kernel(const std::string& name, const std::function<void(Builder&)>& body
   s.b.create<t::ReturnOp>(loc);
   if (failed(mlir::verify(*impl->module))) s.fail("the traced tile IR does not verify:\n" + s.diags.take());
   impl->sig = detail::readSignature(*impl->module);
-  if (auto bad = detail::inPlaceOverDotInput(impl->sig)) {
-    // Name the allow_in_place call that made the unsound pair.
-    for (size_t p = 0; p < s.inPlaceSites.size(); ++p)
-      if (impl->sig.args[s.inPlace[2 * p + 1]].contracted) s.site = &s.inPlaceSites[p];
-    s.fail(*bad);
+  // An output declared in place over an input a dot reads: the first such allow_in_place
+  // call, named with its source line.
+  for (size_t p = 0; p < s.inPlaceSites.size(); ++p) {
+    const ArgSpec &out = impl->sig.args[s.inPlace[2 * p]], &in = impl->sig.args[s.inPlace[2 * p + 1]];
+    if (!in.contracted) continue;
+    s.site = &s.inPlaceSites[p];
+    s.fail(detail::inPlaceOverDotError(out.name, in.name));
   }
   return Kernel(std::move(impl));
 }

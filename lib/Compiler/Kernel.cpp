@@ -81,15 +81,18 @@ PrivateModule privateCopy(const Kernel& kernel) {
   return p;
 }
 
+std::string inPlaceOverDotError(const std::string& output, const std::string& input) {
+  // A dot reads each input element from many programs: in place it would read sums
+  // already written over it.
+  return "output '" + output + "' cannot be written in place over '" + input + "': a tile.dot reads '" + input +
+         "' (allow_in_place)";
+}
+
 std::optional<std::string> inPlaceOverDotInput(const KernelSignature& sig) {
   for (const ArgSpec& out : sig.args)
     for (const std::string& name : out.in_place_over)
       for (const ArgSpec& in : sig.args)
-        // A dot reads each input element from many programs: in place it would read sums
-        // already written over it.
-        if (in.name == name && in.contracted)
-          return "output '" + out.name + "' cannot be written in place over '" + in.name +
-                 "': a tile.dot reads '" + in.name + "' (allow_in_place)";
+        if (in.name == name && in.contracted) return inPlaceOverDotError(out.name, in.name);
   return std::nullopt;
 }
 

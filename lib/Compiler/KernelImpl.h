@@ -45,6 +45,8 @@ KernelSignature readSignature(mlir::ModuleOp module);
 /// Why the signature's in-place declarations are unsound (an output over an input a dot
 /// reads), or nothing.
 std::optional<std::string> inPlaceOverDotInput(const KernelSignature& sig);
+/// The message for one such pair.
+std::string inPlaceOverDotError(const std::string& output, const std::string& input);
 
 /// Collects MLIR diagnostics emitted while alive, so failures become kiln::Errors with
 /// the IR location and message instead of text on stderr.
