@@ -181,6 +181,7 @@ TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twi
       // Compiled as the runtime compiles it on a GPU (a whole program: setmaxnreg holds):
       // every tile.
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90") == 0);
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90x2") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64x2") == 0);
@@ -239,7 +240,7 @@ TEST_CASE("a twin loads its bias before the main loop, and no twin spills for it
   for (const char* name : {"gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
     for (DType d : {DType::bf16, DType::f16}) {
       const std::string code = rt.emit(catalogue::find(name).make(d), Stage::ptx);
-      for (const char* twin : {"__sm90", "__sm90_n256", "__sm90_m64", "__sm90_m64x2"}) {
+      for (const char* twin : {"__sm90", "__sm90x2", "__sm90_n256", "__sm90_m64", "__sm90_m64x2"}) {
         INFO(name << twin << " " << to_string(d));
         CHECK(wholeProgramSpills(code, std::string(name) + twin) == 0);
       }
@@ -351,20 +352,23 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
 }
 
-TEST_CASE("by default a GEMM gets four twins, and the report names each", "[cuda][sm90]") {
+TEST_CASE("by default a GEMM gets five twins, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
-  CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90_n256(") &&
+  CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90x2(") &&
+                      Contains(".entry gemm_bias_relu__sm90_n256(") &&
                       Contains(".entry gemm_bias_relu__sm90_m64(") && Contains(".entry gemm_bias_relu__sm90_m64x2("));
   CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16"));
   std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
   CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
+                         Contains("gemm_bias_relu__sm90x2: 128x128x64 tiles, 6 stages, clusters of 2 (B multicast), 384 threads") &&
                          Contains("gemm_bias_relu__sm90_n256: 128x256x64 tiles, 4 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast), 256 threads") &&
                          Contains("each launch takes the tile"));
   for (const char* entry :
-       {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64", "gemm_bias_relu__sm90_m64x2"}) {
+       {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90x2", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64",
+        "gemm_bias_relu__sm90_m64x2"}) {
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
   }
@@ -390,13 +394,23 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
   // hopper_cluster 1: no cluster instruction at all.
   Runtime none = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 1});
   CHECK_THAT(none.emit(k, Stage::ptx), !Contains("multicast") && !Contains("barrier.cluster"));
-  // By default (0) only the second 64-row twin runs in clusters: stacked pairs sharing B.
+  // By default (0) the 128 x 128 and 64-row tiles have a second twin in clusters (stacked
+  // pairs sharing B); the others take none.
   const std::string byDefault = offline("sm_90a").emit(k, Stage::ptx);
   // (the PTX lists the twins in the order they are made)
-  CHECK_THAT(byDefault.substr(0, byDefault.find(".entry gemm_bias_relu__sm90_m64x2(")), !Contains("multicast"));
-  CHECK_THAT(byDefault, Contains(".multicast::cluster"));
+  auto body = [&](const std::string& entry) {
+    const size_t at = byDefault.find(".entry gemm_bias_relu" + entry + "(");
+    return at == std::string::npos ? std::string() : byDefault.substr(at, byDefault.find(".entry", at + 1) - at);
+  };
+  CHECK_THAT(body("__sm90x2"), Contains(".multicast::cluster"));
+  CHECK_THAT(body("__sm90_m64x2"), Contains(".multicast::cluster"));
+  for (const char* alone : {"__sm90", "__sm90_n256", "__sm90_m64"}) {
+    INFO(alone);
+    CHECK_THAT(body(alone), Contains("cp.async.bulk.tensor") && !Contains("multicast"));
+  }
   CHECK_THAT(offline("sm_90a").compile(k).report().sm90,
              Contains("__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
+                 Contains("__sm90x2: 128x128x64 tiles, 6 stages, clusters of 2 (B multicast), 384 threads") &&
                  Contains("__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
                  Contains("__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast)"));
   Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 4});

@@ -243,6 +243,43 @@ TEST_CASE("a launch takes the 64-row tile in stacked pairs wherever its rounds c
   CHECK(pick(4096, 4096, 4096) == 1);
 }
 
+TEST_CASE("a launch takes 128 x 128 tiles in stacked pairs where they cost no more than alone", "[sm90]") {
+  LaunchPlan narrow = gemmPlan(), pairs = gemmPlan(), wide = gemmPlan(), low = gemmPlan(), lowPairs = gemmPlan();
+  for (LaunchPlan* p : {&narrow, &pairs, &wide, &low, &lowPairs}) p->persistent = true;
+  pairs.cluster = lowPairs.cluster = 2;
+  pairs.clusterAlongM = lowPairs.clusterAlongM = true;
+  wide.tileN = 256;
+  wide.gridDims[1].tile = 256;
+  for (LaunchPlan* p : {&low, &lowPairs}) {
+    p->tileM = 64;
+    p->threads = 256;
+    p->gridDims[0].tile = 64;
+  }
+  std::vector<LaunchPlan> twins = {narrow, pairs, wide, low, lowPairs}; // as the compiler orders them
+  std::string why;
+  Split work;
+  auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why, &work); };
+  // 128 tiles: one round alone or in 64 pairs; the pairs read B half as often.
+  CHECK(pick(2000, 1000, 1000) == 1);
+  CHECK(work.ctas == 128);
+  // Three rows of tiles: the last pair is half empty, still one round (64-row pairs: two).
+  CHECK(pick(384, 4096, 1024) == 1);
+  CHECK(work.ctas == 128);
+  // One row of tiles: a pair's second CTA would have no rows; the tile alone.
+  CHECK(pick(128, 12288, 4096) == 0);
+  // Pairs costing more rounds than tiles alone lose: 2 x 96 tiles are 2 rounds either way,
+  // and the wide tile does them in one.
+  CHECK(pick(256, 12288, 4096) == 2);
+  // Elsewhere as before: the wide tile for big C, 64-row pairs for 1000^3, the 64-row
+  // tile alone for C with at most 64 rows.
+  CHECK(pick(4096, 4096, 4096) == 2);
+  CHECK(pick(1000, 1000, 1000) == 4);
+  CHECK(pick(16, 4096, 4096) == 3);
+  // Asked for alone (no lone twin beside it), the pairs run any C, one row of tiles included.
+  CHECK(choose({pairs}, args(16, 4096, 4096), {132}, &why, &work) == 0);
+  CHECK(work.ctas == 64); // 32 units: each column's tile and an empty one below it
+}
+
 namespace {
 // The same plan as a split-K twin makes it: a workspace, the split tiles and their chunks,
 // K as its reduction.
@@ -361,10 +398,10 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
            (t.clusterAlongM ? "m" : "") + " ";
     return s;
   };
-  // kiln's choice: the 128-row tiles alone, the 64-row one alone and in stacked pairs; the
-  // deepest ring all four fit is the 128 x 256 tile's.
+  // kiln's choice: the 128 x 256 tile alone, the 128 x 128 and 64-row ones alone and in
+  // stacked pairs; the deepest ring all five fit is the 128 x 256 tile's.
   CHECK(names(selectTwins(0, 0, 0, false)) ==
-        "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_m64x2:64x128/2m ");
+        "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_m64x2:64x128/2m ");
   CHECK(maxStagesOf(selectTwins(0, 0, 0, false)) == maxStages(128, 256));
   // Clusters off: three tiles; side by side: every tile in pairs sharing A.
   CHECK(names(selectTwins(0, 0, 1, false)) == "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 ");

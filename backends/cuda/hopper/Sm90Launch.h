@@ -55,8 +55,10 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
 /// (it computes 6% faster per element on the H200) and a 64-row one as 0.68 per 64 x 128,
 /// a stacked pair of them as one unit; beside 128-row twins, a 64-row tile only where C
 /// has no more rows of its units than of 128-row tiles (alone: C with at most 64 rows);
-/// ties go to the one first in `twins` (the compiler orders them 128 x 128, 128 x 256,
-/// then the 64-row ones, alone before stacked). -1 when none
+/// stacked pairs only where C has two rows of their tiles. At equal cost a tile in stacked
+/// pairs beats the same tile alone; other ties go to the one first in `twins` (the
+/// compiler orders them 128 x 128 alone and stacked, 128 x 256, then the 64-row ones,
+/// alone before stacked). -1 when none
 /// applies (`why` says why not for the first). `work`, when given, gets the chosen twin's
 /// split (what launch() takes, so a launch computes it once).
 int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,

@@ -24,9 +24,10 @@ struct TwinShape {
 /// (<kernel>__sm90), 128 x 256 (__sm90_n256), 64 x 128 (__sm90_m64); 192 wide only when
 /// tileN asks for it (experimental): 128 x 192 (__sm90_n192), 64 x 192 (__sm90_m64n192). A
 /// twin selected alone (or with its stacked pairs) is <kernel>__sm90. cluster 0: the
-/// 128-row tiles alone, the 64-row ones both alone (C with at most 64 rows) and in stacked
-/// pairs sharing B, suffixed x2 (small grids: 1000^3 ran in 12.0 us so against 13.4 with
-/// 128 x 128 tiles on the H200). 64 x 256 (__sm90_m64n256, ping-pong: Sm90Tiles.h) only when
+/// 128 x 256 tile alone; the 128 x 128 and 64-row tiles both alone and in stacked pairs
+/// sharing B, suffixed x2 (each B tile read from L2 once per pair: on the H200, 1000^3 ran
+/// in 12.0 us with 64 x 128 pairs against 13.4 with lone 128 x 128 tiles, 2000 x 1000 x 1000
+/// in 15.0 us with 128 x 128 pairs against 18.2 alone). 64 x 256 (__sm90_m64n256, ping-pong: Sm90Tiles.h) only when
 /// both tileM and tileN ask for it (experimental). The options' values are the caller's to
 /// check; checkTwinOptions below accepts only values that select some twin.
 inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM) {
@@ -42,7 +43,8 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
         (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)))
       continue;
     twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
-    if (cluster == 0 && t.bm < 128) twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
+    if (cluster == 0 && (t.bm < 128 || t.bn == 128))
+      twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
   }
   if (twins.size() == 1 || (twins.size() == 2 && twins[0].bm == twins[1].bm && twins[0].bn == twins[1].bn))
     twins[0].suffix = "__sm90";

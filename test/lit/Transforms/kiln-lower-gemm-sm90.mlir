@@ -13,6 +13,21 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64 tile-n=192 cluster=2 cluster-m=true" | FileCheck %s --check-prefix=N192
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=192 cluster=0" | FileCheck %s --check-prefix=N192ALL
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-n=96" 2>&1 | FileCheck %s --check-prefix=BADN
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0" | FileCheck %s --check-prefix=PAIRS
+
+// Clusters left to kiln: the 128 x 128 and 64 x 128 tiles alone and in stacked pairs (each
+// CTA multicasting its half of B to both), the 128 x 256 tile alone.
+// PAIRS: gpu.func @mm__sm90(
+// PAIRS-SAME: \22cluster\22:1,
+// PAIRS: gpu.func @mm__sm90x2(
+// PAIRS-SAME: \22cluster\22:2,\22cluster_m\22:true
+// PAIRS-SAME: \22tile\22:[128,128,64]
+// PAIRS: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// PAIRS: gpu.func @mm__sm90_n256(
+// PAIRS-SAME: \22cluster\22:1,
+// PAIRS: gpu.func @mm__sm90_m64(
+// PAIRS: gpu.func @mm__sm90_m64x2(
+// PAIRS-NOT: gpu.func
 
 // 192-wide tiles: three B boxes, which a stacked pair cannot halve: each CTA loads (and
 // multicasts) box rank, then box 2 + rank where that lies inside the tile (rank 0 only).
