@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 # into $OUT/results.tar.gz at the end.
 OUT=${OUT:-/tmp/kiln-out}
 RES=/tmp/kiln-results
+# A machine may be handed out again with an earlier call's /tmp: start from an empty $RES so
+# nothing stale comes back with this call's results.
+rm -rf "$RES"
 mkdir -p "$OUT" "$RES" /tmp/kiln
 tar -xJf .device/kiln-device.tar.xz -C /tmp/kiln
 export LD_LIBRARY_PATH=/tmp/kiln/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
