@@ -72,12 +72,13 @@ if want ab; then
   # apart; AB_ROUNDS rounds (default 2), each running every build in turn, so drift in the
   # GPU's clock falls on both alike. Each run: kiln bench of AB_KERNELS over AB_SHAPES with
   # cuBLASLt beside it (ab-<build>-<kernel>-<round>.csv).
-  for pkg in ${AB_PACKAGES:-kiln-old.tar.xz kiln-device.tar.xz}; do
+  AB_PACKAGES=${AB_PACKAGES:-kiln-old.tar.xz kiln-device.tar.xz}
+  for pkg in $AB_PACKAGES; do
     mkdir -p /tmp/ab/${pkg%%.*} && tar -xJf .device/$pkg -C /tmp/ab/${pkg%%.*}
   done
   SHAPES=$(printf -- '--shape %s ' ${AB_SHAPES:-1000x1000x1000 1024x1024x1024})
   for r in $(seq ${AB_ROUNDS:-2}); do
-    for pkg in ${AB_PACKAGES:-kiln-old.tar.xz kiln-device.tar.xz}; do
+    for pkg in $AB_PACKAGES; do
       v=${pkg%%.*}
       for k in ${AB_KERNELS:-gemm gemm_bias_relu}; do
         run ab-$v-$k-$r ab-$v-$k-$r.log env LD_LIBRARY_PATH=/tmp/ab/$v/lib:/usr/local/cuda/lib64 timeout 200 \
@@ -280,7 +281,10 @@ for (kernel, shape, build, route), v in sorted(rows.items()):
 PY
 fi
 if want cases; then
-  for f in "$RES"/cases-*.tsv; do echo "== $(basename "$f" .tsv): cases not rc=0"; awk -F'\t' '$2 != 0' "$f" | cut -c1-160; done
+  for f in "$RES"/cases-*.tsv; do
+    echo "== $(basename "$f" .tsv): $(awk -F'\t' '$2 != 0' "$f" | wc -l) of $(wc -l < "$f") jobs not rc=0"
+    awk -F'\t' '$2 != 0' "$f" | cut -c1-160
+  done
 fi
 if want tunetwin; then
   for f in "$RES"/tunetwin-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(chosen|runner-up|default|search cost)" "$f"; done

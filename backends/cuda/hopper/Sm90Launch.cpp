@@ -140,8 +140,11 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
            std::string* why, Split* work) {
   int best = -1;
   double bestCost = 0;
+  // Stacked pairs: 2-CTA clusters of vertically adjacent tiles (a plan sets clusterAlongM
+  // only with a cluster).
+  auto stacked = [](const LaunchPlan& t) { return t.cluster > 1 && t.clusterAlongM; };
   const bool tall = std::any_of(twins.begin(), twins.end(), [](const LaunchPlan& t) { return t.tileM >= 128; });
-  const bool lone = std::any_of(twins.begin(), twins.end(), [](const LaunchPlan& t) { return !t.clusterAlongM; });
+  const bool lone = !std::all_of(twins.begin(), twins.end(), stacked);
   for (size_t i = 0; i < twins.size(); ++i) {
     std::string whyNot;
     if (!applies(twins[i], args, &whyNot)) {
@@ -149,21 +152,18 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
       continue;
     }
     const LaunchPlan& p = twins[i];
-    const bool stacked = p.cluster > 1 && p.clusterAlongM;
-    // Beside lone twins, stacked pairs only with two rows of tiles: with one, every pair's
-    // second CTA has no rows and the pair is a lone tile holding two SMs.
-    if (stacked && lone && !p.gridDims.empty() &&
-        args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)] <= p.gridDims[0].tile)
-      continue;
-    // Beside 128-row twins, a tile of fewer rows only where C has no more rows of its units
-    // than of 128-row tiles: alone, where C has at most 64 rows (decode shapes: it skips the
-    // empty rows a 128-row tile multiplies; elsewhere it measured no faster on the H200,
-    // 1000^3: 14.0 against 13.4 us); in stacked pairs sharing B, anywhere, and the rounds
-    // decide (1000^3: 12.0 us).
-    if (p.tileM < 128 && tall && !p.gridDims.empty()) {
-      const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)];
-      const int64_t stack = p.clusterAlongM ? p.cluster : 1; // stacked tiles make one unit
-      if (((rows + p.tileM - 1) / p.tileM + stack - 1) / stack > (rows + 127) / 128) continue;
+    if (!p.gridDims.empty()) {
+      const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; // C's
+      // Beside lone twins, stacked pairs only with two rows of tiles: with one, every pair's
+      // second CTA has no rows and the pair is a lone tile holding two SMs.
+      if (stacked(p) && lone && rows <= p.gridDims[0].tile) continue;
+      // Beside 128-row twins, a tile of fewer rows only where C has no more rows of its units
+      // than of 128-row tiles: alone, where C has at most 64 rows (decode shapes: it skips the
+      // empty rows a 128-row tile multiplies; elsewhere it measured no faster on the H200,
+      // 1000^3: 14.0 against 13.4 us); in stacked pairs sharing B, anywhere, and the rounds
+      // decide (1000^3: 12.0 us).
+      const int64_t stack = stacked(p) ? p.cluster : 1; // stacked tiles make one unit
+      if (p.tileM < 128 && tall && ((rows + p.tileM - 1) / p.tileM + stack - 1) / stack > (rows + 127) / 128) continue;
     }
     // Work per tile relative to a 128 x 128 tile: a 128 x 256 one computes 6% faster per
     // element (measured: 1442 vs 1366 us at 8192^3), a 64 x 128 one (one consumer
@@ -175,7 +175,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // At equal cost, stacked pairs beat the same tile alone: they read each B tile from L2
     // once per pair (H200, 128 x 128: 2000 x 1000 x 1000 in 15.0 us against 18.2 alone,
     // and no slower on any shape measured).
-    const bool pairsOverAlone = best >= 0 && cost == bestCost && stacked && !twins[size_t(best)].clusterAlongM &&
+    const bool pairsOverAlone = best >= 0 && cost == bestCost && stacked(p) && !stacked(twins[size_t(best)]) &&
                                 twins[size_t(best)].tileM == p.tileM && twins[size_t(best)].tileN == p.tileN;
     if (best < 0 || cost < bestCost || pairsOverAlone) {
       best = int(i), bestCost = cost;

@@ -27,8 +27,8 @@ struct TwinShape {
 /// 128 x 256 tile alone; the 128 x 128 and 64-row tiles both alone and in stacked pairs
 /// sharing B, suffixed x2 (each B tile read from L2 once per pair: on the H200, 1000^3 ran
 /// in 12.0 us with 64 x 128 pairs against 13.4 with lone 128 x 128 tiles, 2000 x 1000 x 1000
-/// in 15.0 us with 128 x 128 pairs against 18.2 alone). 64 x 256 (__sm90_m64n256, ping-pong: Sm90Tiles.h) only when
-/// both tileM and tileN ask for it (experimental). The options' values are the caller's to
+/// in 15.0 us with 128 x 128 pairs against 18.2 alone). 64 x 256 (__sm90_m64n256,
+/// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental). The options' values are the caller's to
 /// check; checkTwinOptions below accepts only values that select some twin.
 inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM) {
   struct Tile {
