@@ -6,6 +6,7 @@
 #include "Target.h"
 #include "Nvrtc.h"
 #include "hopper/Sm90Launch.h"
+#include "CacheFlush.h"
 
 #include <cstdlib>
 #include <map>
@@ -528,12 +529,13 @@ public:
   std::vector<double> time(const std::function<void()>& run, int reps, int warmup, bool flushCache) override {
     needDevice("time kernels");
     state->context.makeCurrent();
-    // A 512 MiB memset between launches evicts the inputs from the GPU's L2 (50 MiB on H100/H200).
-    DeviceBuffer flush(flushCache ? size_t(512) << 20 : 0);
+    // Between launches, a read of 512 MiB empties the GPU's L2 and leaves it clean (CacheFlush.h).
+    std::optional<L2Flush> flush;
+    if (flushCache) flush.emplace(state->device.sm_count);
     for (int i = 0; i < warmup; ++i) run();
     std::vector<double> ms;
     for (int i = 0; i < reps; ++i) {
-      if (flushCache) flush.fillBytes(uint8_t(i), /*wait=*/false); // ordered before the events, on their stream
+      if (flush) flush->run(); // ordered before the events, on their stream
       Event a, b;
       a.record(nullptr);
       run(); // on the legacy stream, like the events

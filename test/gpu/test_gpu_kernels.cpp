@@ -428,10 +428,12 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // 128 x 128|192|256 and 64 x 128|192 tiles (k-steps of 64), and small ones (one k-tile, one CTA).
   // {2049, 2056, 136}: more tiles than SMs (a persistent CTA takes several, its ring
   // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
-  // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks.
-  const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},       {77, 136, 72},   {1000, 1000, 1000},
-                                                   {4097, 264, 128}, {129, 4096, 264}, {300, 200, 8},
-                                                   {128, 256, 4096}, {2049, 2056, 136}, {300, 200, 1000}};
+  // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks. {16, 264, 1024}:
+  // a decode shape split-K cuts, where three of a 64-row tile's four warps hold no row of C.
+  const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},         {77, 136, 72},     {1000, 1000, 1000},
+                                                   {4097, 264, 128},  {129, 4096, 264},  {300, 200, 8},
+                                                   {128, 256, 4096},  {2049, 2056, 136}, {300, 200, 1000},
+                                                   {16, 264, 1024}};
   const TwinRuntimes& r = twinRuntimes();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})

@@ -34,13 +34,22 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
   auto stepAt = [&](Value p, int64_t q) { return q ? byteAt(p, i64(q * 128 * 16)) : p; };
   auto syncWarpgroup = [&] { b_.create<NVVM::BarrierOp>(loc_, Type(), wg_, i32(128), NVVM::BarrierReductionAttr(), Value()); };
 
+  // A warp whose 16 rows of the tile all lie past C's last row has nothing to sum: it
+  // neither writes nor reads its part of the slots (a decode GEMM's tile of M = 16 rows
+  // moves a quarter of the bytes). Warp-uniform.
+  Value warpRow0 = add(add(m0_, mul(rowBlock(), i32(64))), mul(divu(lane, i32(32)), i32(16)));
+  Value live = ult(warpRow0, M_);
+
   // 1. This chunk's sums into its unit's slot.
   Value mine = part(skUnit_);
-  for (int64_t q = 0; q < vecs; ++q) {
-    SmallVector<Value, 4> x;
-    for (int64_t e = 0; e < 4; ++e) x.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{4 * q + e}));
-    b_.create<LLVM::StoreOp>(loc_, b_.create<vector::FromElementsOp>(loc_, v4, x), stepAt(mine, q), /*alignment=*/16);
-  }
+  ifThen(live, [&] {
+    for (int64_t q = 0; q < vecs; ++q) {
+      SmallVector<Value, 4> x;
+      for (int64_t e = 0; e < 4; ++e)
+        x.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{4 * q + e}));
+      b_.create<LLVM::StoreOp>(loc_, b_.create<vector::FromElementsOp>(loc_, v4, x), stepAt(mine, q), /*alignment=*/16);
+    }
+  });
   syncWarpgroup();
 
   // 2. One thread counts the warpgroup in. The fence before: the warpgroup's sums (ordered
@@ -63,9 +72,10 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
 
   // 3. The last warpgroup sums the tile's chunks j = 0 .. s - 1 (units j skTiles + t, its
   //    own included, from the workspace) in that order, and leaves the counter at zero
-  //    for the next launch.
+  //    for the next launch. Its warps past C's rows keep their own sums: none is stored.
+  ifThen(b_.create<arith::AndIOp>(loc_, isLast, eq(lane, i32(0))), [&] { b_.create<LLVM::StoreOp>(loc_, i32(0), counter); });
   Value sum = ifValue(
-      accType(), isLast,
+      accType(), b_.create<arith::AndIOp>(loc_, isLast, live),
       [&] {
         Value zero = b_.create<LLVM::ZeroOp>(loc_, accType());
         auto loop = b_.create<scf::ForOp>(loc_, i32(0), kSplits_, i32(1), ValueRange{zero});
@@ -92,7 +102,6 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
           }
           b_.create<scf::YieldOp>(loc_, r);
         }
-        ifThen(eq(lane, i32(0)), [&] { b_.create<LLVM::StoreOp>(loc_, i32(0), counter); });
         return loop.getResult(0);
       },
       [&] { return acc; });

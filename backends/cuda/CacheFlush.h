@@ -1,0 +1,30 @@
+#pragma once
+// Internal: how the profiler empties the GPU's L2 between timed launches.
+#include "Driver.h"
+
+#include <cstdint>
+
+namespace kiln::cuda {
+
+/// Reads a 512 MiB buffer through the L2 (a kernel of ours, loaded from PTX): every line
+/// the timed launch's inputs and outputs held is gone afterwards, and the lines left are
+/// clean. A memset leaves the L2 full of its own dirty lines instead, and the next launch
+/// pays for writing them back: on the H200 that put ~6 us on a 16 x 4096 x 4096 GEMM that
+/// runs 12 us under ncu (whose flush invalidates the L2), for cuBLASLt and kiln alike.
+/// Made on first use in a context; a context must be current for every call.
+class L2Flush {
+public:
+  explicit L2Flush(int smCount);
+  /// Queues the read on the legacy stream (the profiler's events are on it) and returns:
+  /// the GPU is busy for the ~0.15 ms it takes, so the launch queued after it is timed from
+  /// the GPU's clock, not the host's enqueue.
+  void run();
+
+private:
+  DeviceBuffer buffer_, sink_;
+  Module module_;
+  CUfunction read_ = nullptr;
+  int blocks_ = 0;
+};
+
+} // namespace kiln::cuda
