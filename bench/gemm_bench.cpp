@@ -1,7 +1,7 @@
 // kiln-bench-gemm: warm GEMM latency of kiln's CUDA kernels beside cuBLASLt, same run.
-// Median of CUDA-event timings of single launches, after warm-up, L2 flushed before each
-// (a 512 MiB memset), inputs uniform random. Prints a table; writes CSV to argv[1].
-// (The full lifecycle profiler and `kiln bench` are issue 4; this guides issue 3.)
+// Median of CUDA-event timings of single launches, after warm-up, L2 emptied before each
+// (profile::time's 512 MiB read), inputs uniform random. Prints a table; writes CSV to argv[1].
+// (`kiln bench` is the full lifecycle profiler.)
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
