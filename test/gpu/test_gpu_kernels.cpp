@@ -433,14 +433,14 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},         {77, 136, 72},     {1000, 1000, 1000},
                                                    {4097, 264, 128},  {129, 4096, 264},  {300, 200, 8},
                                                    {128, 256, 4096},  {2049, 2056, 136}, {300, 200, 1000},
-                                                   {16, 264, 1024}};
+                                                   {16, 264, 1024},   {3, 200, 1000},    {1, 4104, 520}};
   const TwinRuntimes& r = twinRuntimes();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
     for (DType d : {DType::bf16, DType::f16})
       DYNAMIC_SECTION(name << " " << to_string(d)) {
         const catalogue::Entry& e = catalogue::find(name);
-        std::map<const Runtime*, int> splitLaunches;
+        std::map<const Runtime*, int> splitLaunches, decodeLaunches;
         for (const Runtime* rt : std::initializer_list<const Runtime*>{
                  &gpu(), &r.wide, &r.paired, &r.pairedWide, &r.low, &r.pairedLow, &r.stacked, &r.stackedWide,
                  &r.narrow, &r.stackedNarrow, &r.stackedNarrowTall, &r.pairedNarrow, &r.pingpong, &r.stackedPingpong,
@@ -458,7 +458,13 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
             std::string path = ck.launch_path(dp.views);
             INFO("shape " << str(s) << ": " << path);
             CHECK((path.rfind("sm_90a twin", 0) == 0) == twin);
-            if (path.find("split-K") != std::string::npos) ++splitLaunches[rt];
+            // The decode twin (C of at most 16 rows, kiln's tiles) splits on its own: counted apart.
+            if (path.find("__sm90_dec'") != std::string::npos) {
+              CHECK(s[0] <= 16);
+              ++decodeLaunches[rt];
+            } else if (path.find("split-K") != std::string::npos) {
+              ++splitLaunches[rt];
+            }
             ck.launch(dp.views);
             verify::Report rep = catalogue::verify_output(gpu(), dp, p);
             INFO(rep.summary());
@@ -472,6 +478,9 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
           CHECK(splitLaunches[&r.splitKWide] >= 3);
           CHECK(splitLaunches[&r.splitKLowNarrow] >= 3);
           CHECK(splitLaunches.size() == 3);
+          // Every shape of at most 16 rows went to the decode twin where kiln picks the tiles.
+          for (const Runtime* rt : {&gpu(), &r.splitK}) CHECK(decodeLaunches[rt] == 4);
+          CHECK(decodeLaunches.count(&r.wide) == 0);
         }
       }
 }

@@ -185,6 +185,7 @@ TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twi
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64x2") == 0);
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec") == 0);
       // Every TMA load of A and B names an L2 policy (the operand read by more CTAs stays).
       size_t loads = 0, hinted = 0;
       for (size_t at = ptx.find("cp.async.bulk.tensor.2d.shared::cluster"); at != std::string::npos;
@@ -362,12 +363,13 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
 }
 
-TEST_CASE("by default a GEMM gets five twins, and the report names each", "[cuda][sm90]") {
+TEST_CASE("by default a GEMM gets six twins, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
   CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90x2(") &&
                       Contains(".entry gemm_bias_relu__sm90_n256(") &&
-                      Contains(".entry gemm_bias_relu__sm90_m64(") && Contains(".entry gemm_bias_relu__sm90_m64x2("));
+                      Contains(".entry gemm_bias_relu__sm90_m64(") && Contains(".entry gemm_bias_relu__sm90_m64x2(") &&
+                      Contains(".entry gemm_bias_relu__sm90_dec("));
   CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16"));
   std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
   CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
@@ -375,13 +377,37 @@ TEST_CASE("by default a GEMM gets five twins, and the report names each", "[cuda
                          Contains("gemm_bias_relu__sm90_n256: 128x256x64 tiles, 4 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast), 256 threads") &&
+                         Contains("gemm_bias_relu__sm90_dec: 16x64x64 tiles, 22 stages, 256 threads") &&
                          Contains("each launch takes the tile"));
   for (const char* entry :
        {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90x2", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64",
-        "gemm_bias_relu__sm90_m64x2"}) {
+        "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_dec"}) {
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
   }
+}
+
+TEST_CASE("the decode twin multiplies the weight's columns as wgmma's rows and stores C from registers", "[cuda][sm90]") {
+  Runtime rt = offline("sm_90a");
+  for (DType d : {DType::bf16, DType::f16})
+    for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_residual"}) {
+      INFO(name << " " << to_string(d));
+      std::string ptx = rt.emit(catalogue::find(name).make(d), Stage::ptx);
+      const size_t at = ptx.find(".entry " + std::string(name) + "__sm90_dec(");
+      REQUIRE(at != std::string::npos);
+      const std::string body = ptx.substr(at, ptx.find("\n}", at) - at);
+      // C^T = B^T A^T: m64n16k16, wgmma's A (B's box) read transposed, its B (A's rows)
+      // K-major: imm-trans-a 1, imm-trans-b 0. Split-K's workspace as a parameter.
+      CHECK_THAT(body, Contains("wgmma.mma_async.sync.aligned.m64n16k16.f32." + std::string(to_string(d))));
+      CHECK_THAT(body, Contains("p, 1,  1, 1,  0;"));
+      CHECK_THAT(body, !Contains("m64n128k16") && !Contains("cp.async.bulk.tensor.2d.global.shared"));
+      CHECK_THAT(body, Contains("cp.async.bulk.tensor.2d.shared::cluster.global"));
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec") == 0);
+    }
+  // KILN_HOPPER_DECODE=off leaves it out (A/B runs), under another cache key.
+  ScopedEnv off("KILN_HOPPER_DECODE", "off");
+  Runtime without = offline("sm_90a");
+  CHECK_THAT(without.emit(catalogue::gemm(DType::bf16), Stage::ptx), !Contains("__sm90_dec"));
 }
 
 TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTAs by TMA multicast", "[cuda][sm90]") {

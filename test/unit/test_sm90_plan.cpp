@@ -342,6 +342,37 @@ TEST_CASE("a launch cuts tiles along K only where the last round of CTAs would b
   CHECK(split(gemmPlan(), args(128, 12288, 4096), {132}).splitTiles == 0);
 }
 
+TEST_CASE("a launch takes the decode twin wherever C has at most its 16 rows, split along K", "[sm90]") {
+  LaunchPlan narrow = splitKPlan(), low = splitKPlan(), dec = splitKPlan();
+  low.tileM = 64;
+  low.gridDims[0].tile = 64;
+  dec.tileM = 16, dec.tileN = 64;
+  dec.gridDims = {{0, 0, 16, "M"}, {1, 1, 64, ""}};
+  std::vector<LaunchPlan> twins = {narrow, low, dec};
+  std::string why;
+  Split work;
+  auto pick = [&](int64_t M, int64_t N, int64_t K, SplitK mode = SplitK::Off) {
+    return choose(twins, args(M, N, K), {132, mode}, &why, &work);
+  };
+  // 16 x 4096 x 4096: 64 tiles of 64 columns, each cut in two along K, although the
+  // runtime's default leaves other twins' tiles whole: 128 CTAs read the weight once.
+  CHECK(pick(16, 4096, 4096) == 2);
+  CHECK(work.splitTiles == 64);
+  CHECK(work.splits == 2);
+  CHECK(work.ctas == 132);
+  CHECK(pick(1, 8, 8) == 2);
+  CHECK(work.splitTiles == 0); // one k-step: nothing to cut
+  // 8 x 4096 x 14336: 64 tiles of 224 k-steps.
+  CHECK(pick(8, 4096, 14336) == 2);
+  CHECK(work.splits >= 2);
+  // 17 rows and more: the other twins, as without it.
+  CHECK(pick(17, 4096, 4096) == 1);
+  CHECK(pick(128, 12288, 4096) == 0);
+  // Split-K asked off stays off for the others and leaves the decode twin to its model.
+  CHECK(split(low, args(16, 4096, 4096), {132, SplitK::Off}).splitTiles == 0);
+  CHECK(split(dec, args(16, 4096, 4096), {132, SplitK::Off}).splitTiles == 64);
+}
+
 TEST_CASE("the twin width is chosen with split-K counted", "[sm90]") {
   std::vector<LaunchPlan> twins = {splitKPlan(128), splitKPlan(256)};
   std::string why;
@@ -399,10 +430,19 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
     return s;
   };
   // kiln's choice: the 128 x 256 tile alone, the 128 x 128 and 64-row ones alone and in
-  // stacked pairs; the deepest ring all five fit is the 128 x 256 tile's.
-  CHECK(names(selectTwins(0, 0, 0, false)) ==
-        "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_m64x2:64x128/2m ");
-  CHECK(maxStagesOf(selectTwins(0, 0, 0, false)) == maxStages(128, 256));
+  // stacked pairs, the decode twin; the deepest ring all six fit is the 128 x 256 tile's.
+  CHECK(names(selectTwins(0, 0, 0, false, true)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 "
+                                                    "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_dec:16x64/1 ");
+  CHECK(maxStagesOf(selectTwins(0, 0, 0, false, true)) == maxStages(128, 256));
+  // The decode twin only with kiln's own tiles, and not in clusters.
+  CHECK(names(selectTwins(0, 0, 1, false, true)) ==
+        "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_dec:16x64/1 ");
+  CHECK(names(selectTwins(0, 128, 0, false, true)).find("_dec") == std::string::npos);
+  CHECK(names(selectTwins(0, 0, 2, false, true)).find("_dec") == std::string::npos);
+  // Its shared memory: a deep ring of 10 KiB stages (a 64-column box of B and 16 rows of A)
+  // and no C staging.
+  CHECK(stagingBytes(16, 64) == 0);
+  CHECK(maxStages(16, 64) >= 16);
   // Clusters off: three tiles; side by side: every tile in pairs sharing A.
   CHECK(names(selectTwins(0, 0, 1, false)) == "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 ");
   CHECK(names(selectTwins(0, 128, 2, false)) == "__sm90:128x128/2 __sm90_m64:64x128/2 ");

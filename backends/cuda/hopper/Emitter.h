@@ -51,6 +51,11 @@ struct Config {
   /// or each such warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
   int64_t emptyArrivals() const { return cluster == 1 ? 128 * stageReaders() : 4 * stageReaders() * cluster; }
   int64_t consumers() const { return hopper::consumers(bm, bn); }
+  /// The decode twin (Sm90Tiles.h): C^T's tile = W^T x X^T, so the weight's 64 columns fill
+  /// wgmma's 64 rows and C's bm (16) rows are its N.
+  bool decode() const { return hopper::decode(bm); }
+  /// wgmma's N: C's columns per tile, or the decode twin's C rows.
+  int64_t mmaN() const { return decode() ? bm : bn; }
   /// Ping-pong (Sm90Tiles.h): the consumers take the CTA's tiles in turn, each whole.
   bool pingpong() const { return hopper::pingpong(bm, bn); }
   /// Consumer warpgroups that read each ring slot: one in ping-pong, else all.
@@ -132,7 +137,7 @@ private:
     return op.getResult(0);
   }
   LLVM::LLVMStructType accType() {
-    return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(cfg_.bn / 2, b_.getF32Type()));
+    return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(cfg_.mmaN() / 2, b_.getF32Type()));
   }
 
   void declareParams();
@@ -202,6 +207,8 @@ private:
   void epilogueStores(Value acc, Value row0, Value col0, bool masked);
   /// 16-bit C: 64 x 64 boxes through shared memory, stored by TMA (which clips edge tiles).
   void epilogueTma(Value acc, Value row0, Value col0, bool masked);
+  /// The decode twin: C^T's fragment stored element by element, masked.
+  void epilogueSwapped(Value acc);
   /// Column groups [j0, j0 + kChunk) into the staging box `buf` whose first group is `jBox`.
   void stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox);
   /// Emits the epilogue's loads for `site` into `loaded` (as f32), once per distinct element

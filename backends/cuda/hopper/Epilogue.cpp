@@ -52,6 +52,7 @@ void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
 
 void Emitter::preloadColumnInputs() {
   preloaded_.clear();
+  if (cfg_.decode()) return; // its fragment's rows are C's columns: two bias values a thread, loaded where used
   Value l = remu(remu(tid_, i32(128)), i32(32));
   Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2))); // as epilogue()'s
   Value lastCol = sub(ext64(N_), i64(1));
@@ -101,6 +102,7 @@ Value Emitter::evalElement(Value v, Value acc, const Site& site, LoadCache& load
 }
 
 void Emitter::epilogue(Value acc) {
+  if (cfg_.decode()) return epilogueSwapped(acc);
   // Accumulator fragment of m64nNk16 (per warpgroup): thread t = tid % 128, warp w = t / 32,
   // lane l = t % 32; struct element 4j + 2h + e holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e.
   Value t = remu(tid_, i32(128));
@@ -232,6 +234,46 @@ void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool mas
     Value off = add(add(buf, add(rowByte, i32(8 * h * rowBytes))), add(mul(chunk, i32(16)), laneByte));
     b_.create<LLVM::StoreOp>(loc_, bits, b_.create<LLVM::GEPOp>(loc_, shared, b_.getI8Type(), smem_, ValueRange{off}),
                              /*alignment=*/4);
+  }
+}
+
+} // namespace kiln::hopper::detail
+
+namespace kiln::hopper::detail {
+
+void Emitter::epilogueSwapped(Value acc) {
+  // The fragment is C^T's (m64nBMk16): struct element 4j + 2h + e holds C^T's row (C's
+  // column) 16w + l/4 + 8h and column (C's row) 8j + 2(l%4) + e. A site's h names the C row
+  // it is in (2j + e), its c the C column (h): the keys loadInputs shares loads by.
+  Value t = remu(tid_, i32(128));
+  Value w = divu(t, i32(32));
+  Value l = remu(t, i32(32));
+  Value col0 = add(add(n0_, mul(w, i32(16))), divu(l, i32(4)));
+  Value row0 = add(m0_, mul(remu(l, i32(4)), i32(2)));
+  Value M = ext64(M_), N = ext64(N_);
+  Value lastRow = sub(M, i64(1)), lastCol = sub(N, i64(1));
+  Type cElt = m_.kernel.getArgType(m_.c).getElementType();
+  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
+  SmallVector<Site> sites;
+  for (int64_t j = 0; j < cfg_.bm / 8; ++j)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value row = ext64(add(row0, i32(8 * j + e))), col = ext64(add(col0, i32(8 * h)));
+        sites.push_back({4 * j + 2 * h + e, b_.create<arith::MinUIOp>(loc_, row, lastRow),
+                         b_.create<arith::MinUIOp>(loc_, col, lastCol), 2 * j + e, h});
+      }
+  LoadCache loaded;
+  for (const Site& s : sites) loadInputs(s, loaded);
+  for (const Site& s : sites) {
+    DenseMap<Value, Value> memo;
+    Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
+    if (!cElt.isF32()) v = b_.create<arith::TruncFOp>(loc_, cElt, v);
+    int64_t j = s.h / 2, e = s.h % 2;
+    Value row = ext64(add(row0, i32(8 * j + e))), col = ext64(add(col0, i32(8 * s.c)));
+    ifThen(b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N)), [&] {
+      Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(mul(row, cStride_), col)});
+      b_.create<LLVM::StoreOp>(loc_, v, ptr);
+    });
   }
 }
 

@@ -111,7 +111,10 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   const int64_t slots = std::max<int64_t>(1, int64_t(config.smCount) * plan.ctasPerSm / plan.cluster);
   const int64_t rounds = (units + slots - 1) / slots;
   Split whole{std::min(units, slots) * plan.cluster, 0, 0, double(rounds)};
-  if (!plan.splitK() || plan.cluster != 1 || config.splitK == SplitK::Off || units % slots == 0) return whole;
+  // The decode twin splits where the cost model says it pays whatever the runtime's default
+  // (its few tiles would leave most SMs idle).
+  const SplitK mode = decode(plan.tileM) && config.splitK == SplitK::Off ? SplitK::Auto : config.splitK;
+  if (!plan.splitK() || plan.cluster != 1 || mode == SplitK::Off || units % slots == 0) return whole;
   const TensorView& r = args[size_t(plan.reduction.arg)];
   const int64_t kTiles = (r.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile;
   // The tiles of the last full round and the part-full one are split (all of them when
@@ -133,7 +136,7 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   }
   if (best.splits == 0) return whole;
   // Only for a clear gain (auto): the fix-up cost is a model, not a measurement.
-  return config.splitK == SplitK::On || best.cost < 0.97 * whole.cost ? best : whole;
+  return mode == SplitK::On || best.cost < 0.97 * whole.cost ? best : whole;
 }
 
 int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
@@ -154,6 +157,14 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     const LaunchPlan& p = twins[i];
     if (!p.gridDims.empty()) {
       const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; // C's
+      // The decode twin: where C has no more rows than its tile, and then always (it reads
+      // each weight once and wastes no multiply on absent rows).
+      if (decode(p.tileM)) {
+        if (rows > p.tileM) continue;
+        best = int(i);
+        if (work) *work = split(p, args, config);
+        break;
+      }
       // Beside lone twins, stacked pairs only with two rows of tiles: with one, every pair's
       // second CTA has no rows and the pair is a lone tile holding two SMs.
       if (stacked(p) && lone && rows <= p.gridDims[0].tile) continue;

@@ -15,13 +15,20 @@ inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 /// own, taking the CTA's tiles in turn, so one's epilogue runs beside the other's main loop
 /// (experimental: asked for, never kiln's own choice).
 constexpr bool pingpong(int64_t tileM, int64_t tileN) { return tileM == 64 && tileN == 256; }
-constexpr int64_t consumers(int64_t tileM, int64_t tileN) { return pingpong(tileM, tileN) ? 2 : tileM / 64; }
+/// A tile of fewer than 64 rows is the decode twin's (16 x 64, swapped: see decode()).
+constexpr bool decode(int64_t tileM) { return tileM < 64; }
+constexpr int64_t consumers(int64_t tileM, int64_t tileN) {
+  return pingpong(tileM, tileN) ? 2 : decode(tileM) ? 1 : tileM / 64;
+}
 constexpr int64_t threads(int64_t tileM, int64_t tileN) { return 128 * (1 + consumers(tileM, tileN)); }
 
 /// C staging for the TMA-store epilogue: per consumer warpgroup, two 64 x 64 boxes of
 /// 16-bit elements (one filled while the other is stored).
 inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2;
-constexpr int64_t stagingBytes(int64_t tileM, int64_t tileN) { return consumers(tileM, tileN) * 2 * kStagingBoxBytes; }
+/// (The decode twin stores C from registers: no staging.)
+constexpr int64_t stagingBytes(int64_t tileM, int64_t tileN) {
+  return decode(tileM) ? 0 : consumers(tileM, tileN) * 2 * kStagingBoxBytes;
+}
 
 /// A 4-byte word per consumer warpgroup: the split-K fix-up tells its threads whether
 /// they reduce the tile.

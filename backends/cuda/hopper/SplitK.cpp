@@ -21,7 +21,7 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
   MLIRContext* ctx = b_.getContext();
   auto global = LLVM::LLVMPointerType::get(ctx, 1);
   auto v4 = VectorType::get({4}, b_.getF32Type());
-  const int64_t vecs = cfg_.bn / 8; // 16-byte steps per thread: the fragment's bn / 2 floats
+  const int64_t vecs = cfg_.mmaN() / 8; // 16-byte steps per thread: the fragment's mmaN / 2 floats
   Value cw = sub(wg_, i32(1));
   Value lane = remu(tid_, i32(128));
   // This warpgroup's part of unit u's slot, at this thread's first 16 bytes; step q of the
@@ -37,8 +37,9 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
   // A warp whose 16 rows of the tile all lie past C's last row has nothing to sum: it
   // neither writes nor reads its part of the slots (a decode GEMM's tile of M = 16 rows
   // moves a quarter of the bytes). Warp-uniform.
-  Value warpRow0 = add(add(m0_, mul(rowBlock(), i32(64))), mul(divu(lane, i32(32)), i32(16)));
-  Value live = ult(warpRow0, M_);
+  // (The decode twin's fragment rows are C's columns.)
+  Value warpRow0 = add(add(cfg_.decode() ? n0_ : m0_, mul(rowBlock(), i32(64))), mul(divu(lane, i32(32)), i32(16)));
+  Value live = ult(warpRow0, cfg_.decode() ? N_ : M_);
 
   // 1. This chunk's sums into its unit's slot.
   Value mine = part(skUnit_);

@@ -30,7 +30,8 @@ struct TwinShape {
 /// in 15.0 us with 128 x 128 pairs against 18.2 alone). 64 x 256 (__sm90_m64n256,
 /// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental). The options' values are the caller's to
 /// check; checkTwinOptions below accepts only values that select some twin.
-inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM) {
+inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM,
+                                          bool decodeTwin = false) {
   struct Tile {
     int64_t bm, bn;
     const char* suffix;
@@ -48,6 +49,8 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
   }
   if (twins.size() == 1 || (twins.size() == 2 && twins[0].bm == twins[1].bm && twins[0].bn == twins[1].bn))
     twins[0].suffix = "__sm90";
+  // kiln's choice also has the decode twin (16 x 64 of C, computed swapped: Sm90Tiles.h).
+  if (decodeTwin && tileM == 0 && tileN == 0 && cluster != 2) twins.push_back({16, 64, "__sm90_dec", 1, false});
   return twins;
 }
 

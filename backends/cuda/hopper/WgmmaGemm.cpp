@@ -48,7 +48,7 @@ void Emitter::declareParams() {
   // A cluster along N shares A's tile: each CTA loads its share of the rows.
   param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, cfg_.clusterAlongM ? cfg_.bm : cfg_.bm / cfg_.cluster}}, generic);
   param({LaunchParam::TensorMap, int(m_.b), 0, {64, kBK}}, generic);
-  const bool cByTma = m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
+  const bool cByTma = !cfg_.decode() && m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
   if (cByTma) {
     param({LaunchParam::TensorMap, int(m_.c), 0, {64, 64}}, generic);
   } else {
@@ -438,15 +438,20 @@ Value Emitter::kTile(Value j, Value acc, bool first) {
   Value descB = b_.create<arith::OrIOp>(loc_, i64(bShared_.descriptorBits(kBoxBytes)), field(bAddr));
   b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
   auto type = m_.inElt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-  auto shape = NVVM::MMAShapeAttr::get(b_.getContext(), 64, int(cfg_.bn), 16);
+  auto shape = NVVM::MMAShapeAttr::get(b_.getContext(), 64, int(cfg_.mmaN()), 16);
+  // The decode twin swaps the operands: wgmma's A is B's 64-column box (MN-major, read
+  // transposed: layout col), its B is A's tile (K-major: layout col).
+  const bool swap = cfg_.decode();
+  auto layoutA = swap ? NVVM::MMALayout::col : NVVM::MMALayout::row;
+  auto layoutB = swap ? NVVM::MMALayout::col : NVVM::MMALayout::row;
   for (int64_t kk = 0; kk < kBK / 16; ++kk) {
     // k16 steps: A (K-major) advances 32 B inside its swizzled rows; B (MN-major) 16 rows of 128 B.
     Value da = kk ? add(descA, i64(kk * 32 >> 4)) : descA;
     Value db = kk ? add(descB, i64(kk * 16 * 128 >> 4)) : descB;
     acc = b_.create<NVVM::WgmmaMmaAsyncOp>(
-        loc_, accType(), acc, da, db, shape, type, type, NVVM::WGMMATypes::f32,
+        loc_, accType(), acc, swap ? db : da, swap ? da : db, shape, type, type, NVVM::WGMMATypes::f32,
         first && kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
+        NVVM::WGMMAScaleIn::one, layoutA, layoutB, NVVM::MMAIntOverflowAttr());
   }
   b_.create<NVVM::WgmmaGroupSyncAlignedOp>(loc_);
   return acc;
@@ -503,7 +508,7 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
     }
     // Which twins (hopper/Twins.h), each with its ring: `stages`, or the deepest that fits.
     SmallVector<Config> configs;
-    for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM)) {
+    for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM, decode)) {
       Config cfg{t.bm, t.bn, stages ? stages : maxStages(t.bm, t.bn), persistent, t.suffix, t.cluster};
       cfg.clusterAlongM = t.clusterAlongM;
       cfg.rasterGroup = rasterGroup ? rasterGroup : 8;

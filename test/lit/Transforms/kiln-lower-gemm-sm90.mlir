@@ -28,6 +28,19 @@
 // PAIRS: gpu.func @mm__sm90_m64(
 // PAIRS: gpu.func @mm__sm90_m64x2(
 // PAIRS-NOT: gpu.func
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0 decode=true" | FileCheck %s --check-prefix=DEC
+
+// With decode=true, kiln's tiles are followed by the decode twin: 16 x 64 tiles of C,
+// computed as C^T = B^T A^T (wgmma m64n16k16, its A the B box read transposed, its B A's
+// rows), one consumer warpgroup, split-K parameters, C stored by pointer (no tensor map).
+// DEC: gpu.func @mm__sm90_m64x2(
+// DEC: gpu.func @mm__sm90_dec(
+// DEC-SAME: \22kind\22:\22pointer\22
+// DEC-SAME: \22kind\22:\22workspace\22
+// DEC-SAME: \22threads\22:256
+// DEC-SAME: \22tile\22:[16,64,64]
+// DEC: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
+// DEC-NOT: gpu.func
 
 // 192-wide tiles: three B boxes, which a stacked pair cannot halve: each CTA loads (and
 // multicasts) box rank, then box 2 + rank where that lies inside the tile (rank 0 only).
