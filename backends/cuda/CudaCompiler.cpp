@@ -176,7 +176,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       sm90.stages = o.hopperStages;
       sm90.cluster = o.hopperCluster; // 0: kiln's choice (the pass's)
       sm90.clusterM = o.hopperClusterM;
-      sm90.decode = o.hopperDecode;
+      sm90.decodeRows = o.hopperDecodeRows;
       sm90.rasterGroup = o.hopperRaster ? o.hopperRaster : 8;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
     }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "hopper/LaunchPlan.h"
+#include "hopper/Sm90Tiles.h"
 #include "kiln/kernel.hpp"
 #include "kiln/runtime.hpp"
 #include "Runtime/GridPlan.h"
@@ -37,7 +38,7 @@ struct CompileOptions {
   int hopperCluster = 0;  ///< its CTAs per cluster (1: none; 2: pairs sharing A; 0: kiln's, hopper/Twins.h)
   bool hopperClusterM = false; ///< pairs sharing B (vertically adjacent tiles) instead
   int hopperRaster = 0;   ///< its tile order: groups of this many tile rows (0: 8)
-  bool hopperDecode = true; ///< with kiln's tiles: the decode twin too (C of at most 16 rows)
+  int hopperDecodeRows = hopper::kDecodeRows; ///< with kiln's tiles: the decode twin's rows (0: none)
 };
 
 /// Compiles `kernel` to PTX. When `stop` is Stage::mlir or Stage::llvm, returns that

@@ -40,9 +40,9 @@ struct CudaState {
   std::string arch;
   /// KILN_HOPPER_PERSISTENT=off: launch the sm_90a twin with one CTA per tile (A/B runs).
   bool hopperPersistent = true;
-  /// The decode twin beside kiln's tiles (KILN_HOPPER_DECODE=off: without it, for A/B runs;
-  /// in the cache key then).
-  bool hopperDecode = true;
+  /// The decode twin's rows beside kiln's tiles (KILN_HOPPER_DECODE=off: none, for A/B runs;
+  /// =16|32|48|64: that many; in the cache key where not the default).
+  int hopperDecodeRows = hopper::kDecodeRows;
   /// Modules with a twin are compiled by the driver's JIT as whole programs (see
   /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
   bool twinByDriver = true;
@@ -264,7 +264,7 @@ public:
             state->options.hopper_cluster,
             state->options.hopper_cluster_m,
             state->options.hopper_raster,
-            state->hopperDecode};
+            state->hopperDecodeRows};
   }
 
   /// KernelReport::sm90 for `code`.
@@ -419,7 +419,7 @@ public:
     if (state->options.hopper_raster) key["hopper_raster"] = state->options.hopper_raster;
     if (state->options.hopper_tile_m) key["hopper_tile_m"] = state->options.hopper_tile_m;
     if (state->options.hopper_cluster_m) key["hopper_cluster_m"] = true;
-    if (!state->hopperDecode) key["hopper_decode"] = false;
+    if (state->hopperDecodeRows != hopper::kDecodeRows) key["hopper_decode_rows"] = state->hopperDecodeRows;
     return key;
   }
 
@@ -647,7 +647,8 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   };
   if (auto v = env("KILN_HOPPER_GEMM", {"on", "off"}); v && options.hopper_gemm) state->options.hopper_gemm = *v == "on";
   if (const char* e = std::getenv("KILN_HOPPER_PERSISTENT")) state->hopperPersistent = std::string(e) != "off";
-  if (auto v = env("KILN_HOPPER_DECODE", {"on", "off"})) state->hopperDecode = *v == "on";
+  if (auto v = env("KILN_HOPPER_DECODE", {"on", "off", "16", "32", "48", "64"}))
+    state->hopperDecodeRows = *v == "off" ? 0 : *v == "on" ? hopper::kDecodeRows : std::stoi(*v);
   if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink"})) state->twinByDriver = *v == "driver";
   if (auto v = env("KILN_HOPPER_SPLIT_K", {"auto", "off", "on"}))
     state->hopperSplitK = *v == "off" ? hopper::SplitK::Off : *v == "on" ? hopper::SplitK::On : hopper::SplitK::Auto;

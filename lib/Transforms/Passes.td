@@ -102,8 +102,8 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
            "with cluster=2: pair vertically adjacent tiles (sharing B's tile by multicast) instead of side by side (sharing A's)">,
     Option<"rasterGroup", "raster-group", "int64_t", /*default=*/"8",
            "tile order: groups of this many tile rows, column by column inside a group (1..64; 0: 8)">,
-    Option<"decode", "decode", "bool", /*default=*/"false",
-           "with tile-m=0 tile-n=0: also the decode twin (<kernel>__sm90_dec): 16 x 64 tiles of C computed as C^T = B^T A^T, for C of at most 16 rows">,
+    Option<"decodeRows", "decode-rows", "int64_t", /*default=*/"0",
+           "with tile-m=0 tile-n=0: also the decode twin (<kernel>__sm90_dec): tiles of this many rows of C (16, 32, 48 or 64; 0: none) by 64 columns, computed as C^T = B^T A^T, for C of at most that many rows">,
     Option<"persistent", "persistent", "bool", /*default=*/"true",
            "launch one CTA per SM looping over tiles (else one CTA per tile)">,
   ];

@@ -347,6 +347,7 @@ TEST_CASE("a launch takes the decode twin wherever C has at most its 16 rows, sp
   low.tileM = 64;
   low.gridDims[0].tile = 64;
   dec.tileM = 16, dec.tileN = 64;
+  dec.swapAB = true;
   dec.gridDims = {{0, 0, 16, "M"}, {1, 1, 64, ""}};
   std::vector<LaunchPlan> twins = {narrow, low, dec};
   std::string why;
@@ -431,18 +432,18 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   };
   // kiln's choice: the 128 x 256 tile alone, the 128 x 128 and 64-row ones alone and in
   // stacked pairs, the decode twin; the deepest ring all six fit is the 128 x 256 tile's.
-  CHECK(names(selectTwins(0, 0, 0, false, true)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 "
+  CHECK(names(selectTwins(0, 0, 0, false, 16)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 "
                                                     "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_dec:16x64/1 ");
-  CHECK(maxStagesOf(selectTwins(0, 0, 0, false, true)) == maxStages(128, 256));
+  CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 16)) == maxStages(128, 256));
   // The decode twin only with kiln's own tiles, and not in clusters.
-  CHECK(names(selectTwins(0, 0, 1, false, true)) ==
+  CHECK(names(selectTwins(0, 0, 1, false, 16)) ==
         "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_dec:16x64/1 ");
-  CHECK(names(selectTwins(0, 128, 0, false, true)).find("_dec") == std::string::npos);
-  CHECK(names(selectTwins(0, 0, 2, false, true)).find("_dec") == std::string::npos);
+  CHECK(names(selectTwins(0, 128, 0, false, 16)).find("_dec") == std::string::npos);
+  CHECK(names(selectTwins(0, 0, 2, false, 16)).find("_dec") == std::string::npos);
   // Its shared memory: a deep ring of 10 KiB stages (a 64-column box of B and 16 rows of A)
   // and no C staging.
-  CHECK(stagingBytes(16, 64) == 0);
-  CHECK(maxStages(16, 64) >= 16);
+  CHECK(stagingBytes(16, 64, true) == 0);
+  CHECK(maxStages(16, 64, true) >= 16);
   // Clusters off: three tiles; side by side: every tile in pairs sharing A.
   CHECK(names(selectTwins(0, 0, 1, false)) == "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 ");
   CHECK(names(selectTwins(0, 128, 2, false)) == "__sm90:128x128/2 __sm90_m64:64x128/2 ");

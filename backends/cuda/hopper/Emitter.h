@@ -50,23 +50,24 @@ struct Config {
   /// Arrivals that free a ring slot: every thread of the consumers that read it (one CTA),
   /// or each such warp's lane 0 in both CTAs of a cluster (remote arrivals are costly).
   int64_t emptyArrivals() const { return cluster == 1 ? 128 * stageReaders() : 4 * stageReaders() * cluster; }
-  int64_t consumers() const { return hopper::consumers(bm, bn); }
   /// The decode twin (Sm90Tiles.h): C^T's tile = W^T x X^T, so the weight's 64 columns fill
-  /// wgmma's 64 rows and C's bm (16) rows are its N.
-  bool decode() const { return hopper::decode(bm); }
+  /// wgmma's 64 rows and C's bm rows are its N.
+  bool swapAB = false;
+  int64_t consumers() const { return hopper::consumers(bm, bn, swapAB); }
+  bool decode() const { return swapAB; }
   /// wgmma's N: C's columns per tile, or the decode twin's C rows.
   int64_t mmaN() const { return decode() ? bm : bn; }
   /// Ping-pong (Sm90Tiles.h): the consumers take the CTA's tiles in turn, each whole.
   bool pingpong() const { return hopper::pingpong(bm, bn); }
   /// Consumer warpgroups that read each ring slot: one in ping-pong, else all.
   int64_t stageReaders() const { return pingpong() ? 1 : consumers(); }
-  int64_t threads() const { return hopper::threads(bm, bn); }
+  int64_t threads() const { return hopper::threads(bm, bn, swapAB); }
   int64_t aBytes() const { return bm * kBK * 2; }
   int64_t stageBytes() const { return hopper::stageBytes(bm, bn); }
   int64_t stagingOffset() const { return stages * stageBytes(); }
-  int64_t barrierOffset() const { return stagingOffset() + stagingBytes(bm, bn); }
+  int64_t barrierOffset() const { return stagingOffset() + stagingBytes(bm, bn, swapAB); }
   int64_t flagOffset() const { return barrierOffset() + 16 * stages; }
-  int64_t smemBytes() const { return sharedBytes(bm, bn, stages); }
+  int64_t smemBytes() const { return sharedBytes(bm, bn, stages, swapAB); }
 };
 
 /// One accumulator element in the epilogue: its index in the fragment struct, its global

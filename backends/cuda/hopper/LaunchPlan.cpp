@@ -21,6 +21,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     plan.cluster = detail::jsonIntOr<int64_t>(j, "cluster", 1);
     plan.clusterAlongM = j.value("cluster_m", false);
     plan.raster = detail::jsonIntOr<int64_t>(j, "raster", 0);
+    plan.swapAB = j.value("swap_ab", false);
     if (plan.raster < 0 || plan.raster > 64) throw std::out_of_range("bad raster group");
     if (plan.cluster < 1 || plan.cluster > 8) throw std::out_of_range("bad cluster size");
     plan.ctasPerSm = detail::jsonInt<int64_t>(j.at("ctas_per_sm"));

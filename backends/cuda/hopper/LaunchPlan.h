@@ -66,6 +66,9 @@ struct LaunchPlan {
   /// A persistent kernel's tile order: groups of this many tile rows, column by column
   /// inside a group (0: not recorded, plans from before it was).
   int64_t raster = 0;
+  /// The decode twin: C's tiles computed transposed (C^T = B^T A^T); the runtime takes it
+  /// wherever C has at most tileM rows, and cuts its tiles along K by its cost model.
+  bool swapAB = false;
   /// Split-K kernels (a Workspace, a SplitTiles and a KSplits parameter): the reduction extent K,
   /// counted in tileK steps; arg -1 when the kernel takes whole tiles only.
   GridDim reduction{-1, 0, 1, ""};
@@ -88,7 +91,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
   return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
-          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster},
+          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};
 }
 

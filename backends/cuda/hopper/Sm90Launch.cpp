@@ -113,7 +113,7 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   Split whole{std::min(units, slots) * plan.cluster, 0, 0, double(rounds)};
   // The decode twin splits where the cost model says it pays whatever the runtime's default
   // (its few tiles would leave most SMs idle).
-  const SplitK mode = decode(plan.tileM) && config.splitK == SplitK::Off ? SplitK::Auto : config.splitK;
+  const SplitK mode = plan.swapAB && config.splitK == SplitK::Off ? SplitK::Auto : config.splitK;
   if (!plan.splitK() || plan.cluster != 1 || mode == SplitK::Off || units % slots == 0) return whole;
   const TensorView& r = args[size_t(plan.reduction.arg)];
   const int64_t kTiles = (r.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile;
@@ -159,7 +159,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
       const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; // C's
       // The decode twin: where C has no more rows than its tile, and then always (it reads
       // each weight once and wastes no multiply on absent rows).
-      if (decode(p.tileM)) {
+      if (p.swapAB) {
         if (rows > p.tileM) continue;
         best = int(i);
         if (work) *work = split(p, args, config);

@@ -15,19 +15,22 @@ inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 /// own, taking the CTA's tiles in turn, so one's epilogue runs beside the other's main loop
 /// (experimental: asked for, never kiln's own choice).
 constexpr bool pingpong(int64_t tileM, int64_t tileN) { return tileM == 64 && tileN == 256; }
-/// A tile of fewer than 64 rows is the decode twin's (16 x 64, swapped: see decode()).
-constexpr bool decode(int64_t tileM) { return tileM < 64; }
-constexpr int64_t consumers(int64_t tileM, int64_t tileN) {
-  return pingpong(tileM, tileN) ? 2 : decode(tileM) ? 1 : tileM / 64;
+/// `swapAB`: the decode twin's tile (tileM rows of C, 16 to 64, by 64 columns), computed as
+/// C^T = B^T A^T by one consumer warpgroup (WgmmaGemm.cpp).
+inline constexpr int kDecodeRows = 16; ///< kiln's decode twin: C of at most 16 rows
+constexpr int64_t consumers(int64_t tileM, int64_t tileN, bool swapAB = false) {
+  return pingpong(tileM, tileN) ? 2 : swapAB ? 1 : tileM / 64;
 }
-constexpr int64_t threads(int64_t tileM, int64_t tileN) { return 128 * (1 + consumers(tileM, tileN)); }
+constexpr int64_t threads(int64_t tileM, int64_t tileN, bool swapAB = false) {
+  return 128 * (1 + consumers(tileM, tileN, swapAB));
+}
 
 /// C staging for the TMA-store epilogue: per consumer warpgroup, two 64 x 64 boxes of
 /// 16-bit elements (one filled while the other is stored).
 inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2;
 /// (The decode twin stores C from registers: no staging.)
-constexpr int64_t stagingBytes(int64_t tileM, int64_t tileN) {
-  return decode(tileM) ? 0 : consumers(tileM, tileN) * 2 * kStagingBoxBytes;
+constexpr int64_t stagingBytes(int64_t tileM, int64_t tileN, bool swapAB = false) {
+  return swapAB ? 0 : consumers(tileM, tileN) * 2 * kStagingBoxBytes;
 }
 
 /// A 4-byte word per consumer warpgroup: the split-K fix-up tells its threads whether
@@ -38,14 +41,14 @@ inline constexpr int64_t kFlagBytes = 16;
 constexpr int64_t stageBytes(int64_t tileM, int64_t tileN) { return (tileM + tileN) * kTileK * 2; }
 /// The CTA's dynamic shared memory: the ring, the C staging, two mbarriers per stage, the
 /// fix-up flags, and 1 KiB the kernel may skip to align the ring to 1024 B.
-constexpr int64_t sharedBytes(int64_t tileM, int64_t tileN, int64_t stages) {
-  return stages * (stageBytes(tileM, tileN) + 16) + stagingBytes(tileM, tileN) + kFlagBytes + 1024;
+constexpr int64_t sharedBytes(int64_t tileM, int64_t tileN, int64_t stages, bool swapAB = false) {
+  return stages * (stageBytes(tileM, tileN) + 16) + stagingBytes(tileM, tileN, swapAB) + kFlagBytes + 1024;
 }
 /// The deepest ring that fits (6 at 128 x 128, 4 at 128 x 256 and 64 x 256, 8 at 64 x 128):
 /// kiln's default.
-constexpr int64_t maxStages(int64_t tileM, int64_t tileN) {
+constexpr int64_t maxStages(int64_t tileM, int64_t tileN, bool swapAB = false) {
   int64_t s = 2;
-  while (sharedBytes(tileM, tileN, s + 1) <= kMaxSharedBytes) ++s;
+  while (sharedBytes(tileM, tileN, s + 1, swapAB) <= kMaxSharedBytes) ++s;
   return s;
 }
 

@@ -17,6 +17,7 @@ struct TwinShape {
   std::string suffix;
   int64_t cluster = 1;
   bool clusterAlongM = false;
+  bool swapAB = false; ///< the decode twin (Sm90Tiles.h)
 };
 
 /// The twins tileM / tileN select (0: any of kiln's), with `cluster` CTAs per cluster (1 or
@@ -31,7 +32,7 @@ struct TwinShape {
 /// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental). The options' values are the caller's to
 /// check; checkTwinOptions below accepts only values that select some twin.
 inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM,
-                                          bool decodeTwin = false) {
+                                          int64_t decodeRows = 0) {
   struct Tile {
     int64_t bm, bn;
     const char* suffix;
@@ -50,7 +51,7 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
   if (twins.size() == 1 || (twins.size() == 2 && twins[0].bm == twins[1].bm && twins[0].bn == twins[1].bn))
     twins[0].suffix = "__sm90";
   // kiln's choice also has the decode twin (16 x 64 of C, computed swapped: Sm90Tiles.h).
-  if (decodeTwin && tileM == 0 && tileN == 0 && cluster != 2) twins.push_back({16, 64, "__sm90_dec", 1, false});
+  if (decodeRows && tileM == 0 && tileN == 0 && cluster != 2) twins.push_back({decodeRows, 64, "__sm90_dec", 1, false, true});
   return twins;
 }
 
@@ -58,7 +59,7 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
 /// all of them may ask for.
 inline int64_t maxStagesOf(const std::vector<TwinShape>& twins) {
   int64_t most = 64;
-  for (const TwinShape& t : twins) most = std::min(most, maxStages(t.bm, t.bn));
+  for (const TwinShape& t : twins) most = std::min(most, maxStages(t.bm, t.bn, t.swapAB));
   return most;
 }
 

@@ -113,6 +113,7 @@ void Emitter::declareParams() {
   plan_.cluster = cfg_.cluster;
   plan_.clusterAlongM = cfg_.cluster > 1 && cfg_.clusterAlongM;
   plan_.raster = cfg_.rasterGroup;
+  plan_.swapAB = cfg_.swapAB;
   auto dimName = [&](unsigned arg, unsigned d) {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
@@ -500,17 +501,20 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
   using KilnLowerGemmSm90Base::KilnLowerGemmSm90Base;
   void runOnOperation() override {
     ModuleOp m = getOperation();
-    const std::string broken = checkTwinOptions({tileM, tileN, stages, cluster, clusterM, rasterGroup},
+    std::string broken = checkTwinOptions({tileM, tileN, stages, cluster, clusterM, rasterGroup},
                                                 {"tile-m", "tile-n", "stages", "cluster", "cluster-m", "raster-group"});
+    if (broken.empty() && decodeRows != 0 && decodeRows != 16 && decodeRows != 32 && decodeRows != 48 && decodeRows != 64)
+      broken = "decode-rows must be 0, 16, 32, 48 or 64, got " + std::to_string(decodeRows);
     if (!broken.empty()) {
       m.emitError(broken);
       return signalPassFailure();
     }
     // Which twins (hopper/Twins.h), each with its ring: `stages`, or the deepest that fits.
     SmallVector<Config> configs;
-    for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM, decode)) {
-      Config cfg{t.bm, t.bn, stages ? stages : maxStages(t.bm, t.bn), persistent, t.suffix, t.cluster};
+    for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM, decodeRows)) {
+      Config cfg{t.bm, t.bn, stages ? stages : maxStages(t.bm, t.bn, t.swapAB), persistent, t.suffix, t.cluster};
       cfg.clusterAlongM = t.clusterAlongM;
+      cfg.swapAB = t.swapAB;
       cfg.rasterGroup = rasterGroup ? rasterGroup : 8;
       configs.push_back(cfg);
     }

@@ -28,9 +28,9 @@
 // PAIRS: gpu.func @mm__sm90_m64(
 // PAIRS: gpu.func @mm__sm90_m64x2(
 // PAIRS-NOT: gpu.func
-// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0 decode=true" | FileCheck %s --check-prefix=DEC
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0 decode-rows=16" | FileCheck %s --check-prefix=DEC
 
-// With decode=true, kiln's tiles are followed by the decode twin: 16 x 64 tiles of C,
+// With decode-rows=16, kiln's tiles are followed by the decode twin: 16 x 64 tiles of C,
 // computed as C^T = B^T A^T (wgmma m64n16k16, its A the B box read transposed, its B A's
 // rows), one consumer warpgroup, split-K parameters, C stored by pointer (no tensor map).
 // DEC: gpu.func @mm__sm90_m64x2(
