@@ -40,8 +40,9 @@ struct CudaState {
   std::string arch;
   /// KILN_HOPPER_PERSISTENT=off: launch the sm_90a twin with one CTA per tile (A/B runs).
   bool hopperPersistent = true;
-  /// The decode twin's rows beside kiln's tiles (KILN_HOPPER_DECODE=off: none, for A/B runs;
-  /// =16|32|48|64: that many; in the cache key where not the default).
+  /// The decode twins beside kiln's tiles: of 16, 32, ... up to this many rows
+  /// (KILN_HOPPER_DECODE=off: none, for A/B runs; =16|32|48|64: up to that many; in the
+  /// cache key where not the default).
   int hopperDecodeRows = hopper::kDecodeRows;
   /// Modules with a twin are compiled by the driver's JIT as whole programs (see
   /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).

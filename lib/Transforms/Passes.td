@@ -103,7 +103,7 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
     Option<"rasterGroup", "raster-group", "int64_t", /*default=*/"8",
            "tile order: groups of this many tile rows, column by column inside a group (1..64; 0: 8)">,
     Option<"decodeRows", "decode-rows", "int64_t", /*default=*/"0",
-           "with tile-m=0 tile-n=0: also the decode twin (<kernel>__sm90_dec): tiles of this many rows of C (16, 32, 48 or 64; 0: none) by 64 columns, computed as C^T = B^T A^T, for C of at most that many rows">,
+           "with tile-m=0 tile-n=0: also decode twins (<kernel>__sm90_dec, <kernel>__sm90_dec32, ...) of 16, 32, ... up to this many rows of C (16, 32, 48 or 64; 0: none) by 64 columns, computed as C^T = B^T A^T, each for C of at most its rows">,
     Option<"persistent", "persistent", "bool", /*default=*/"true",
            "launch one CTA per SM looping over tiles (else one CTA per tile)">,
   ];

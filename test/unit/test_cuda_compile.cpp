@@ -363,13 +363,13 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
 }
 
-TEST_CASE("by default a GEMM gets six twins, and the report names each", "[cuda][sm90]") {
+TEST_CASE("by default a GEMM gets seven twins, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
   CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90x2(") &&
                       Contains(".entry gemm_bias_relu__sm90_n256(") &&
                       Contains(".entry gemm_bias_relu__sm90_m64(") && Contains(".entry gemm_bias_relu__sm90_m64x2(") &&
-                      Contains(".entry gemm_bias_relu__sm90_dec("));
+                      Contains(".entry gemm_bias_relu__sm90_dec(") && Contains(".entry gemm_bias_relu__sm90_dec32("));
   CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16"));
   std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
   CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
@@ -378,10 +378,11 @@ TEST_CASE("by default a GEMM gets six twins, and the report names each", "[cuda]
                          Contains("gemm_bias_relu__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast), 256 threads") &&
                          Contains("gemm_bias_relu__sm90_dec: 16x64x64 tiles, 22 stages, 256 threads") &&
+                         Contains("gemm_bias_relu__sm90_dec32: 32x64x64 tiles, 18 stages, 256 threads") &&
                          Contains("each launch takes the tile"));
   for (const char* entry :
        {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90x2", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64",
-        "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_dec"}) {
+        "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_dec", "gemm_bias_relu__sm90_dec32"}) {
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
   }
@@ -403,6 +404,11 @@ TEST_CASE("the decode twin multiplies the weight's columns as wgmma's rows and s
       CHECK_THAT(body, !Contains("m64n128k16") && !Contains("cp.async.bulk.tensor.2d.global.shared"));
       CHECK_THAT(body, Contains("cp.async.bulk.tensor.2d.shared::cluster.global"));
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec") == 0);
+      // The 32-row one: m64n32k16.
+      const size_t at32 = ptx.find(".entry " + std::string(name) + "__sm90_dec32(");
+      REQUIRE(at32 != std::string::npos);
+      CHECK_THAT(ptx.substr(at32, ptx.find("\n}", at32) - at32), Contains("m64n32k16") && !Contains("m64n16k16"));
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec32") == 0);
     }
   // KILN_HOPPER_DECODE=off leaves it out (A/B runs), under another cache key.
   ScopedEnv off("KILN_HOPPER_DECODE", "off");

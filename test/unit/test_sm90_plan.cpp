@@ -342,14 +342,17 @@ TEST_CASE("a launch cuts tiles along K only where the last round of CTAs would b
   CHECK(split(gemmPlan(), args(128, 12288, 4096), {132}).splitTiles == 0);
 }
 
-TEST_CASE("a launch takes the decode twin wherever C has at most its 16 rows, split along K", "[sm90]") {
+TEST_CASE("a launch takes the smallest decode twin that holds C's rows, split along K", "[sm90]") {
   LaunchPlan narrow = splitKPlan(), low = splitKPlan(), dec = splitKPlan();
   low.tileM = 64;
   low.gridDims[0].tile = 64;
   dec.tileM = 16, dec.tileN = 64;
   dec.swapAB = true;
   dec.gridDims = {{0, 0, 16, "M"}, {1, 1, 64, ""}};
-  std::vector<LaunchPlan> twins = {narrow, low, dec};
+  LaunchPlan dec32 = dec;
+  dec32.tileM = 32;
+  dec32.gridDims[0].tile = 32;
+  std::vector<LaunchPlan> twins = {narrow, low, dec, dec32};
   std::string why;
   Split work;
   auto pick = [&](int64_t M, int64_t N, int64_t K, SplitK mode = SplitK::Off) {
@@ -366,8 +369,10 @@ TEST_CASE("a launch takes the decode twin wherever C has at most its 16 rows, sp
   // 8 x 4096 x 14336: 64 tiles of 224 k-steps.
   CHECK(pick(8, 4096, 14336) == 2);
   CHECK(work.splits >= 2);
-  // 17 rows and more: the other twins, as without it.
-  CHECK(pick(17, 4096, 4096) == 1);
+  // 17 to 32 rows: the 32-row decode twin; more: the other twins, as without them.
+  CHECK(pick(17, 4096, 4096) == 3);
+  CHECK(pick(32, 8192, 8192) == 3);
+  CHECK(pick(33, 4096, 4096) == 1);
   CHECK(pick(128, 12288, 4096) == 0);
   // Split-K asked off stays off for the others and leaves the decode twin to its model.
   CHECK(split(low, args(16, 4096, 4096), {132, SplitK::Off}).splitTiles == 0);
@@ -432,9 +437,12 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   };
   // kiln's choice: the 128 x 256 tile alone, the 128 x 128 and 64-row ones alone and in
   // stacked pairs, the decode twin; the deepest ring all six fit is the 128 x 256 tile's.
-  CHECK(names(selectTwins(0, 0, 0, false, 16)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 "
-                                                    "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_dec:16x64/1 ");
-  CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 16)) == maxStages(128, 256));
+  CHECK(names(selectTwins(0, 0, 0, false, 32)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 "
+                                                    "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_dec:16x64/1 "
+                                                    "__sm90_dec32:32x64/1 ");
+  CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 32)) == maxStages(128, 256));
+  CHECK(names(selectTwins(0, 0, 0, false, 16)).ends_with("__sm90_m64x2:64x128/2m __sm90_dec:16x64/1 "));
+  CHECK(names(selectTwins(0, 0, 0, false, 0)).find("_dec") == std::string::npos);
   // The decode twin only with kiln's own tiles, and not in clusters.
   CHECK(names(selectTwins(0, 0, 1, false, 16)) ==
         "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_dec:16x64/1 ");

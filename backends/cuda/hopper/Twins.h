@@ -50,8 +50,11 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
   }
   if (twins.size() == 1 || (twins.size() == 2 && twins[0].bm == twins[1].bm && twins[0].bn == twins[1].bn))
     twins[0].suffix = "__sm90";
-  // kiln's choice also has the decode twin (16 x 64 of C, computed swapped: Sm90Tiles.h).
-  if (decodeRows && tileM == 0 && tileN == 0 && cluster != 2) twins.push_back({decodeRows, 64, "__sm90_dec", 1, false, true});
+  // kiln's choice also has decode twins (Sm90Tiles.h) of 16, 32, ... up to decodeRows rows of
+  // C, smallest first: each launch takes the first that holds C's rows.
+  if (tileM == 0 && tileN == 0 && cluster != 2)
+    for (int64_t rows = 16; rows <= decodeRows; rows += 16)
+      twins.push_back({rows, 64, rows == 16 ? "__sm90_dec" : "__sm90_dec" + std::to_string(rows), 1, false, true});
   return twins;
 }
 
