@@ -289,7 +289,7 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
   out += std::string("<table>\n<tr><th>route</th><th>kernel</th><th>shape</th><th>dtype</th>") +
          (oneDevice ? "" : "<th>device</th>") +
          "<th>reference_ok</th><th>import ms</th><th>compile ms</th><th>compile phases ms</th><th>first run ms</th>"
-         "<th>warm ms (p10-p90)</th><th>TFLOP/s</th><th>model ms</th><th>peak MB</th><th>tune ms</th></tr>\n";
+         "<th>warm ms (p10-p90)</th><th>TFLOP/s</th><th>GB/s</th><th>model ms</th><th>peak MB</th><th>tune ms</th></tr>\n";
   for (const Row& r : rows) {
     std::string ok = cell(r.reference_ok), ph;
     for (const auto& [name, ms] : r.compile_phases) ph += (ph.empty() ? "" : "<br>") + html(name) + " " + shortNum(ms);
@@ -300,7 +300,8 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
            (ph.empty() ? kNotRun : ph) + "</td><td>" + shortCell(r.first_run_ms) + "</td><td>" +
            (r.warm ? shortNum(r.warm->median) + " (" + shortNum(r.warm->p10) + "-" + shortNum(r.warm->p90) + ")"
                    : kNotRun) +
-           "</td><td>" + shortCell(r.tflops) + "</td><td>" + shortCell(r.model_ms) + "</td><td>" +
+           "</td><td>" + shortCell(r.tflops) + "</td><td>" + shortCell(r.gbps) + "</td><td>" + shortCell(r.model_ms) +
+           "</td><td>" +
            shortCell(r.peak_mb) + "</td><td>" + shortCell(r.tune_ms) + "</td></tr>\n";
   }
   out += "</table>\n";

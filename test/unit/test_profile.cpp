@@ -38,6 +38,7 @@ std::vector<Row> sampleRows() {
   framework.cache.clear();
   framework.warm = summarize({0.18});
   framework.tflops = 763;
+  framework.gbps = 1234.5;
   framework.model_ms.reset();
   Row cpu; // a route that never ran: only its identity is known
   cpu.shape = "4096x4096x4096";
@@ -105,6 +106,9 @@ TEST_CASE("the HTML report has the table and both plots", "[profile]") {
   CHECK_THAT(page, Contains("Cold (import + compile + first run) versus warm"));
   CHECK_THAT(page, Contains("<svg"));
   CHECK_THAT(page, Contains("763 TFLOP/s"));
+  // The table has GB/s beside TFLOP/s (a decode GEMM is judged by its weight's bandwidth).
+  CHECK_THAT(page, Contains("<th>TFLOP/s</th><th>GB/s</th>"));
+  CHECK_THAT(page, Contains("<td>1234</td>") || Contains("<td>1235</td>") || Contains("<td>1234.5</td>"));
   // kiln cold = 12.5 + 380 + 2.3
   CHECK_THAT(page, Contains("394.8 ms"));
   CHECK_THAT(page, Contains("eigen: not-run"));

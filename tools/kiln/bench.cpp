@@ -372,8 +372,10 @@ int cmdBench(const BenchOptions& o) {
   }
   progress.finish();
 
-  std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9s %8s %10s\n", "route", "shape", "dtype", "reference",
-              "import_ms", "compile_ms", "first_ms", "warm_ms", "TFLOP/s", "peak_MB", "tune_ms");
+  // GB/s: every argument's bytes once over the warm median (for a decode GEMM, the weight's
+  // bandwidth: it is nearly all of them).
+  std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9s %8s %8s %10s\n", "route", "shape", "dtype", "reference",
+              "import_ms", "compile_ms", "first_ms", "warm_ms", "TFLOP/s", "GB/s", "peak_MB", "tune_ms");
   auto cellv = [](const std::optional<double>& v) {
     char b[32];
     if (!v) return std::string("not-run");
@@ -383,11 +385,11 @@ int cmdBench(const BenchOptions& o) {
   bool allOk = true;
   for (const auto& r : rows) {
     allOk = allOk && r.reference_ok.value_or(false);
-    std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9.3f %8.1f %10s\n", r.route.c_str(), r.shape.c_str(),
+    std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9.3f %8.0f %8.1f %10s\n", r.route.c_str(), r.shape.c_str(),
                 r.dtype.c_str(), r.reference_ok ? (*r.reference_ok ? "ok" : "WRONG") : "not-run",
                 cellv(r.import_ms).c_str(), cellv(r.compile_ms).c_str(), cellv(r.first_run_ms).c_str(),
                 cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(), r.tflops.value_or(0),
-                r.peak_mb.value_or(0), cellv(r.tune_ms).c_str());
+                r.gbps.value_or(0), r.peak_mb.value_or(0), cellv(r.tune_ms).c_str());
   }
   for (const Route& r : routes)
     if (r.kernel) {
