@@ -63,7 +63,7 @@ struct CudaState {
   std::map<CUstream, DeviceBuffer> workspaces;
 
   hopper::LaunchConfig launchConfig() const {
-    return {hopperPersistent ? device.sm_count : 0, hopperSplitK};
+    return {hopperPersistent ? device.sm_count : 0, hopperSplitK, options.hopper_split_k};
   }
   CUdeviceptr splitKWorkspace(CUstream stream, size_t bytes) {
     std::lock_guard<std::mutex> lock(workspace_mutex);
@@ -632,6 +632,10 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     std::string why;
     cuda::nvJitLinkAvailable(&why);
   })};
+  if (options.hopper_split_k < 0 || options.hopper_split_k > 16)
+    throw Error(ErrorKind::InvalidArgument,
+                "RuntimeOptions::hopper_split_k must be 0 (kiln's choice), 1 (never) or 2..16 chunks, got " +
+                    std::to_string(options.hopper_split_k));
   auto state = std::make_shared<cuda::CudaState>();
   state->options = options;
   // The environment can set the sm_90a twin where the options leave the defaults: A/B

@@ -20,12 +20,13 @@
 
 namespace kiln::tune {
 
-/// One point of a search space: named integer parameters. Eight select runtime options
+/// One point of a search space: named integer parameters. Nine select runtime options
 /// for that candidate (see options_for): `warps` (RuntimeOptions::num_warps), and for the
 /// sm_90a GEMM twin `hopper_gemm` (0: the portable kernel only), `hopper_tile_n` (its
 /// width), `hopper_tile_m` (its height), `hopper_stages` (its ring depth),
 /// `hopper_cluster` (CTAs per cluster), `hopper_cluster_m` (1: a cluster's tiles stacked)
-/// and `hopper_raster` (its tile order's group of tile rows); the others are the kernel's
+/// `hopper_raster` (its tile order's group of tile rows) and `hopper_split_k` (chunks along
+/// K: 1 none, 2..16); the others are the kernel's
 /// own (tile sizes, stages).
 struct KILN_API Config {
   std::map<std::string, int64_t> params;
@@ -90,7 +91,8 @@ struct KILN_API Result {
 };
 
 /// `base` with the runtime options `config` selects (`warps`, `hopper_gemm`, `hopper_tile_n`,
-/// `hopper_tile_m`, `hopper_stages`, `hopper_cluster`, `hopper_cluster_m`, `hopper_raster`).
+/// `hopper_tile_m`, `hopper_stages`, `hopper_cluster`, `hopper_cluster_m`, `hopper_raster`,
+/// `hopper_split_k`).
 KILN_API RuntimeOptions options_for(const RuntimeOptions& base, const Config& config);
 
 /// Tunes `make` (a kernel for each config) on `problem`. Throws kiln::Error(InvalidArgument)

@@ -158,6 +158,7 @@ RuntimeOptions options_for(const RuntimeOptions& base, const Config& config) {
   o.hopper_cluster = int(config.get("hopper_cluster", base.hopper_cluster));
   o.hopper_cluster_m = config.get("hopper_cluster_m", base.hopper_cluster_m ? 1 : 0) != 0;
   o.hopper_raster = int(config.get("hopper_raster", base.hopper_raster));
+  o.hopper_split_k = int(config.get("hopper_split_k", base.hopper_split_k));
   return o;
 }
 

@@ -410,6 +410,11 @@ TEST_CASE("the decode twin multiplies the weight's columns as wgmma's rows and s
       CHECK_THAT(ptx.substr(at32, ptx.find("\n}", at32) - at32), Contains("m64n32k16") && !Contains("m64n16k16"));
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec32") == 0);
     }
+  // hopper_split_k is 0, 1 or 2..16, checked when the runtime is made.
+  CHECK_THROWS_WITH(Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_split_k = 17}),
+                    Contains("hopper_split_k must be 0 (kiln's choice), 1 (never) or 2..16 chunks, got 17"));
+  CHECK_THROWS_AS(Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_split_k = -1}),
+                  kiln::Error);
   // KILN_HOPPER_DECODE=off leaves it out (A/B runs), under another cache key.
   ScopedEnv off("KILN_HOPPER_DECODE", "off");
   Runtime without = offline("sm_90a");

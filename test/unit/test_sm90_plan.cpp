@@ -379,6 +379,32 @@ TEST_CASE("a launch takes the smallest decode twin that holds C's rows, split al
   CHECK(split(dec, args(16, 4096, 4096), {132, SplitK::Off}).splitTiles == 64);
 }
 
+TEST_CASE("hopper_split_k fixes the chunks along K, within the limits, or turns split-K off", "[sm90]") {
+  LaunchPlan dec = splitKPlan();
+  dec.tileM = 16, dec.tileN = 64;
+  dec.swapAB = true;
+  dec.gridDims = {{0, 0, 16, "M"}, {1, 1, 64, ""}};
+  auto at = [&](const LaunchPlan& p, int64_t M, int64_t N, int64_t K, int64_t splits) {
+    return split(p, args(M, N, K), {132, SplitK::Off, splits});
+  };
+  // 1: never, the decode twin included.
+  CHECK(at(dec, 16, 4096, 4096, 1).splitTiles == 0);
+  // 4 chunks of 16 k-steps for each of the 64 tiles.
+  Split s = at(dec, 16, 4096, 4096, 4);
+  CHECK(s.splitTiles == 64);
+  CHECK(s.splits == 4);
+  // 16 asked: the workspace holds 4 chunks per CTA (528 on 132 SMs): 8 chunks per tile.
+  CHECK(at(dec, 16, 4096, 4096, 16).splits == 8);
+  // 8 asked of 12 k-steps: chunks keep 4 k-steps each, so 3.
+  CHECK(at(dec, 16, 4096, 768, 8).splits == 3);
+  // The other twins too, where their last round is part-empty (the runtime's default
+  // leaves them whole).
+  s = at(splitKPlan(), 128, 12288, 4096, 2);
+  CHECK(s.splitTiles == 96);
+  CHECK(s.splits == 2);
+  CHECK(at(splitKPlan(), 128 * 132, 128, 4096, 2).splitTiles == 0); // full rounds: nothing to cut
+}
+
 TEST_CASE("the twin width is chosen with split-K counted", "[sm90]") {
   std::vector<LaunchPlan> twins = {splitKPlan(128), splitKPlan(256)};
   std::string why;

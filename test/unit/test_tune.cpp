@@ -227,8 +227,9 @@ TEST_CASE("a config's warps and hopper_* parameters select runtime options; its 
   RuntimeOptions base;
   base.cache_dir = "off";
   base.num_warps = 4;
-  tune::Config c{{{"m", 128}, {"n", 64}, {"warps", 8}, {"hopper_gemm", 0}, {"hopper_tile_n", 256}, {"hopper_tile_m", 128}, {"hopper_stages", 3}, {"hopper_cluster", 2}, {"hopper_cluster_m", 1}, {"hopper_raster", 16}}};
+  tune::Config c{{{"m", 128}, {"n", 64}, {"warps", 8}, {"hopper_gemm", 0}, {"hopper_tile_n", 256}, {"hopper_tile_m", 128}, {"hopper_stages", 3}, {"hopper_cluster", 2}, {"hopper_cluster_m", 1}, {"hopper_raster", 16}, {"hopper_split_k", 4}}};
   RuntimeOptions o = tune::options_for(base, c);
+  CHECK(o.hopper_split_k == 4);
   CHECK(o.num_warps == 8);
   CHECK_FALSE(o.hopper_gemm);
   CHECK(o.hopper_tile_n == 256);
@@ -245,6 +246,7 @@ TEST_CASE("a config's warps and hopper_* parameters select runtime options; its 
   CHECK(same.hopper_tile_m == 0);
   CHECK(same.hopper_stages == 0);
   CHECK(same.hopper_raster == 0);
+  CHECK(same.hopper_split_k == 0);
   CHECK_FALSE(same.hopper_cluster_m);
 }
 

@@ -61,8 +61,10 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
     s.configs.insert(s.configs.begin(), Config{{{"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
     // The 64-row tile alone, without clusters (by default it runs in stacked pairs).
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 1}}});
-    for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_cluster", 2}, {"hopper_raster", 32},
-                              {"hopper_raster", 1}})
+    // Split-K (a launch-time choice: no compile): never, and in 2, 4 and 8 chunks.
+    for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_split_k", 8}, {"hopper_split_k", 4},
+                              {"hopper_split_k", 2}, {"hopper_split_k", 1}, {"hopper_cluster", 2},
+                              {"hopper_raster", 32}, {"hopper_raster", 1}})
       s.configs.insert(s.configs.begin(), Config{{{key, value}}});
     for (auto [n, stages] : {std::pair<int64_t, int64_t>{256, 3}, {128, 4}, {256, 0}, {128, 0}}) {
       Config c{{{"hopper_tile_n", n}}};

@@ -113,7 +113,10 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   Split whole{std::min(units, slots) * plan.cluster, 0, 0, double(rounds)};
   // The decode twin splits where the cost model says it pays whatever the runtime's default
   // (its few tiles would leave most SMs idle).
-  const SplitK mode = plan.swapAB && config.splitK == SplitK::Off ? SplitK::Auto : config.splitK;
+  const SplitK mode = config.splits == 1 ? SplitK::Off
+                      : config.splits > 1 ? SplitK::On
+                      : plan.swapAB && config.splitK == SplitK::Off ? SplitK::Auto
+                                                                     : config.splitK;
   if (!plan.splitK() || plan.cluster != 1 || mode == SplitK::Off || units % slots == 0) return whole;
   const TensorView& r = args[size_t(plan.reduction.arg)];
   const int64_t kTiles = (r.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile;
@@ -132,6 +135,11 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
     // A chunk costs 1/s of a tile; the fix-up of a tile reads its s parts back, each about
     // 1.5 k-steps' worth of the main loop.
     const double cost = before + double(chunkRounds) / double(s) + double(s) * 1.5 / double(kTiles);
+    // Asked for a number of chunks: the most up to it that the limits allow.
+    if (config.splits > 1) {
+      if (s <= config.splits) best = {slots, splitTiles, s, cost};
+      continue;
+    }
     if (best.splits == 0 || cost < best.cost) best = {slots, splitTiles, s, cost};
   }
   if (best.splits == 0) return whole;

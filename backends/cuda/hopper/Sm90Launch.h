@@ -29,6 +29,9 @@ enum class SplitK { Auto, Off, On };
 struct LaunchConfig {
   int smCount = 0; ///< the GPU's SMs; 0: one CTA per tile (no persistent grid, no split-K)
   SplitK splitK = SplitK::Auto;
+  /// RuntimeOptions::hopper_split_k: 0 as `splitK` says; 1 never; 2..16 that many chunks
+  /// (fewer where the tiles' k-steps or the workspace's slots do not allow them).
+  int64_t splits = 0;
 };
 
 /// How one launch divides C's tiles: `ctas` CTAs; the last `splitTiles` tiles cut into
