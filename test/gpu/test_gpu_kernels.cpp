@@ -430,12 +430,12 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
   // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks. {16, 264, 1024}:
   // a decode shape split-K cuts, where three of a 64-row tile's four warps hold no row of C;
-  // with {3, 200, 1000}, {1, 4104, 520} and {29, 136, 328}, the decode twins' shapes.
+  // with {3, 200, 1000}, {1, 4104, 520} and {17, 136, 328}, the decode twins' shapes.
   const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},         {77, 136, 72},     {1000, 1000, 1000},
                                                    {4097, 264, 128},  {129, 4096, 264},  {300, 200, 8},
                                                    {128, 256, 4096},  {2049, 2056, 136}, {300, 200, 1000},
                                                    {16, 264, 1024},   {3, 200, 1000},    {1, 4104, 520},
-                                                   {29, 136, 328}};
+                                                   {17, 136, 328}};
   const TwinRuntimes& r = twinRuntimes();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
@@ -496,9 +496,10 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
   Runtime rt = Runtime::create(Backend::cuda, {.hopper_cluster = 1}); // clustered twins take whole tiles
   // 1000^3: 64 tiles of 16 k-steps cut in halves; 128 x 12288 x 1024: 96 tiles in chunks;
   // 2176 x 4096 x 512: whole rounds of tiles first, then the rest in chunks (a CTA's ring
-  // carried from its whole tiles into its chunks).
-  for (const std::vector<int64_t>& s :
-       {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}, {2176, 4096, 512}}) {
+  // carried from its whole tiles into its chunks). 16 x 4096 x 4096 and 3 x 2056 x 1000: the
+  // decode twin's tiles (16 x 64), every one cut.
+  for (const std::vector<int64_t>& s : {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}, {2176, 4096, 512},
+                                        {16, 4096, 4096}, {3, 2056, 1000}}) {
     CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
     catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 11);
     catalogue::DeviceProblem dp = catalogue::upload(rt, p);
@@ -510,8 +511,10 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
     REQUIRE(at != std::string::npos);
     REQUIRE(std::sscanf(path.c_str() + at, "split-K: the last %ld tiles cut along K into %ld chunks", &splitTiles,
                         &chunks) == 2);
-    const int64_t tileN = path.find("__sm90_n256") != std::string::npos ? 256 : 128;
-    const int64_t tileM = path.find("__sm90_m64") != std::string::npos ? 64 : 128;
+    const bool decode = path.find("__sm90_dec") != std::string::npos;
+    CHECK(decode == (s[0] <= 16));
+    const int64_t tileN = decode ? 64 : path.find("__sm90_n256") != std::string::npos ? 256 : 128;
+    const int64_t tileM = decode ? 16 : path.find("__sm90_m64") != std::string::npos ? 64 : 128;
     const int64_t tiles = (s[0] + tileM - 1) / tileM * ((s[1] + tileN - 1) / tileN);
     if (s[0] == 2176) CHECK(splitTiles < tiles);
     else CHECK(splitTiles == tiles);
