@@ -29,8 +29,11 @@ struct TwinShape {
 /// sharing B, suffixed x2 (each B tile read from L2 once per pair: on the H200, 1000^3 ran
 /// in 12.0 us with 64 x 128 pairs against 13.4 with lone 128 x 128 tiles, 2000 x 1000 x 1000
 /// in 15.0 us with 128 x 128 pairs against 18.2 alone). 64 x 256 (__sm90_m64n256,
-/// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental). The options' values are the caller's to
-/// check; checkTwinOptions below accepts only values that select some twin.
+/// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental). With
+/// kiln's tiles (tileM = tileN = 0, no forced clusters), decode twins of 16, 32, ... up to
+/// `decodeRows` rows by 64 columns (__sm90_dec, __sm90_dec32, ...: C^T = B^T A^T, Sm90Tiles.h).
+/// The options' values are the caller's to check; checkTwinOptions below accepts only values
+/// that select some twin.
 inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM,
                                           int64_t decodeRows = 0) {
   struct Tile {

@@ -7,7 +7,9 @@
 // One CTA computes a BM x BN tile of C (128 x 128, 128 x 256, 64 x 128; on request 128 x 192,
 // 64 x 192) with 128 threads per 64 rows and 128 more; on request a 64 x 256 tile in
 // ping-pong: two consumer warpgroups, each on whole tiles, taking the CTA's in turn
-// (takeTurn):
+// (takeTurn). A decode twin (Config::swapAB: BM = 16 or 32 rows of C by BN = 64) has one
+// consumer warpgroup computing the tile transposed, C^T = B^T A^T: wgmma's A is B's box,
+// its B is A's rows, its N is BM (kTile); its C goes out from registers (epilogueSwapped):
 //   warpgroup 0 (producer): one thread issues TMA loads of A (BM x 64) and B (64 x BN) into
 //     a ring of `stages` 128B-swizzled shared-memory stages; full[s] counts the bytes in,
 //     empty[s] counts the consumers' releases. With two consumers, setmaxnreg gives its
