@@ -50,11 +50,13 @@ struct Split {
 /// a workspace slot each), s chosen for the least cost:
 /// ceil(tiles x s / slots) / s rounds plus s x 1.5 / kTiles for the fix-up. Split where
 /// that costs under 0.97x whole tiles (SplitK::Auto), wherever a split is possible (On),
-/// or never (Off).
+/// or never (Off). A decode twin takes Auto where the mode is Off; config.splits overrides
+/// the mode (1: never; 2..16: that many chunks, within the same limits).
 Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config);
 
-/// Which of a kernel's twins (`twins`, each compiled for one tile) runs `args`: the one
-/// whose split (above) costs least, counting a 128 x 256 tile as 1.88 128 x 128 tiles
+/// Which of a kernel's twins (`twins`, each compiled for one tile) runs `args`: the first
+/// decode twin (LaunchPlan::swapAB; the compiler orders them smallest first) whose tileM holds
+/// C's rows, where one does; else the one whose split (above) costs least, counting a 128 x 256 tile as 1.88 128 x 128 tiles
 /// (it computes 6% faster per element on the H200) and a 64-row one as 0.68 per 64 x 128,
 /// a stacked pair of them as one unit; beside 128-row twins, a 64-row tile only where C
 /// has no more rows of its units than of 128-row tiles (alone: C with at most 64 rows);
