@@ -186,12 +186,17 @@ if want cases; then
   # one case that runs out of time costs only itself. The twin's ragged-shape test runs one
   # section (kernel, dtype) per process. The [faults] tests exhaust device memory, so they
   # run alone after the others; the [sticky] one breaks its context and is the suite step's.
-  # CASE_FILTER: a Catch2 spec picking the cases (default: all of them).
+  # CASE_FILTER: a Catch2 spec picking the cases (default: all of them). A spec reads "," as
+  # "or": name a case with commas by a wildcard or its tag. One that picks none fails the step.
   # CASE_BUDGET: seconds for the whole step (default 540), so it ends inside one call.
   # Logs: cases-<tool>/<n>.log and cases-<tool>.tsv (n, rc, seconds, summary, case).
   export CASE_DEADLINE=$(($(date +%s) + ${CASE_BUDGET:-540}))
   export CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   $K/kiln-gpu-tests --list-test-names-only ${CASE_FILTER:+"$CASE_FILTER"} | grep -v "^GPU suite on" | sed '/^$/d' > "$RES/cases-all.txt"
+  if [ ! -s "$RES/cases-all.txt" ]; then
+    echo "CASE_FILTER '${CASE_FILTER:-}' picks no test case"
+    result[cases]="FAILED: CASE_FILTER picks no test case"
+  fi
   $K/kiln-gpu-tests --list-test-names-only "[faults]" | grep -v "^GPU suite on" | sed '/^$/d' > "$RES/cases-alone.txt"
   twin="gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside the portable kernel"
   : > "$RES/cases-jobs.txt"; : > "$RES/cases-alone-jobs.txt"; n=0
