@@ -54,9 +54,8 @@ struct Config {
   /// wgmma's 64 rows and C's bm rows are its N.
   bool swapAB = false;
   int64_t consumers() const { return hopper::consumers(bm, bn, swapAB); }
-  bool decode() const { return swapAB; }
   /// wgmma's N: C's columns per tile, or the decode twin's C rows.
-  int64_t mmaN() const { return decode() ? bm : bn; }
+  int64_t mmaN() const { return swapAB ? bm : bn; }
   /// Ping-pong (Sm90Tiles.h): the consumers take the CTA's tiles in turn, each whole.
   bool pingpong() const { return hopper::pingpong(bm, bn); }
   /// Consumer warpgroups that read each ring slot: one in ping-pong, else all.

@@ -52,7 +52,7 @@ void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
 
 void Emitter::preloadColumnInputs() {
   preloaded_.clear();
-  if (cfg_.decode()) return; // its fragment's rows are C's columns: two bias values a thread, loaded where used
+  if (cfg_.swapAB) return; // its fragment's rows are C's columns: two bias values a thread, loaded where used
   Value l = remu(remu(tid_, i32(128)), i32(32));
   Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2))); // as epilogue()'s
   Value lastCol = sub(ext64(N_), i64(1));
@@ -102,7 +102,7 @@ Value Emitter::evalElement(Value v, Value acc, const Site& site, LoadCache& load
 }
 
 void Emitter::epilogue(Value acc) {
-  if (cfg_.decode()) return epilogueSwapped(acc);
+  if (cfg_.swapAB) return epilogueSwapped(acc);
   // Accumulator fragment of m64nNk16 (per warpgroup): thread t = tid % 128, warp w = t / 32,
   // lane l = t % 32; struct element 4j + 2h + e holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e.
   Value t = remu(tid_, i32(128));
@@ -236,10 +236,6 @@ void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool mas
                              /*alignment=*/4);
   }
 }
-
-} // namespace kiln::hopper::detail
-
-namespace kiln::hopper::detail {
 
 void Emitter::epilogueSwapped(Value acc) {
   // The fragment is C^T's (m64nBMk16): struct element 4j + 2h + e holds C^T's row (C's

@@ -38,8 +38,8 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
   // neither writes nor reads its part of the slots (a decode GEMM's tile of M = 16 rows
   // moves a quarter of the bytes). Warp-uniform.
   // (The decode twin's fragment rows are C's columns.)
-  Value warpRow0 = add(add(cfg_.decode() ? n0_ : m0_, mul(rowBlock(), i32(64))), mul(divu(lane, i32(32)), i32(16)));
-  Value live = ult(warpRow0, cfg_.decode() ? N_ : M_);
+  Value warpRow0 = add(add(cfg_.swapAB ? n0_ : m0_, mul(rowBlock(), i32(64))), mul(divu(lane, i32(32)), i32(16)));
+  Value live = ult(warpRow0, cfg_.swapAB ? N_ : M_);
 
   // 1. This chunk's sums into its unit's slot.
   Value mine = part(skUnit_);

@@ -50,7 +50,7 @@ void Emitter::declareParams() {
   // A cluster along N shares A's tile: each CTA loads its share of the rows.
   param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, cfg_.clusterAlongM ? cfg_.bm : cfg_.bm / cfg_.cluster}}, generic);
   param({LaunchParam::TensorMap, int(m_.b), 0, {64, kBK}}, generic);
-  const bool cByTma = !cfg_.decode() && m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
+  const bool cByTma = !cfg_.swapAB && m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
   if (cByTma) {
     param({LaunchParam::TensorMap, int(m_.c), 0, {64, 64}}, generic);
   } else {
@@ -444,7 +444,7 @@ Value Emitter::kTile(Value j, Value acc, bool first) {
   auto shape = NVVM::MMAShapeAttr::get(b_.getContext(), 64, int(cfg_.mmaN()), 16);
   // The decode twin swaps the operands: wgmma's A is B's 64-column box (MN-major, read
   // transposed: layout col), its B is A's tile (K-major: layout col).
-  const bool swap = cfg_.decode();
+  const bool swap = cfg_.swapAB;
   auto layoutA = swap ? NVVM::MMALayout::col : NVVM::MMALayout::row;
   auto layoutB = swap ? NVVM::MMALayout::col : NVVM::MMALayout::row;
   for (int64_t kk = 0; kk < kBK / 16; ++kk) {
