@@ -54,13 +54,13 @@ if want hopper; then
   # 8192^3 is verified against cuBLASLt (kiln bench does that above 2^33 multiply-adds).
   # HOPPER_VARIANTS: name=ENV[,ENV...] entries (default: both widths and the twin off);
   # HOPPER_KERNELS: which catalogue GEMMs (default: gemm gemm_bias_relu).
-  # HOPPER_SHAPES: MxNxK entries in place of the six below.
+  # HOPPER_SHAPES: MxNxK entries in place of the six below; HOPPER_DTYPE: bf16 (default) or f16.
   SHAPES="4096x4096x4096 8192x8192x8192 4097x4096x4096 1000x1000x1000 128x12288x4096 16x4096x4096"
   SHAPES=$(printf -- '--shape %s ' ${HOPPER_SHAPES:-$SHAPES})
   for variant in ${HOPPER_VARIANTS:-128=KILN_HOPPER_TILE_N=128 256=KILN_HOPPER_TILE_N=256 off=KILN_HOPPER_GEMM=off}; do
     n=${variant%%=*}; env=${variant#*=}; env=${env//,/ }
     for k in ${HOPPER_KERNELS:-gemm gemm_bias_relu}; do
-      run hopper-$k-$n hopper-$k-$n.log timeout ${HOPPER_TIMEOUT:-150} env $env $K/kiln bench $k --backend=cuda --dtype bf16 $SHAPES \
+      run hopper-$k-$n hopper-$k-$n.log timeout ${HOPPER_TIMEOUT:-150} env $env $K/kiln bench $k --backend=cuda --dtype ${HOPPER_DTYPE:-bf16} $SHAPES \
         --routes kiln,framework --reps 30 --warmup 5 --no-progress \
         --csv "$RES/hopper-$k-$n.csv" --json "$RES/hopper-$k-$n.json" --html "$RES/hopper-$k-$n.html"
     done

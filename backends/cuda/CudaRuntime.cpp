@@ -8,6 +8,7 @@
 #include "hopper/Sm90Launch.h"
 #include "CacheFlush.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -47,7 +48,7 @@ struct CudaState {
   /// Modules with a twin are compiled by the driver's JIT as whole programs (see
   /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
   bool twinByDriver = true;
-  /// KILN_HOPPER_SPLIT_K=off|auto|on: split-K never (the default: on the H200 it was
+  /// KILN_HOPPER_SPLIT_K=off|auto|on (or a number: hopper_split_k): split-K never (the default: on the H200 it was
   /// slower wherever it cut tiles but on a decode shape), where the cost model says it pays,
   /// or wherever tiles leave the last round of CTAs part-empty. EXPERIMENTAL.
   hopper::SplitK hopperSplitK = hopper::SplitK::Off;
@@ -181,7 +182,10 @@ public:
       return "sm_90a twin '" + code.sm90[size_t(t)].entry + "' (" + std::to_string(work.ctas) + " CTAs" +
              (work.splitTiles ? ", split-K: the last " + std::to_string(work.splitTiles) +
                                       " tiles cut along K into " + std::to_string(work.splits) + " chunks"
-                                : std::string()) +
+              : work.cluster > 1 && code.sm90[size_t(t)].kClusters()
+                  ? ", split-K in clusters of " + std::to_string(work.cluster) + ": each tile cut along K into " +
+                        std::to_string(work.cluster) + " chunks"
+                  : std::string()) +
              ")";
     }
     return "portable kernel '" + sig.name + "' (the sm_90a twin does not apply: " + why + ")";
@@ -491,9 +495,16 @@ public:
     // A twin the device cannot host (too much shared memory) is simply not used.
     for (const hopper::LaunchPlan& plan : k.code.sm90)
       if (plan.sharedBytes > state->device.max_smem_per_block_optin) return;
-    for (const hopper::LaunchPlan& plan : k.code.sm90) {
+    for (hopper::LaunchPlan& plan : k.code.sm90) {
       k.sm90.push_back(k.module.getFunction(plan.entry));
       setMaxDynamicSharedMemory(k.sm90.back(), int(plan.sharedBytes), plan.entry);
+      // K-clusters: how many of each size fit at once (a cluster lives in one GPC, whose
+      // SMs need not divide by its size), so a persistent launch never leaves one waiting.
+      if (plan.kClusters())
+        for (int64_t s = 0; s <= plan.kCluster; ++s) // (split() takes powers of two)
+          plan.clusterSlots.push_back(s < 2 || (s & (s - 1)) ? 0
+                                            : maxActiveClusters(k.sm90.back(), unsigned(s), unsigned(plan.threads),
+                                                                unsigned(plan.sharedBytes)));
     }
   }
 
@@ -655,8 +666,14 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (auto v = env("KILN_HOPPER_DECODE", {"on", "off", "16", "32", "48", "64"}))
     state->hopperDecodeRows = *v == "off" ? 0 : *v == "on" ? hopper::kDecodeRows : std::stoi(*v);
   if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink"})) state->twinByDriver = *v == "driver";
-  if (auto v = env("KILN_HOPPER_SPLIT_K", {"auto", "off", "on"}))
-    state->hopperSplitK = *v == "off" ? hopper::SplitK::Off : *v == "on" ? hopper::SplitK::On : hopper::SplitK::Auto;
+  // KILN_HOPPER_SPLIT_K: a mode, or as RuntimeOptions::hopper_split_k a number of chunks.
+  if (auto v = env("KILN_HOPPER_SPLIT_K", {"auto", "off", "on", "1", "2", "3", "4", "8", "16"})) {
+    if (std::isdigit(static_cast<unsigned char>((*v)[0]))) {
+      if (options.hopper_split_k == 0) state->options.hopper_split_k = std::stoi(*v);
+    } else {
+      state->hopperSplitK = *v == "off" ? hopper::SplitK::Off : *v == "on" ? hopper::SplitK::On : hopper::SplitK::Auto;
+    }
+  }
   if (auto v = env("KILN_HOPPER_TILE_N", {"0", "128", "192", "256"}); v && options.hopper_tile_n == 0)
     state->options.hopper_tile_n = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER_M", {"on", "off"}); v && !options.hopper_cluster_m)

@@ -584,6 +584,22 @@ void launchKernelEx(CUfunction f, const std::string& kernelName, std::array<unsi
                          launchContext(kernelName, grid, block, cluster, dynamicSmemBytes));
 }
 
+int64_t maxActiveClusters(CUfunction f, unsigned cluster, unsigned threads, unsigned dynamicSmemBytes) {
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cluster;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = cluster, config.gridDimY = 1, config.gridDimZ = 1;
+  config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
+  config.sharedMemBytes = dynamicSmemBytes;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  int n = 0;
+  return driver().cuOccupancyMaxActiveClusters(&n, f, &config) == CUDA_SUCCESS ? n : 0;
+}
+
 PointerInfo pointerInfo(CUdeviceptr p) {
   // One driver call for the three (a launch asks for each tensor argument). An unknown
   // pointer is not an error here: the attributes keep the values set below.

@@ -272,6 +272,9 @@ void setMaxDynamicSharedMemory(CUfunction f, int bytes, const std::string& kerne
 void launchKernel(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
                   std::array<unsigned, 3> block, unsigned dynamicSmemBytes, CUstream stream,
                   void** params);
+/// How many clusters of `cluster` CTAs of `f` (`threads` each, `dynamicSmemBytes`) fit on
+/// the device at once; 0 where the driver cannot say (the caller estimates).
+int64_t maxActiveClusters(CUfunction f, unsigned cluster, unsigned threads, unsigned dynamicSmemBytes);
 /// cuLaunchKernelEx (how launch plans are launched): with `cluster` above 1, grid.x split
 /// into clusters of that many CTAs (grid[0] a multiple); 1: no launch attribute at all.
 void launchKernelEx(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,

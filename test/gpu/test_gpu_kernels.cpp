@@ -430,7 +430,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
   // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks. {16, 264, 1024}:
   // a decode shape split-K cuts, where three of a 64-row tile's four warps hold no row of C;
-  // with {3, 200, 1000}, {1, 4104, 520} and {17, 136, 328}, the decode twins' shapes.
+  // with {3, 200, 1000}, {1, 4104, 520} and {17, 136, 328}, the decode twins' shapes (in
+  // K-clusters of 4, 4 and 2, and whole).
   const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},         {77, 136, 72},     {1000, 1000, 1000},
                                                    {4097, 264, 128},  {129, 4096, 264},  {300, 200, 8},
                                                    {128, 256, 4096},  {2049, 2056, 136}, {300, 200, 1000},
@@ -496,10 +497,8 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
   Runtime rt = Runtime::create(Backend::cuda, {.hopper_cluster = 1}); // clustered twins take whole tiles
   // 1000^3: 64 tiles of 16 k-steps cut in halves; 128 x 12288 x 1024: 96 tiles in chunks;
   // 2176 x 4096 x 512: whole rounds of tiles first, then the rest in chunks (a CTA's ring
-  // carried from its whole tiles into its chunks). 16 x 4096 x 4096 and 3 x 2056 x 1000: the
-  // decode twin's tiles (16 x 64), every one cut.
-  for (const std::vector<int64_t>& s : {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}, {2176, 4096, 512},
-                                        {16, 4096, 4096}, {3, 2056, 1000}}) {
+  // carried from its whole tiles into its chunks). (The decode twin splits in clusters: below.)
+  for (const std::vector<int64_t>& s : {std::vector<int64_t>{1000, 1000, 1000}, {128, 12288, 1024}, {2176, 4096, 512}}) {
     CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
     catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 11);
     catalogue::DeviceProblem dp = catalogue::upload(rt, p);
@@ -511,10 +510,8 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
     REQUIRE(at != std::string::npos);
     REQUIRE(std::sscanf(path.c_str() + at, "split-K: the last %ld tiles cut along K into %ld chunks", &splitTiles,
                         &chunks) == 2);
-    const bool decode = path.find("__sm90_dec") != std::string::npos;
-    CHECK(decode == (s[0] <= 16));
-    const int64_t tileN = decode ? 64 : path.find("__sm90_n256") != std::string::npos ? 256 : 128;
-    const int64_t tileM = decode ? 16 : path.find("__sm90_m64") != std::string::npos ? 64 : 128;
+    const int64_t tileN = path.find("__sm90_n256") != std::string::npos ? 256 : 128;
+    const int64_t tileM = path.find("__sm90_m64") != std::string::npos ? 64 : 128;
     const int64_t tiles = (s[0] + tileM - 1) / tileM * ((s[1] + tileN - 1) / tileN);
     if (s[0] == 2176) CHECK(splitTiles < tiles);
     else CHECK(splitTiles == tiles);
@@ -534,6 +531,58 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
     int64_t tensorBytes = 0;
     for (const TensorView& v : dp.views) tensorBytes += v.numel() * 2;
     CHECK(rt.memory().in_use_bytes >= tensorBytes + 64 * 1024 + int64_t(splitTiles) * chunks * tileM * tileN * 4);
+    verify::Report r = catalogue::verify_output(rt, dp, p);
+    INFO(r.summary());
+    CHECK(r.ok);
+  }
+}
+
+TEST_CASE("gpu: the decode twin's K-clusters give the same bits on every run and allocate nothing", "[gpu][sm90]") {
+  if (gpu().fingerprint().target != "sm_90a") {
+    WARN("not run: the decode twin is the sm_90a twin's, and this GPU is " << gpu().fingerprint().target);
+    return;
+  }
+  struct Case {
+    std::vector<int64_t> shape;
+    int splitK; // RuntimeOptions::hopper_split_k
+    int cluster; // the launch's K-cluster (0: whole tiles)
+    const char* entry;
+  };
+  // kiln's choice: 64 tiles in pairs; 33 ragged tiles (N = 2056) of 16 k-steps in pairs; 32
+  // tiles in fours; a 32-row tile of C with 17 rows in pairs. Asked for: more tiles than
+  // clusters (each cluster takes several in turn: rank 0 frees its peers' slots between
+  // them, and the barriers' phases flip), in pairs and in fours, the 4 chunks of 1000's 16
+  // k-steps ragged; whole tiles where asked for none.
+  const std::vector<Case> cases = {{{16, 4096, 4096}, 0, 2, "__sm90_dec'"},  {{3, 2056, 1000}, 0, 2, "__sm90_dec'"},
+                                   {{4, 2048, 4096}, 0, 4, "__sm90_dec'"},   {{17, 4096, 1032}, 0, 2, "__sm90_dec32'"},
+                                   {{16, 16384, 1024}, 2, 2, "__sm90_dec'"}, {{32, 12296, 1000}, 4, 4, "__sm90_dec32'"},
+                                   {{9, 8200, 2048}, 4, 4, "__sm90_dec'"},   {{16, 4096, 4096}, 1, 0, "__sm90_dec'"}};
+  for (const Case& c : cases) {
+    const std::vector<int64_t>& s = c.shape;
+    Runtime rt = Runtime::create(Backend::cuda, {.hopper_split_k = c.splitK});
+    CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
+    catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 13);
+    catalogue::DeviceProblem dp = catalogue::upload(rt, p);
+    std::string path = ck.launch_path(dp.views);
+    INFO(str(s) << " hopper_split_k " << c.splitK << ": " << path);
+    CHECK_THAT(path, Contains(c.entry));
+    if (c.cluster)
+      CHECK_THAT(path, Contains("split-K in clusters of " + std::to_string(c.cluster) + ":"));
+    else
+      CHECK_THAT(path, !Contains("split-K"));
+    const int64_t before = rt.memory().in_use_bytes;
+    std::vector<std::vector<uint16_t>> runs;
+    for (int run = 0; run < 3; ++run) {
+      ck.launch(dp.views);
+      HostTensor out(DType::bf16, {s[0], s[1]});
+      rt.download(dp.tensors[p.output], out);
+      const auto* bits = static_cast<const uint16_t*>(out.view().data);
+      runs.emplace_back(bits, bits + out.view().numel());
+    }
+    CHECK(runs[1] == runs[0]);
+    CHECK(runs[2] == runs[0]);
+    // The partial sums go through shared memory: no workspace.
+    CHECK(rt.memory().in_use_bytes == before);
     verify::Report r = catalogue::verify_output(rt, dp, p);
     INFO(r.summary());
     CHECK(r.ok);

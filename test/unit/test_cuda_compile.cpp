@@ -377,8 +377,9 @@ TEST_CASE("by default a GEMM gets seven twins, and the report names each", "[cud
                          Contains("gemm_bias_relu__sm90_n256: 128x256x64 tiles, 4 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast), 256 threads") &&
-                         Contains("gemm_bias_relu__sm90_dec: 16x64x64 tiles, 22 stages, 256 threads") &&
-                         Contains("gemm_bias_relu__sm90_dec32: 32x64x64 tiles, 18 stages, 256 threads") &&
+                         Contains("gemm_bias_relu__sm90_dec: 16x64x64 tiles, 8 stages, 256 threads") &&
+                         Contains("gemm_bias_relu__sm90_dec32: 32x64x64 tiles, 8 stages, 256 threads") &&
+                         Contains("(split along K in clusters of up to 4)") &&
                          Contains("each launch takes the tile"));
   for (const char* entry :
        {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90x2", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64",
@@ -398,12 +399,21 @@ TEST_CASE("the decode twin multiplies the weight's columns as wgmma's rows and s
       REQUIRE(at != std::string::npos);
       const std::string body = ptx.substr(at, ptx.find("\n}", at) - at);
       // C^T = B^T A^T: m64n16k16, wgmma's A (B's box) read transposed, its B (A's rows)
-      // K-major: imm-trans-a 1, imm-trans-b 0. Split-K's workspace as a parameter.
+      // K-major: imm-trans-a 1, imm-trans-b 0.
       CHECK_THAT(body, Contains("wgmma.mma_async.sync.aligned.m64n16k16.f32." + std::string(to_string(d))));
       CHECK_THAT(body, Contains("p, 1,  1, 1,  0;"));
       CHECK_THAT(body, !Contains("m64n128k16") && !Contains("cp.async.bulk.tensor.2d.global.shared"));
       CHECK_THAT(body, Contains("cp.async.bulk.tensor.2d.shared::cluster.global"));
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec") == 0);
+      // K-clusters: the launch's cluster size read at run time; a peer's sums stored into rank
+      // 0's shared memory and released at cluster scope, acquired there; no workspace (no
+      // global atomics, no parameter past K).
+      const std::string whole = ptx.substr(at, ptx.find(".entry", at + 1) - at);
+      CHECK_THAT(whole, Contains("%cluster_nctarank") && Contains("%cluster_ctarank") &&
+                            Contains("mapa.shared::cluster") && Contains("st.shared::cluster.v4") &&
+                            Contains("mbarrier.arrive.release.cluster.shared::cluster.b64") &&
+                            Contains("mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64") &&
+                            !Contains("atom.global") && !Contains("membar.gl"));
       // The 32-row one: m64n32k16.
       const size_t at32 = ptx.find(".entry " + std::string(name) + "__sm90_dec32(");
       REQUIRE(at32 != std::string::npos);
@@ -438,9 +448,13 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
   }
-  // hopper_cluster 1: no cluster instruction at all.
+  // hopper_cluster 1: no cluster instruction in the tile twins (the decode twins' K-clusters
+  // are the launch's to choose: theirs follow them in the PTX).
   Runtime none = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 1});
-  CHECK_THAT(none.emit(k, Stage::ptx), !Contains("multicast") && !Contains("barrier.cluster"));
+  const std::string nonePtx = none.emit(k, Stage::ptx);
+  const std::string tileTwins = nonePtx.substr(0, nonePtx.find(".entry gemm_bias_relu__sm90_dec("));
+  CHECK_THAT(tileTwins, Contains(".entry gemm_bias_relu__sm90_m64(") && !Contains("multicast") &&
+                            !Contains("barrier.cluster") && !Contains("mapa"));
   // By default (0) the 128 x 128 and 64-row tiles have a second twin in clusters (stacked
   // pairs sharing B); the others take none.
   const std::string byDefault = offline("sm_90a").emit(k, Stage::ptx);

@@ -342,61 +342,124 @@ TEST_CASE("a launch cuts tiles along K only where the last round of CTAs would b
   CHECK(split(gemmPlan(), args(128, 12288, 4096), {132}).splitTiles == 0);
 }
 
-TEST_CASE("a launch takes the smallest decode twin that holds C's rows, split along K", "[sm90]") {
-  LaunchPlan narrow = splitKPlan(), low = splitKPlan(), dec = splitKPlan();
+/// The decode twin of `rows` rows: K-clusters, no split-K parameters.
+LaunchPlan decodePlan(int64_t rows = 16) {
+  LaunchPlan p = gemmPlan();
+  p.persistent = true;
+  p.tileM = rows, p.tileN = 64;
+  p.swapAB = true;
+  p.gridDims = {{0, 0, rows, "M"}, {1, 1, 64, ""}};
+  p.reduction = {0, 1, 64, "K"};
+  p.kCluster = 4;
+  return p;
+}
+
+TEST_CASE("a launch takes the smallest decode twin that holds C's rows, split along K in clusters", "[sm90]") {
+  LaunchPlan narrow = splitKPlan(), low = splitKPlan(), dec = decodePlan(), dec32 = decodePlan(32);
   low.tileM = 64;
   low.gridDims[0].tile = 64;
-  dec.tileM = 16, dec.tileN = 64;
-  dec.swapAB = true;
-  dec.gridDims = {{0, 0, 16, "M"}, {1, 1, 64, ""}};
-  LaunchPlan dec32 = dec;
-  dec32.tileM = 32;
-  dec32.gridDims[0].tile = 32;
   std::vector<LaunchPlan> twins = {narrow, low, dec, dec32};
   std::string why;
   Split work;
   auto pick = [&](int64_t M, int64_t N, int64_t K, SplitK mode = SplitK::Off) {
     return choose(twins, args(M, N, K), {132, mode}, &why, &work);
   };
-  // 16 x 4096 x 4096: 64 tiles of 64 columns, each cut in two along K, although the
-  // runtime's default leaves other twins' tiles whole: 128 CTAs read the weight once.
+  // 16 x 4096 x 4096: 64 tiles of 64 columns, under half of 132 SMs: in pairs, each CTA
+  // half of a tile's k-steps, 128 CTAs on the weight.
   CHECK(pick(16, 4096, 4096) == 2);
-  CHECK(work.splitTiles == 64);
+  CHECK(work.cluster == 2);
   CHECK(work.splits == 2);
-  CHECK(work.ctas == 132);
+  CHECK(work.splitTiles == 0); // no workspace
+  CHECK(work.ctas == 128);
+  // 4 x 2048 x 4096: 32 tiles, in fours (pairs would fill 64 SMs, under half).
+  CHECK(pick(4, 2048, 4096) == 2);
+  CHECK(work.cluster == 4);
+  CHECK(work.ctas == 128);
   CHECK(pick(1, 8, 8) == 2);
-  CHECK(work.splitTiles == 0); // one k-step: nothing to cut
-  // 8 x 4096 x 14336: 64 tiles of 224 k-steps.
+  CHECK(work.cluster == 0); // one k-step: nothing to cut
+  CHECK(work.ctas == 1);
+  // 8 x 4096 x 14336: 64 tiles of 224 k-steps, in pairs.
   CHECK(pick(8, 4096, 14336) == 2);
-  CHECK(work.splits >= 2);
+  CHECK(work.cluster == 2);
+  // Half the SMs or more have a tile: whole tiles, the persistent loop over them.
+  CHECK(pick(1, 8192, 8192) == 2);
+  CHECK(work.cluster == 0);
+  CHECK(work.ctas == 128);
+  CHECK(pick(16, 28672, 4096) == 2);
+  CHECK(work.cluster == 0);
+  CHECK(work.ctas == 132);
   // 17 to 32 rows: the 32-row decode twin; more: the other twins, as without them.
   CHECK(pick(17, 4096, 4096) == 3);
+  CHECK(work.cluster == 2);
   CHECK(pick(32, 8192, 8192) == 3);
   CHECK(pick(33, 4096, 4096) == 1);
   CHECK(pick(128, 12288, 4096) == 0);
-  // Split-K asked off stays off for the others and leaves the decode twin to its model.
+  // Split-K asked off stays off for the others and leaves the decode twin to its rule.
   CHECK(split(low, args(16, 4096, 4096), {132, SplitK::Off}).splitTiles == 0);
-  CHECK(split(dec, args(16, 4096, 4096), {132, SplitK::Off}).splitTiles == 64);
+  CHECK(split(dec, args(16, 4096, 4096), {132, SplitK::Off}).cluster == 2);
+  // Clusters that do not fit at once are not made: where the driver says only 20 clusters
+  // of 4 fit, 32 tiles go in pairs (64 CTAs) rather than two rounds of fours.
+  dec.clusterSlots = {0, 0, 66, 0, 20};
+  CHECK(split(dec, args(4, 2048, 4096), {132}).cluster == 2);
+  dec.clusterSlots = {0, 0, 30, 0, 20};
+  CHECK(split(dec, args(4, 2048, 4096), {132}).cluster == 0);
+}
+
+TEST_CASE("a decode plan's K-clusters survive JSON, and a malformed one is refused", "[sm90][errors]") {
+  LaunchPlan p = decodePlan();
+  LaunchPlan q = LaunchPlan::fromJson(nlohmann::json::parse(p.toJson().dump()));
+  CHECK(q.toJson() == p.toJson());
+  CHECK(q.kClusters());
+  CHECK_FALSE(q.splitK());
+  CHECK_THAT(q.str(), Contains("split along K in clusters of up to 4"));
+  auto refused = [](nlohmann::json j) {
+    try {
+      LaunchPlan::fromJson(j);
+    } catch (const Error& e) {
+      return std::string(e.what()).find("k_cluster") != std::string::npos;
+    }
+    return false;
+  };
+  nlohmann::json j = p.toJson();
+  j["k_cluster"] = 9;
+  CHECK(refused(j));
+  j = p.toJson();
+  j["swap_ab"] = false; // only the decode twin sums in clusters
+  CHECK(refused(j));
+  j = p.toJson();
+  j["reduction"]["arg"] = -1;
+  CHECK(refused(j));
+  // A plan from before K-clusters (no k_cluster): whole tiles.
+  j = p.toJson();
+  j.erase("k_cluster");
+  j.erase("reduction");
+  CHECK_FALSE(LaunchPlan::fromJson(j).kClusters());
 }
 
 TEST_CASE("hopper_split_k fixes the chunks along K, within the limits, or turns split-K off", "[sm90]") {
-  LaunchPlan dec = splitKPlan();
-  dec.tileM = 16, dec.tileN = 64;
-  dec.swapAB = true;
-  dec.gridDims = {{0, 0, 16, "M"}, {1, 1, 64, ""}};
+  LaunchPlan dec = decodePlan();
   auto at = [&](const LaunchPlan& p, int64_t M, int64_t N, int64_t K, int64_t splits) {
     return split(p, args(M, N, K), {132, SplitK::Off, splits});
   };
   // 1: never, the decode twin included.
-  CHECK(at(dec, 16, 4096, 4096, 1).splitTiles == 0);
-  // 4 chunks of 16 k-steps for each of the 64 tiles.
+  CHECK(at(dec, 16, 4096, 4096, 1).cluster == 0);
+  // The decode twin: clusters of 4 (33 at once: two rounds of its 64 tiles), as asked...
   Split s = at(dec, 16, 4096, 4096, 4);
-  CHECK(s.splitTiles == 64);
+  CHECK(s.cluster == 4);
+  CHECK(s.ctas == 132);
+  // ... of 2 where 3 is asked (powers of two), of 4 at most ...
+  CHECK(at(dec, 16, 4096, 4096, 3).cluster == 2);
+  CHECK(at(dec, 16, 4096, 4096, 16).cluster == 4);
+  // ... and chunks of at least 4 k-steps: 2 of 12 k-steps' 8 asked.
+  CHECK(at(dec, 16, 4096, 768, 8).cluster == 2);
+  // The workspace's split-K on the other twins.
+  LaunchPlan wide = splitKPlan();
+  CHECK(at(wide, 128, 12288, 4096, 1).splitTiles == 0);
+  s = at(wide, 128, 12288, 4096, 4);
+  CHECK(s.splitTiles == 96);
   CHECK(s.splits == 4);
-  // 16 asked: the workspace holds 4 chunks per CTA (528 on 132 SMs): 8 chunks per tile.
-  CHECK(at(dec, 16, 4096, 4096, 16).splits == 8);
-  // 8 asked of 12 k-steps: chunks keep 4 k-steps each, so 3.
-  CHECK(at(dec, 16, 4096, 768, 8).splits == 3);
+  // 16 asked: the workspace holds 4 chunks per CTA (528 on 132 SMs): 5 chunks per tile.
+  CHECK(at(wide, 128, 12288, 4096, 16).splits == 5);
   // The other twins too, where their last round is part-empty (the runtime's default
   // leaves them whole).
   s = at(splitKPlan(), 128, 12288, 4096, 2);
@@ -474,9 +537,9 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
         "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_dec:16x64/1 ");
   CHECK(names(selectTwins(0, 128, 0, false, 16)).find("_dec") == std::string::npos);
   CHECK(names(selectTwins(0, 0, 2, false, 16)).find("_dec") == std::string::npos);
-  // Its shared memory: a deep ring of 10 KiB stages (a 64-column box of B and 16 rows of A)
-  // and no C staging.
-  CHECK(stagingBytes(16, 64, true) == 0);
+  // Its shared memory: a ring of 10 KiB stages (a 64-column box of B and 16 rows of A) and,
+  // for C staging, three peers' partial sums (K-clusters of up to 4), 4 KiB each.
+  CHECK(stagingBytes(16, 64, true) == 3 * 4096);
   CHECK(maxStages(16, 64, true) >= 16);
   // Clusters off: three tiles; side by side: every tile in pairs sharing A.
   CHECK(names(selectTwins(0, 0, 1, false)) == "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 ");

@@ -174,6 +174,15 @@ private:
   /// workspace; the warpgroup that arrives last sums every part in k order. Returns the
   /// tile's accumulator (valid where the flag is set) and whether this warpgroup stores it.
   std::pair<Value, Value> splitKFixup(Value acc);
+  /// K-clusters: the peers' partial sums into rank 0's shared memory; rank 0 adds them to
+  /// its own in rank order. Returns the tile's accumulator (valid where the flag is set:
+  /// rank 0, or every CTA when the launch has no cluster) and whether this CTA stores it.
+  std::pair<Value, Value> clusterFixup(Value acc);
+  /// mbarrier.try_wait.parity with acquire at cluster scope, until phase `parity` completes:
+  /// the arrivals it waits for come from other CTAs, releasing their writes to this one.
+  void waitFromCluster(Value bar, Value parity);
+  Value sumsBarrier() { return sharedPtr(i32(cfg_.flagOffset())); }
+  Value freeBarrier() { return sharedPtr(i32(cfg_.flagOffset() + 8)); }
   void release(Value it) {
     Value bar = emptyBarrier(slotOf(it).first);
     if (cfg_.cluster == 1) {
@@ -260,6 +269,9 @@ private:
   // Clusters (whole tiles): the k-steps of all the CTA's items (set by forEachTile).
   Value totalIters_;
   Value partial_, skUnit_, skTile_;
+  // K-clusters (the decode twin; Sm90Tiles.h): the launch's cluster size s and this CTA's
+  // rank (per CTA); per item, its index among the CTA's items and whether another follows.
+  Value kSize_, kRank_, itemIndex_, hasNext_;
 };
 
 } // namespace kiln::hopper::detail

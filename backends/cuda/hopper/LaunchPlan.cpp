@@ -24,6 +24,9 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     plan.swapAB = j.value("swap_ab", false);
     if (plan.raster < 0 || plan.raster > 64) throw std::out_of_range("bad raster group");
     if (plan.cluster < 1 || plan.cluster > 8) throw std::out_of_range("bad cluster size");
+    plan.kCluster = detail::jsonIntOr<int64_t>(j, "k_cluster", 1);
+    if (plan.kCluster < 1 || plan.kCluster > 8 || (plan.kCluster > 1 && (plan.cluster != 1 || !plan.swapAB)))
+      throw std::out_of_range("bad k_cluster (1..8, only for a decode twin without a cluster of its own)");
     plan.ctasPerSm = detail::jsonInt<int64_t>(j.at("ctas_per_sm"));
     if (plan.ctasPerSm < 1 || plan.ctasPerSm > 32) throw std::out_of_range("bad ctas_per_sm");
     for (const auto& g : j.at("grid")) {
@@ -57,6 +60,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
       if (plan.reduction.arg >= 0 && (plan.reduction.dim < 0 || plan.reduction.tile < 1))
         throw std::out_of_range("bad reduction dim");
     }
+    if (plan.kCluster > 1 && plan.reduction.arg < 0) throw std::out_of_range("k_cluster without a reduction dim");
     int splitKParams = 0;
     for (const LaunchParam& p : plan.params)
       splitKParams += p.kind == LaunchParam::Workspace || p.kind == LaunchParam::SplitTiles ||
@@ -89,7 +93,8 @@ std::string LaunchPlan::str() const {
                                    : gridDims[i].name) +
          ", " + std::to_string(gridDims[i].tile) + ")";
   return s + " tiles" + (persistent && raster && raster != 8 ? " in groups of " + std::to_string(raster) + " tile rows" : "") +
-         (splitK() ? " (split-K capable)" : "");
+         (splitK() ? " (split-K capable)" : "") +
+         (kClusters() ? " (split along K in clusters of up to " + std::to_string(kCluster) + ")" : "");
 }
 
 } // namespace kiln::hopper

@@ -72,8 +72,19 @@ struct LaunchPlan {
   /// Split-K kernels (a Workspace, a SplitTiles and a KSplits parameter): the reduction extent K,
   /// counted in tileK steps; arg -1 when the kernel takes whole tiles only.
   GridDim reduction{-1, 0, 1, ""};
+  /// The decode twin: it may run in clusters of up to this many CTAs that cut each tile
+  /// along `reduction` and sum through distributed shared memory (Sm90Tiles.h, K-clusters);
+  /// the runtime picks the size per launch. 1: whole tiles, or the workspace's split-K.
+  int64_t kCluster = 1;
+  /// Not in the JSON: filled by the runtime when it loads the twin, from the driver. Index
+  /// s: how many clusters of s CTAs fit on the GPU at once (0 or absent: unknown, taken as
+  /// SMs x ctasPerSm / s). Clusters live inside one GPC, so s = 4 may leave SMs over.
+  std::vector<int64_t> clusterSlots;
 
-  bool splitK() const { return reduction.arg >= 0; }
+  /// Split-K through the runtime's workspace (parameters Workspace, SplitTiles, KSplits).
+  bool splitK() const { return reduction.arg >= 0 && kCluster == 1; }
+  /// Split-K inside clusters (no parameters: the launch's cluster size says).
+  bool kClusters() const { return reduction.arg >= 0 && kCluster > 1; }
 
   nlohmann::json toJson() const;  // inline below: the compiler (built without RTTI) writes plans too
   /// Throws kiln::Error(InvalidArgument) on a malformed plan (a corrupt cache entry).
@@ -91,7 +102,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
   return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
-          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB},
+          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB}, {"k_cluster", kCluster},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};
 }
 

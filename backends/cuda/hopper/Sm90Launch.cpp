@@ -104,6 +104,37 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
   return true;
 }
 
+namespace {
+/// split() for a K-cluster plan; `whole`: its split into whole tiles, `slots` CTAs at once.
+Split kClusterSplit(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config,
+                    int64_t units, int64_t slots, const Split& whole) {
+  if (config.splits == 1) return whole;
+  const TensorView& r = args[size_t(plan.reduction.arg)];
+  const int64_t kTiles = (r.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile;
+  Split best = whole;
+  for (int64_t s = 2; s <= plan.kCluster && kTiles / s >= kSplitKMinSteps; s *= 2) { // 2, 4: measured
+    const int64_t known = size_t(s) < plan.clusterSlots.size() ? plan.clusterSlots[size_t(s)] : 0;
+    const int64_t fit = known > 0 ? known : int64_t(config.smCount) * plan.ctasPerSm / s;
+    if (fit < 1) continue;
+    const int64_t clusters = std::min(units, fit), rounds = (units + clusters - 1) / clusters;
+    const Split c{clusters * s, 0, s, double(rounds) / double(s), s};
+    if (config.splits > 1) {
+      if (s <= config.splits) best = c;
+      continue;
+    }
+    // The weight is read once whatever the split: it pays only to put more SMs on the
+    // stream. Half of them reach the bandwidth a launch gets (H200: 64 CTAs whole read
+    // 16 x 4096 x 4096 as fast as 128 in pairs), and a cluster waits for its slowest CTA
+    // at every tile (16 x 28672 x 4096: 62.7 us whole, 69.6 in pairs). So: only tiles too
+    // few for half the slots, in the smallest clusters that make up half, in one round.
+    if (units * 2 >= slots || rounds > 1) break;
+    best = c;
+    if (units * s * 2 >= slots) break;
+  }
+  return best;
+}
+} // namespace
+
 Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config) {
   const int64_t units = unitCount(plan, args, plan.cluster);
   // One CTA per unit; with no SM count to go by, every unit counts as a round.
@@ -111,6 +142,7 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   const int64_t slots = std::max<int64_t>(1, int64_t(config.smCount) * plan.ctasPerSm / plan.cluster);
   const int64_t rounds = (units + slots - 1) / slots;
   Split whole{std::min(units, slots) * plan.cluster, 0, 0, double(rounds)};
+  if (plan.kClusters()) return kClusterSplit(plan, args, config, units, slots, whole);
   // The decode twin splits where the cost model says it pays whatever the runtime's default
   // (its few tiles would leave most SMs idle).
   const SplitK mode = config.splits == 1 ? SplitK::Off
@@ -263,8 +295,8 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
     }
   }
   const std::array<unsigned, 3> grid = {unsigned(work.ctas), 1, 1}, block = {unsigned(plan.threads), 1, 1};
-  cuda::launchKernelEx(f, kernelName, grid, block, unsigned(plan.cluster), unsigned(plan.sharedBytes), stream,
-                       params.data());
+  cuda::launchKernelEx(f, kernelName, grid, block, unsigned(work.cluster > 0 ? work.cluster : plan.cluster),
+                       unsigned(plan.sharedBytes), stream, params.data());
 }
 
 } // namespace kiln::hopper

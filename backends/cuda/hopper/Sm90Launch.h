@@ -41,6 +41,9 @@ struct Split {
   int64_t splitTiles = 0;
   int64_t splits = 0;
   double cost = 0;
+  /// K-clusters (LaunchPlan::kClusters): CTAs per cluster, each tile cut along K into that
+  /// many chunks, one per CTA of the cluster (splitTiles 0). 0: the plan's own cluster.
+  int64_t cluster = 0;
 };
 
 /// The split of `args`' tiles for `plan`. Whole tiles: ceil(tiles / slots) rounds on
@@ -52,6 +55,10 @@ struct Split {
 /// that costs under 0.97x whole tiles (SplitK::Auto), wherever a split is possible (On),
 /// or never (Off). A decode twin takes Auto where the mode is Off; config.splits overrides
 /// the mode (1: never; 2..16: that many chunks, within the same limits).
+/// A K-cluster plan (the decode twin) instead splits only where its tiles fill less than
+/// half the slots: in clusters of the smallest s = 2, 4 (to kCluster) whose CTAs fill half (each
+/// chunk at least kSplitKMinSteps k-steps, all the clusters at once: plan.clusterSlots);
+/// cost ceil(tiles / clusters) / s. config.splits takes the largest s up to it (1: none).
 Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config);
 
 /// Which of a kernel's twins (`twins`, each compiled for one tile) runs `args`: the first

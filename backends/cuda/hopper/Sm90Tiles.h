@@ -29,13 +29,17 @@ constexpr int64_t threads(int64_t tileM, int64_t tileN, bool swapAB = false) {
 /// C staging for the TMA-store epilogue: per consumer warpgroup, two 64 x 64 boxes of
 /// 16-bit elements (one filled while the other is stored).
 inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2;
-/// (The decode twin stores C from registers: no staging.)
+/// The decode twin stores C from registers (no staging) and may run in clusters of up to
+/// kKClusterMax CTAs that cut each tile along K: the CTA of rank 0 receives its peers'
+/// partial sums here, one slot of 64 x tileM f32 per peer (Sm90Tiles.h, K-clusters).
+inline constexpr int64_t kKClusterMax = 4;
+constexpr int64_t peerSumSlotBytes(int64_t tileM) { return 64 * tileM * 4; }
 constexpr int64_t stagingBytes(int64_t tileM, int64_t tileN, bool swapAB = false) {
-  return swapAB ? 0 : consumers(tileM, tileN) * 2 * kStagingBoxBytes;
+  return swapAB ? (kKClusterMax - 1) * peerSumSlotBytes(tileM) : consumers(tileM, tileN) * 2 * kStagingBoxBytes;
 }
 
 /// A 4-byte word per consumer warpgroup: the split-K fix-up tells its threads whether
-/// they reduce the tile.
+/// they reduce the tile. (The decode twin keeps its two K-cluster mbarriers there.)
 inline constexpr int64_t kFlagBytes = 16;
 
 /// Bytes of one ring stage: an A tile (tileM x 64) and a B tile (64 x tileN), 16-bit elements.
@@ -45,8 +49,15 @@ constexpr int64_t stageBytes(int64_t tileM, int64_t tileN) { return (tileM + til
 constexpr int64_t sharedBytes(int64_t tileM, int64_t tileN, int64_t stages, bool swapAB = false) {
   return stages * (stageBytes(tileM, tileN) + 16) + stagingBytes(tileM, tileN, swapAB) + kFlagBytes + 1024;
 }
+/// The decode twins' ring: 8 stages, not the deepest that fits (20 and 16). A decode GEMM
+/// streams its weight through every SM at once; with deep rings each asks for more than
+/// DRAM can serve in time, and the last CTA to be served sets the kernel's end. H200,
+/// 2026-12-01, bf16: 16 x 4096 x 4096 in 13.6 us at 8 stages against 14.0 at 20 (13.3 at
+/// 6); 8 x 4096 x 14336 33.5 against 34.9 (32.8); 1 x 8192 x 8192 36.2 against 37.1 (36.2);
+/// 16 x 28672 x 4096 62.0 against 63.2 (65.6).
+inline constexpr int64_t kDecodeStages = 8;
 /// The deepest ring that fits (6 at 128 x 128, 4 at 128 x 256 and 64 x 256, 8 at 64 x 128):
-/// kiln's default.
+/// kiln's default but for the decode twins.
 constexpr int64_t maxStages(int64_t tileM, int64_t tileN, bool swapAB = false) {
   int64_t s = 2;
   while (sharedBytes(tileM, tileN, s + 1, swapAB) <= kMaxSharedBytes) ++s;
@@ -67,6 +78,18 @@ constexpr int64_t maxStages(int64_t tileM, int64_t tileN, bool swapAB = false) {
 // The host (Sm90Launch.cpp) and the kernel (WgmmaGemm.cpp's work loop, SplitK.cpp's slots)
 // compute these the same way.
 inline constexpr int64_t kSplitKCounterBytes = 64 * 1024;
+//
+// K-clusters (the decode twin, which has no workspace): a launch in clusters of s CTAs
+// (2..kKClusterMax, a launch attribute: the kernel reads s and its rank r) gives cluster c
+// tiles c, c + clusters, ..., every CTA of it the same tiles, rank r their k-steps
+// [r kTiles / s, (r + 1) kTiles / s). Rank r > 0 writes its partial sums into slot r - 1 of
+// rank 0's shared memory (distributed shared memory: no round trip to DRAM, which a
+// decode GEMM keeps busy) and arrives on rank 0's `sums` mbarrier; rank 0 adds them to its
+// own in rank order (the same bits whichever CTA finishes first), runs the epilogue, and
+// frees the slots by arriving on each peer's `free` mbarrier before the peers' next tile.
+// On the H200 the workspace's fix-up (stores, fences, an atomic, loads, each queued behind
+// the weight's reads) cost more than the split saved: 16 x 4096 x 4096 took 14.9 us in 2
+// chunks against 13.6 whole.
 /// Arrival counters per split tile: one per consumer warpgroup of the 128-row tile (the
 /// 64-row tile leaves its second unused), 4 bytes each.
 inline constexpr int64_t kSplitKCountersPerTile = 2;

@@ -66,7 +66,8 @@ void Emitter::declareParams() {
   param({LaunchParam::Dim, int(m_.a), 1, {}}, b_.getI32Type()); // K
   // Split-K (persistent CTAs without clusters): the runtime's workspace, how many of C's
   // tiles this launch cuts along K and into how many chunks (Sm90Tiles.h).
-  const bool splitK = cfg_.persistent && cfg_.cluster == 1 && !cfg_.pingpong();
+  // (The decode twin splits inside clusters instead: no parameters.)
+  const bool splitK = cfg_.persistent && cfg_.cluster == 1 && !cfg_.pingpong() && !cfg_.swapAB;
   if (splitK) {
     param({LaunchParam::Workspace, 0, 0, {}}, global);
     param({LaunchParam::SplitTiles, 0, 0, {}}, b_.getI32Type());
@@ -122,7 +123,8 @@ void Emitter::declareParams() {
   };
   plan_.gridDims = {{int(m_.a), 0, cfg_.bm, dimName(m_.a, 0)}, {int(m_.b), 1, cfg_.bn, dimName(m_.b, 1)}};
   plan_.persistent = cfg_.persistent;
-  if (splitK) plan_.reduction = {int(m_.a), 1, kBK, dimName(m_.a, 1)};
+  if (splitK || cfg_.swapAB) plan_.reduction = {int(m_.a), 1, kBK, dimName(m_.a, 1)};
+  if (cfg_.swapAB) plan_.kCluster = kKClusterMax;
 }
 
 void Emitter::run() {
@@ -162,13 +164,24 @@ void Emitter::run() {
   sbase_ = b_.create<arith::AndIOp>(loc_, add(rawAddr, i32(1023)), i32(-1024));
   smem_ = byteAt(raw, sub(sbase_, rawAddr));
 
+  // K-clusters: the launch's cluster size and this CTA's rank (1 and 0 without a cluster).
+  if (cfg_.swapAB) {
+    kSize_ = b_.create<NVVM::ClusterDim>(loc_, b_.getI32Type());
+    kRank_ = b_.create<NVVM::ClusterId>(loc_, b_.getI32Type());
+  }
   // full[s]: one arrival (the producer's expect_tx) + the bytes; empty[s]: every consumer thread.
+  // K-clusters: sums, each peer warp once per tile; free, rank 0's 4 warps once per tile.
   Value isThread0 = eq(tid_, i32(0));
   ifThen(isThread0, [&] {
     for (int64_t s = 0; s < cfg_.stages; ++s) {
       b_.create<NVVM::MBarrierInitOp>(loc_, sharedPtr(i32(cfg_.barrierOffset() + 8 * s)), i32(1), Value());
       b_.create<NVVM::MBarrierInitOp>(loc_, sharedPtr(i32(cfg_.barrierOffset() + 8 * (cfg_.stages + s))),
                                       i32(cfg_.emptyArrivals()), Value());
+    }
+    if (cfg_.swapAB) {
+      Value peers = b_.create<arith::MaxUIOp>(loc_, sub(kSize_, i32(1)), i32(1));
+      b_.create<NVVM::MBarrierInitOp>(loc_, sumsBarrier(), mul(peers, i32(4)), Value());
+      b_.create<NVVM::MBarrierInitOp>(loc_, freeBarrier(), i32(4), Value());
     }
     b_.create<NVVM::FenceMbarrierInitOp>(loc_);
   });
@@ -177,8 +190,12 @@ void Emitter::run() {
   // waits where it first needs the peer (the producer after prefetching its tensor maps), so
   // the set-up between costs nothing; alone, the CTA's barrier. The cluster barrier's only
   // phase (see the end).
-  if (cfg_.cluster > 1) b_.create<NVVM::ClusterArriveRelaxedOp>(loc_, UnitAttr());
+  // K-clusters: a peer arrives on rank 0's barriers (and rank 0 on a peer's) only after
+  // its first item, but nothing else orders that after their initialisation: every thread
+  // waits here (without a cluster, as the CTA's barrier).
+  if (cfg_.cluster > 1 || cfg_.swapAB) b_.create<NVVM::ClusterArriveRelaxedOp>(loc_, UnitAttr());
   else b_.create<gpu::BarrierOp>(loc_);
+  if (cfg_.swapAB) clusterWait();
 
   ifThenElse(
       eq(wg_, i32(0)),
@@ -197,6 +214,10 @@ void Emitter::run() {
           if (cfg_.pingpong())
             ifThen(ult(add(turn_.item, b_.create<arith::ShRUIOp>(loc_, turn_.loopStep, i32(1))), turn_.units),
                    [&] { takeTurn(/*arrive=*/true); });
+          if (cfg_.swapAB) {
+            auto [sum, mine] = clusterFixup(acc);
+            return ifThen(mine, [&] { epilogue(sum); });
+          }
           if (!skTiles_) return epilogue(acc);
           auto [sum, mine] = splitKFixup(acc);
           ifThen(mine, [&] { epilogue(sum); });
@@ -240,6 +261,24 @@ template <class F> void Emitter::forEachTile(F&& body, bool inTurn) {
   Value grid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::GridDimOp>(loc_, gpu::Dimension::x));
   kBegin_ = i32(0);
   kEnd_ = kTiles_;
+  if (cfg_.swapAB) {
+    // K-clusters (Sm90Tiles.h): cluster c takes tiles c, c + clusters, ...; rank r of s
+    // their k-steps [r kTiles / s, (r + 1) kTiles / s). Without a cluster: s = 1, r = 0.
+    Value first = divu(bid, kSize_), step = divu(grid, kSize_);
+    kBegin_ = divu(mul(kRank_, kTiles_), kSize_);
+    kEnd_ = divu(mul(add(kRank_, i32(1)), kTiles_), kSize_);
+    Value units = mul(tilesM_, tilesN_);
+    auto loop = b_.create<scf::ForOp>(loc_, first, units, step);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(loop.getBody()->getTerminator());
+    Value t = loop.getInductionVar();
+    setTile(t, tilesM_, tilesN_);
+    itemIndex_ = divu(sub(t, first), step);
+    hasNext_ = ult(add(t, step), units);
+    base_ = mul(itemIndex_, sub(kEnd_, kBegin_));
+    body();
+    return;
+  }
   if (skTiles_) {
     OpBuilder::InsertionGuard g(b_);
     Value dpTiles = sub(numTiles_, skTiles_);
@@ -514,7 +553,9 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
     // Which twins (hopper/Twins.h), each with its ring: `stages`, or the deepest that fits.
     SmallVector<Config> configs;
     for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM, decodeRows)) {
-      Config cfg{t.bm, t.bn, stages ? stages : maxStages(t.bm, t.bn, t.swapAB), persistent, t.suffix, t.cluster};
+      const int64_t deepest = maxStages(t.bm, t.bn, t.swapAB);
+      Config cfg{t.bm, t.bn, stages ? stages : t.swapAB ? std::min(kDecodeStages, deepest) : deepest, persistent,
+                 t.suffix, t.cluster};
       cfg.clusterAlongM = t.clusterAlongM;
       cfg.swapAB = t.swapAB;
       cfg.rasterGroup = rasterGroup ? rasterGroup : 8;

@@ -32,14 +32,25 @@
 
 // With decode-rows=16, kiln's tiles are followed by the decode twin: 16 x 64 tiles of C,
 // computed as C^T = B^T A^T (wgmma m64n16k16, its A the B box read transposed, its B A's
-// rows), one consumer warpgroup, split-K parameters, C stored by pointer (no tensor map).
+// rows), one consumer warpgroup, an 8-stage ring, C stored by pointer (no tensor map); split
+// along K in clusters of up to 4 whose size the launch gives (no workspace): rank 0 waits for
+// its peers' sums (acquire at cluster scope), each peer stores them into its shared memory.
 // DEC: gpu.func @mm__sm90_m64x2(
 // DEC: gpu.func @mm__sm90_dec(
+// DEC-SAME: \22k_cluster\22:4
 // DEC-SAME: \22kind\22:\22pointer\22
-// DEC-SAME: \22kind\22:\22workspace\22
+// DEC-NOT: \22kind\22:\22workspace\22
+// DEC-SAME: \22stages\22:8
 // DEC-SAME: \22threads\22:256
 // DEC-SAME: \22tile\22:[16,64,64]
+// DEC: nvvm.read.ptx.sreg.cluster.nctarank
+// DEC: nvvm.read.ptx.sreg.cluster.ctarank
+// DEC: nvvm.cluster.arrive.relaxed
+// DEC: nvvm.cluster.wait
 // DEC: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
+// DEC: llvm.inline_asm has_side_effects {{.*}}mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64
+// DEC: nvvm.mapa
+// DEC: nvvm.mbarrier.arrive {{.*}}{scope = #nvvm.mem_scope<cluster>}
 // DEC-NOT: gpu.func
 
 // 192-wide tiles: three B boxes, which a stacked pair cannot halve: each CTA loads (and
