@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -232,13 +233,27 @@ void throwCublasError(cublasStatus_t s, const char* expr, const char* file, int 
 
 } // namespace detail
 
+namespace {
+// Set by an exit handler registered after the process's first cublasLtCreate. cuBLASLt sets
+// up its own process-wide state in that first call, and tears it down at exit, in reverse
+// order of registration: before a Runtime made earlier (an engine's static, the test
+// suite's) is destroyed. A cublasLtDestroy after that frees freed memory: it crashed 1 in 10
+// processes on the H200 (SIGSEGV in free() under cublasLtShutdownCtx, after every test had
+// passed). Handlers run in reverse order too, so this one runs before cuBLASLt's teardown
+// and tells the handles still alive then to leave it alone: the process is ending.
+std::atomic<bool> gExiting{false};
+void markExiting() { gExiting.store(true); }
+} // namespace
+
 CublasLtGemm::CublasLtGemm() {
   KILN_CUBLAS_CHECK(lt().cublasLtCreate(&handle_));
+  static const bool registered = std::atexit(markExiting) == 0;
+  (void)registered;
   workspace_ = DeviceBuffer(kWorkspaceBytes);
 }
 
 CublasLtGemm::~CublasLtGemm() {
-  if (!handle_) return;
+  if (!handle_ || gExiting.load()) return;
   const cublasStatus_t s = lt().cublasLtDestroy(handle_);
   if (s != CUBLAS_STATUS_SUCCESS)
     std::fprintf(stderr, "kiln: warning: cublasLtDestroy failed in ~CublasLtGemm: %s\n",
@@ -307,6 +322,9 @@ void CublasLtGemm::run(const GemmProblem& p, CUstream stream) {
                                            &heuristic.algo, reinterpret_cast<void*>(workspace_.ptr()),
                                            workspace_.size(), stream),
                         what);
+  // Again after the first product: after whatever cuBLASLt sets up lazily there.
+  static const bool registered = std::atexit(markExiting) == 0;
+  (void)registered;
 }
 
 } // namespace kiln::cuda
