@@ -563,14 +563,22 @@ void launchKernel(CUfunction f, const std::string& kernelName, std::array<unsign
     detail::throwCuError(r, "cuLaunchKernel", __FILE__, __LINE__, launchContext(kernelName, grid, block, 1, dynamicSmemBytes));
 }
 
-void launchKernelEx(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
-                    std::array<unsigned, 3> block, unsigned cluster, unsigned dynamicSmemBytes, CUstream stream,
-                    void** params) {
+namespace {
+/// Clusters of `cluster` CTAs along grid.x.
+CUlaunchAttribute clusterAttribute(unsigned cluster) {
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   attr.value.clusterDim.x = cluster;
   attr.value.clusterDim.y = 1;
   attr.value.clusterDim.z = 1;
+  return attr;
+}
+} // namespace
+
+void launchKernelEx(CUfunction f, const std::string& kernelName, std::array<unsigned, 3> grid,
+                    std::array<unsigned, 3> block, unsigned cluster, unsigned dynamicSmemBytes, CUstream stream,
+                    void** params) {
+  CUlaunchAttribute attr = clusterAttribute(cluster);
   CUlaunchConfig config{};
   config.gridDimX = grid[0], config.gridDimY = grid[1], config.gridDimZ = grid[2];
   config.blockDimX = block[0], config.blockDimY = block[1], config.blockDimZ = block[2];
@@ -585,11 +593,7 @@ void launchKernelEx(CUfunction f, const std::string& kernelName, std::array<unsi
 }
 
 int64_t maxActiveClusters(CUfunction f, unsigned cluster, unsigned threads, unsigned dynamicSmemBytes) {
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = cluster;
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
+  CUlaunchAttribute attr = clusterAttribute(cluster);
   CUlaunchConfig config{};
   config.gridDimX = cluster, config.gridDimY = 1, config.gridDimZ = 1;
   config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;

@@ -488,6 +488,23 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
       }
 }
 
+namespace {
+/// Launches `ck` on `dp` three times: whether C (bf16) has the same bits each time.
+bool sameBitsThrice(const Runtime& rt, CompiledKernel& ck, const catalogue::DeviceProblem& dp,
+                    const catalogue::Problem& p) {
+  std::vector<std::vector<uint16_t>> runs;
+  for (int run = 0; run < 3; ++run) {
+    ck.launch(dp.views);
+    const TensorView c = dp.views[size_t(p.output)];
+    HostTensor out(DType::bf16, c.dims);
+    rt.download(dp.tensors[p.output], out);
+    const auto* bits = static_cast<const uint16_t*>(out.view().data);
+    runs.emplace_back(bits, bits + out.view().numel());
+  }
+  return runs[1] == runs[0] && runs[2] == runs[0];
+}
+} // namespace
+
 TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is counted", "[gpu][sm90]") {
   if (gpu().fingerprint().target != "sm_90a") {
     WARN("not run: split-K is the sm_90a twin's, and this GPU is " << gpu().fingerprint().target);
@@ -515,16 +532,7 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
     const int64_t tiles = (s[0] + tileM - 1) / tileM * ((s[1] + tileN - 1) / tileN);
     if (s[0] == 2176) CHECK(splitTiles < tiles);
     else CHECK(splitTiles == tiles);
-    std::vector<std::vector<uint16_t>> runs;
-    for (int run = 0; run < 3; ++run) {
-      ck.launch(dp.views);
-      HostTensor out(DType::bf16, {s[0], s[1]});
-      rt.download(dp.tensors[p.output], out);
-      const auto* bits = static_cast<const uint16_t*>(out.view().data);
-      runs.emplace_back(bits, bits + out.view().numel());
-    }
-    CHECK(runs[1] == runs[0]);
-    CHECK(runs[2] == runs[0]);
+    CHECK(sameBitsThrice(rt, ck, dp, p));
     // The workspace (arrival counters, then a slot of tileM x tileN f32 per chunk) is device
     // memory kiln holds beside the problem's tensors: made by the first split-K launch,
     // grown when a launch needs more.
@@ -571,16 +579,7 @@ TEST_CASE("gpu: the decode twin's K-clusters give the same bits on every run and
     else
       CHECK_THAT(path, !Contains("split-K"));
     const int64_t before = rt.memory().in_use_bytes;
-    std::vector<std::vector<uint16_t>> runs;
-    for (int run = 0; run < 3; ++run) {
-      ck.launch(dp.views);
-      HostTensor out(DType::bf16, {s[0], s[1]});
-      rt.download(dp.tensors[p.output], out);
-      const auto* bits = static_cast<const uint16_t*>(out.view().data);
-      runs.emplace_back(bits, bits + out.view().numel());
-    }
-    CHECK(runs[1] == runs[0]);
-    CHECK(runs[2] == runs[0]);
+    CHECK(sameBitsThrice(rt, ck, dp, p));
     // The partial sums go through shared memory: no workspace.
     CHECK(rt.memory().in_use_bytes == before);
     verify::Report r = catalogue::verify_output(rt, dp, p);

@@ -174,6 +174,12 @@ private:
   /// workspace; the warpgroup that arrives last sums every part in k order. Returns the
   /// tile's accumulator (valid where the flag is set) and whether this warpgroup stores it.
   std::pair<Value, Value> splitKFixup(Value acc);
+  /// The fix-ups' frame: an scf.if on `cond` yielding (accumulator, stores-it) whose else
+  /// yields (`acc`, true); leaves the builder at the start of its then-block (the caller
+  /// holds an InsertionGuard).
+  scf::IfOp fixupIf(Value cond, Value acc);
+  /// `r` with the 4-float vectors `parts` added to its elements from 4 x q0 on, in order.
+  Value addParts(Value r, ArrayRef<Value> parts, int64_t q0);
   /// K-clusters: the peers' partial sums into rank 0's shared memory; rank 0 adds them to
   /// its own in rank order. Returns the tile's accumulator (valid where the flag is set:
   /// rank 0, or every CTA when the launch has no cluster) and whether this CTA stores it.

@@ -12,12 +12,28 @@
 
 namespace kiln::hopper::detail {
 
-std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
-  auto op = b_.create<scf::IfOp>(loc_, TypeRange{accType(), b_.getI1Type()}, partial_, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard g(b_);
+scf::IfOp Emitter::fixupIf(Value cond, Value acc) {
+  auto op = b_.create<scf::IfOp>(loc_, TypeRange{accType(), b_.getI1Type()}, cond, /*withElseRegion=*/true);
   b_.setInsertionPointToStart(op.elseBlock());
   b_.create<scf::YieldOp>(loc_, ValueRange{acc, b_.create<arith::ConstantIntOp>(loc_, 1, 1)});
   b_.setInsertionPointToStart(op.thenBlock());
+  return op;
+}
+
+Value Emitter::addParts(Value r, ArrayRef<Value> parts, int64_t q0) {
+  for (size_t i = 0; i < parts.size(); ++i)
+    for (int64_t e = 0; e < 4; ++e) {
+      const int64_t at = 4 * (q0 + int64_t(i)) + e;
+      Value x = b_.create<vector::ExtractOp>(loc_, parts[i], ArrayRef<int64_t>{e});
+      Value a = b_.create<LLVM::ExtractValueOp>(loc_, r, ArrayRef<int64_t>{at});
+      r = b_.create<LLVM::InsertValueOp>(loc_, r, b_.create<arith::AddFOp>(loc_, a, x), ArrayRef<int64_t>{at});
+    }
+  return r;
+}
+
+std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
+  OpBuilder::InsertionGuard g(b_);
+  scf::IfOp op = fixupIf(partial_, acc);
 
   MLIRContext* ctx = b_.getContext();
   auto global = LLVM::LLVMPointerType::get(ctx, 1);
@@ -94,13 +110,7 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
             SmallVector<Value> loaded;
             for (int64_t q = q0; q < std::min(vecs, q0 + kInFlight); ++q)
               loaded.push_back(b_.create<LLVM::LoadOp>(loc_, v4, stepAt(p, q), /*alignment=*/16, /*isVolatile=*/true));
-            for (int64_t q = q0; q < std::min(vecs, q0 + kInFlight); ++q)
-              for (int64_t e = 0; e < 4; ++e) {
-                Value x = b_.create<vector::ExtractOp>(loc_, loaded[size_t(q - q0)], ArrayRef<int64_t>{e});
-                Value a = b_.create<LLVM::ExtractValueOp>(loc_, r, ArrayRef<int64_t>{4 * q + e});
-                r = b_.create<LLVM::InsertValueOp>(loc_, r, b_.create<arith::AddFOp>(loc_, a, x),
-                                                   ArrayRef<int64_t>{4 * q + e});
-              }
+            r = addParts(r, loaded, q0);
           }
           b_.create<scf::YieldOp>(loc_, r);
         }
@@ -125,11 +135,8 @@ void Emitter::waitFromCluster(Value bar, Value parity) {
 
 std::pair<Value, Value> Emitter::clusterFixup(Value acc) {
   Type i1 = b_.getI1Type();
-  auto op = b_.create<scf::IfOp>(loc_, TypeRange{accType(), i1}, ult(i32(1), kSize_), /*withElseRegion=*/true);
   OpBuilder::InsertionGuard g(b_);
-  b_.setInsertionPointToStart(op.elseBlock());
-  b_.create<scf::YieldOp>(loc_, ValueRange{acc, b_.create<arith::ConstantIntOp>(loc_, 1, 1)});
-  b_.setInsertionPointToStart(op.thenBlock());
+  scf::IfOp op = fixupIf(ult(i32(1), kSize_), acc);
 
   MLIRContext* ctx = b_.getContext();
   auto clusterPtr = LLVM::LLVMPointerType::get(ctx, 7);
@@ -160,13 +167,7 @@ std::pair<Value, Value> Emitter::clusterFixup(Value acc) {
       SmallVector<Value> loaded;
       for (int64_t q = 0; q < vecs; ++q)
         loaded.push_back(b_.create<LLVM::LoadOp>(loc_, v4, sharedPtr(add(at, i32(q * 128 * 16))), /*alignment=*/16));
-      for (int64_t q = 0; q < vecs; ++q)
-        for (int64_t e = 0; e < 4; ++e) {
-          Value x = b_.create<vector::ExtractOp>(loc_, loaded[size_t(q)], ArrayRef<int64_t>{e});
-          Value a = b_.create<LLVM::ExtractValueOp>(loc_, r, ArrayRef<int64_t>{4 * q + e});
-          r = b_.create<LLVM::InsertValueOp>(loc_, r, b_.create<arith::AddFOp>(loc_, a, x), ArrayRef<int64_t>{4 * q + e});
-        }
-      b_.create<scf::YieldOp>(loc_, r);
+      b_.create<scf::YieldOp>(loc_, addParts(r, loaded, 0));
     }
     // The warp's reads are done before its lane 0 frees the slots; only where another item
     // follows (a peer waits for each free it is sent before it can finish: none lands in
