@@ -363,13 +363,14 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
 }
 
-TEST_CASE("by default a GEMM gets seven twins, and the report names each", "[cuda][sm90]") {
+TEST_CASE("by default a GEMM gets nine twins, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
   CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90x2(") &&
                       Contains(".entry gemm_bias_relu__sm90_n256(") &&
                       Contains(".entry gemm_bias_relu__sm90_m64(") && Contains(".entry gemm_bias_relu__sm90_m64x2(") &&
-                      Contains(".entry gemm_bias_relu__sm90_dec(") && Contains(".entry gemm_bias_relu__sm90_dec32("));
+                      Contains(".entry gemm_bias_relu__sm90_dec(") && Contains(".entry gemm_bias_relu__sm90_dec32(") &&
+                      Contains(".entry gemm_bias_relu__sm90_dec48(") && Contains(".entry gemm_bias_relu__sm90_dec64("));
   CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16"));
   std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
   CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
@@ -379,11 +380,14 @@ TEST_CASE("by default a GEMM gets seven twins, and the report names each", "[cud
                          Contains("gemm_bias_relu__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast), 256 threads") &&
                          Contains("gemm_bias_relu__sm90_dec: 16x64x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_dec32: 32x64x64 tiles, 8 stages, 256 threads") &&
+                         Contains("gemm_bias_relu__sm90_dec48: 48x64x64 tiles, 8 stages, 256 threads") &&
+                         Contains("gemm_bias_relu__sm90_dec64: 64x64x64 tiles, 8 stages, 256 threads") &&
                          Contains("(split along K in clusters of up to 4)") &&
                          Contains("each launch takes the tile"));
   for (const char* entry :
        {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90x2", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64",
-        "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_dec", "gemm_bias_relu__sm90_dec32"}) {
+        "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_dec", "gemm_bias_relu__sm90_dec32",
+        "gemm_bias_relu__sm90_dec48", "gemm_bias_relu__sm90_dec64"}) {
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
   }
@@ -419,13 +423,28 @@ TEST_CASE("the decode twin multiplies the weight's columns as wgmma's rows and s
       REQUIRE(at32 != std::string::npos);
       CHECK_THAT(ptx.substr(at32, ptx.find("\n}", at32) - at32), Contains("m64n32k16") && !Contains("m64n16k16"));
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec32") == 0);
+      // The 64-row one: m64n64k16.
+      const size_t at64 = ptx.find(".entry " + std::string(name) + "__sm90_dec64(");
+      REQUIRE(at64 != std::string::npos);
+      CHECK_THAT(ptx.substr(at64, ptx.find("\n}", at64) - at64), Contains("m64n64k16") && !Contains("m64n32k16"));
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec64") == 0);
     }
   // hopper_split_k is 0, 1 or 2..16, checked when the runtime is made.
   CHECK_THROWS_WITH(Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_split_k = 17}),
                     Contains("hopper_split_k must be 0 (kiln's choice), 1 (never) or 2..16 chunks, got 17"));
   CHECK_THROWS_AS(Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_split_k = -1}),
                   kiln::Error);
-  // KILN_HOPPER_DECODE=off leaves it out (A/B runs), under another cache key.
+  // KILN_HOPPER_DECODE=32 keeps the 16- and 32-row ones, =off none (A/B runs), each under
+  // another cache key; other heights are refused.
+  {
+    ScopedEnv upTo32("KILN_HOPPER_DECODE", "32");
+    const std::string ptx32 = offline("sm_90a").emit(catalogue::gemm(DType::bf16), Stage::ptx);
+    CHECK_THAT(ptx32, Contains("__sm90_dec32(") && !Contains("__sm90_dec48(") && !Contains("__sm90_dec64("));
+  }
+  {
+    ScopedEnv bad("KILN_HOPPER_DECODE", "40");
+    CHECK_THROWS_WITH(offline("sm_90a"), Contains("KILN_HOPPER_DECODE is '40'; expected on, off, 16, 32, 48 or 64"));
+  }
   ScopedEnv off("KILN_HOPPER_DECODE", "off");
   Runtime without = offline("sm_90a");
   CHECK_THAT(without.emit(catalogue::gemm(DType::bf16), Stage::ptx), !Contains("__sm90_dec"));

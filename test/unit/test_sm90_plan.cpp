@@ -525,11 +525,15 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
     return s;
   };
   // kiln's choice: the 128 x 256 tile alone, the 128 x 128 and 64-row ones alone and in
-  // stacked pairs, the decode twin; the deepest ring all six fit is the 128 x 256 tile's.
-  CHECK(names(selectTwins(0, 0, 0, false, 32)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 "
+  // stacked pairs, the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the
+  // deepest ring all of them fit is the 128 x 256 tile's.
+  CHECK(names(selectTwins(0, 0, 0, false, 64)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 "
                                                     "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_dec:16x64/1 "
-                                                    "__sm90_dec32:32x64/1 ");
-  CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 32)) == maxStages(128, 256));
+                                                    "__sm90_dec32:32x64/1 __sm90_dec48:48x64/1 __sm90_dec64:64x64/1 ");
+  CHECK(names(selectTwins(0, 0, 0, false, 32)).ends_with("__sm90_dec:16x64/1 __sm90_dec32:32x64/1 "));
+  CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 64)) == maxStages(128, 256));
+  // The 64-row one's shared memory: 8 stages of 16 KiB and three peers' 16 KiB slots fit.
+  CHECK(sharedBytes(64, 64, kDecodeStages, true) <= kMaxSharedBytes);
   CHECK(names(selectTwins(0, 0, 0, false, 16)).ends_with("__sm90_m64x2:64x128/2m __sm90_dec:16x64/1 "));
   CHECK(names(selectTwins(0, 0, 0, false, 0)).find("_dec") == std::string::npos);
   // The decode twin only with kiln's own tiles, and not in clusters.

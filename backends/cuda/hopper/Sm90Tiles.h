@@ -15,8 +15,8 @@ inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 /// own, taking the CTA's tiles in turn, so one's epilogue runs beside the other's main loop
 /// (experimental: asked for, never kiln's own choice).
 constexpr bool pingpong(int64_t tileM, int64_t tileN) { return tileM == 64 && tileN == 256; }
-/// kiln's decode twins: 16 and 32 rows (C of at most 16 rows, of 17 to 32).
-inline constexpr int kDecodeRows = 32;
+/// kiln's decode twins: 16, 32, 48 and 64 rows (C of at most 16 rows, 17 to 32, 33 to 48, 49 to 64).
+inline constexpr int kDecodeRows = 64;
 /// `swapAB`: the decode twin's tile (tileM rows of C, 16 to 64, by 64 columns), computed as
 /// C^T = B^T A^T by one consumer warpgroup (WgmmaGemm.cpp).
 constexpr int64_t consumers(int64_t tileM, int64_t tileN, bool swapAB = false) {
