@@ -224,6 +224,9 @@ private:
   void epilogueTma(Value acc, Value row0, Value col0, bool masked);
   /// The decode twin: C^T's fragment stored element by element, masked.
   void epilogueSwapped(Value acc);
+  /// One element `v` of C at (row, col), by pointer; with `masked`, only inside C's M x N
+  /// (all i64).
+  void storeC(Value v, Value row, Value col, Value M, Value N, bool masked);
   /// Column groups [j0, j0 + kChunk) into the staging box `buf` whose first group is `jBox`.
   void stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox);
   /// Emits the epilogue's loads for `site` into `loaded` (as f32), once per distinct element

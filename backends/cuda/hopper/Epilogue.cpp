@@ -141,10 +141,19 @@ SmallVector<Site> Emitter::chunkSites(int64_t j0, int64_t j1, Value row0, Value 
 // still read (from an epilogue input) before the same thread writes it, so C may be the
 // residual input itself.
 
+void Emitter::storeC(Value v, Value row, Value col, Value M, Value N, bool masked) {
+  auto store = [&] {
+    auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
+    Type cElt = m_.kernel.getArgType(m_.c).getElementType();
+    Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(mul(row, cStride_), col)});
+    b_.create<LLVM::StoreOp>(loc_, v, ptr);
+  };
+  if (masked) ifThen(b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N)), store);
+  else store();
+}
+
 void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
   Value M = ext64(M_), N = ext64(N_);
-  Type cElt = m_.kernel.getArgType(m_.c).getElementType();
-  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
   for (int64_t j0 = 0; j0 < cfg_.bn / 8; j0 += kChunk) {
     SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
     LoadCache loaded;
@@ -154,12 +163,7 @@ void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
       Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
       Value row = ext64(add(row0, i32(8 * s.h)));
       Value col = ext64(add(col0, i32(s.c)));
-      auto store = [&] {
-        Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(mul(row, cStride_), col)});
-        b_.create<LLVM::StoreOp>(loc_, v, ptr);
-      };
-      if (masked) ifThen(b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N)), store);
-      else store();
+      storeC(v, row, col, M, N, masked);
     }
   }
 }
@@ -249,7 +253,6 @@ void Emitter::epilogueSwapped(Value acc) {
   Value M = ext64(M_), N = ext64(N_);
   Value lastRow = sub(M, i64(1)), lastCol = sub(N, i64(1));
   Type cElt = m_.kernel.getArgType(m_.c).getElementType();
-  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
   SmallVector<Site> sites;
   for (int64_t j = 0; j < cfg_.bm / 8; ++j)
     for (int64_t h = 0; h < 2; ++h)
@@ -264,12 +267,10 @@ void Emitter::epilogueSwapped(Value acc) {
     DenseMap<Value, Value> memo;
     Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
     if (!cElt.isF32()) v = b_.create<arith::TruncFOp>(loc_, cElt, v);
-    int64_t j = s.h / 2, e = s.h % 2;
-    Value row = ext64(add(row0, i32(8 * j + e))), col = ext64(add(col0, i32(8 * s.c)));
-    ifThen(b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N)), [&] {
-      Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(mul(row, cStride_), col)});
-      b_.create<LLVM::StoreOp>(loc_, v, ptr);
-    });
+    // (The site's row and column are clamped for the loads; the store takes them as they are.)
+    Value row = ext64(add(row0, i32(8 * (s.h / 2) + s.h % 2)));
+    Value col = ext64(add(col0, i32(8 * s.c)));
+    storeC(v, row, col, M, N, /*masked=*/true);
   }
 }
 
