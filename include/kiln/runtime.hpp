@@ -77,11 +77,13 @@ struct KILN_API RuntimeOptions {
   /// kiln choose (8), or KILN_HOPPER_RASTER when set.
   int hopper_raster = 0;
   /// How the twin cuts tiles along K (split-K; a launch-time choice, not part of the code):
-  /// 0 lets kiln choose (the decode twins, for C of at most 32 rows, cut where the cost
-  /// model says it pays; the others take whole tiles; KILN_HOPPER_SPLIT_K changes that); 1
-  /// never cuts; 2..16 cuts the tiles of the last, part-empty round of CTAs into that many
-  /// chunks where each keeps 4 k-steps and the workspace holds them (docs/cuda.md). The
-  /// tuner tries 1, 2, 4 and 8.
+  /// 0 lets kiln choose (the decode twins, for C of at most 64 rows, share each tile among
+  /// the 2 or 4 CTAs of a thread-block cluster where the tiles fill under half the SMs; the
+  /// others take whole tiles; KILN_HOPPER_SPLIT_K changes that); 1 never cuts; 2..16: the
+  /// decode twins in clusters of 2 or 4 (the largest up to it; chunks of at least 4 k-steps),
+  /// the others cut the tiles of the last, part-empty round of CTAs into that many chunks
+  /// where each keeps 4 k-steps and the workspace holds them (docs/cuda.md). The tuner tries
+  /// 1, 2, 4 and 8.
   int hopper_split_k = 0;
   /// CPU backend: the x86-64 CPU the JIT generates code for. Empty means $KILN_CPU, and
   /// when that is unset too, "host" (this machine's CPU and every feature it has). Else a

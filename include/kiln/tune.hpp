@@ -26,7 +26,7 @@ namespace kiln::tune {
 /// width), `hopper_tile_m` (its height), `hopper_stages` (its ring depth),
 /// `hopper_cluster` (CTAs per cluster), `hopper_cluster_m` (1: a cluster's tiles stacked)
 /// `hopper_raster` (its tile order's group of tile rows) and `hopper_split_k` (chunks along
-/// K: 1 none, 2..16); the others are the kernel's
+/// K: 1 none, 2..16; the decode twins' K-cluster size); the others are the kernel's
 /// own (tile sizes, stages).
 struct KILN_API Config {
   std::map<std::string, int64_t> params;
