@@ -37,7 +37,8 @@ run() { # name, log, command...
 # (issue 5: kiln tune 4096^3 and its replay), sanitize (compute-sanitizer; not in the
 # default set), ab (two builds' kiln bench, alternating; not in the default set), cases (each GPU test case in its own process, plain or under
 # compute-sanitizer; not in the default set), tunedbench (kiln bench --tuned: the price of
-# tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set).
+# tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set),
+# floor (kiln-bench-hbm: the weight read alone beside cuBLASLt; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 export KILN_CACHE_DIR=/tmp/kiln-cache # never the machine's home; emptied where it matters
@@ -113,6 +114,11 @@ if want profile; then
     done
     pack
   done
+fi
+if want floor; then
+  # The floor under decode GEMMs: how fast the GPU reads the weight alone, beside cuBLASLt's
+  # GEMM on the shape (bench/hbm_floor.cpp). FLOOR_SHAPES: MxNxK entries (default: its own).
+  run hbm-floor hbm-floor.log $K/kiln-bench-hbm --csv "$RES/hbm-floor.csv" ${FLOOR_SHAPES:-}
 fi
 if want tunetwin; then
   # kiln tune over the twin's own configs (scripts/twin-space.json: widths, ring depths,
@@ -290,6 +296,11 @@ if want cases; then
     echo "== $(basename "$f" .tsv): $(awk -F'\t' '$2 != 0' "$f" | wc -l) of $(wc -l < "$f") jobs not rc=0"
     awk -F'\t' '$2 != 0' "$f" | cut -c1-160
   done
+fi
+if want floor; then
+  # The floor under decode GEMMs: how fast the GPU reads the weight alone, beside cuBLASLt's
+  # GEMM on the shape (bench/hbm_floor.cpp). FLOOR_SHAPES: MxNxK entries (default: its own).
+  run hbm-floor hbm-floor.log $K/kiln-bench-hbm --csv "$RES/hbm-floor.csv" ${FLOOR_SHAPES:-}
 fi
 if want tunetwin; then
   for f in "$RES"/tunetwin-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(chosen|runner-up|default|search cost)" "$f"; done
