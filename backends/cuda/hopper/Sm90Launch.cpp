@@ -143,12 +143,7 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   const int64_t rounds = (units + slots - 1) / slots;
   Split whole{std::min(units, slots) * plan.cluster, 0, 0, double(rounds)};
   if (plan.kClusters()) return kClusterSplit(plan, args, config, units, slots, whole);
-  // The decode twin splits where the cost model says it pays whatever the runtime's default
-  // (its few tiles would leave most SMs idle).
-  const SplitK mode = config.splits == 1 ? SplitK::Off
-                      : config.splits > 1 ? SplitK::On
-                      : plan.swapAB && config.splitK == SplitK::Off ? SplitK::Auto
-                                                                     : config.splitK;
+  const SplitK mode = config.splits == 1 ? SplitK::Off : config.splits > 1 ? SplitK::On : config.splitK;
   if (!plan.splitK() || plan.cluster != 1 || mode == SplitK::Off || units % slots == 0) return whole;
   const TensorView& r = args[size_t(plan.reduction.arg)];
   const int64_t kTiles = (r.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile;

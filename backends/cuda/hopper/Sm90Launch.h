@@ -53,8 +53,8 @@ struct Split {
 /// a workspace slot each), s chosen for the least cost:
 /// ceil(tiles x s / slots) / s rounds plus s x 1.5 / kTiles for the fix-up. Split where
 /// that costs under 0.97x whole tiles (SplitK::Auto), wherever a split is possible (On),
-/// or never (Off). A decode twin takes Auto where the mode is Off; config.splits overrides
-/// the mode (1: never; 2..16: that many chunks, within the same limits).
+/// or never (Off); config.splits overrides the mode (1: never; 2..16: that many chunks,
+/// within the same limits).
 /// A K-cluster plan (the decode twin) instead splits only where its tiles fill less than
 /// half the slots: in clusters of the smallest s = 2, 4 (to kCluster) whose CTAs fill half (each
 /// chunk at least kSplitKMinSteps k-steps, all the clusters at once: plan.clusterSlots);

@@ -53,10 +53,10 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
 
   // A warp whose 16 rows of the tile all lie past C's last row has nothing to sum: it
   // neither writes nor reads its part of the slots (a decode GEMM's tile of M = 16 rows
-  // moves a quarter of the bytes). Warp-uniform.
-  // (The decode twin's fragment rows are C's columns.)
-  Value warpRow0 = add(add(cfg_.swapAB ? n0_ : m0_, mul(rowBlock(), i32(64))), mul(divu(lane, i32(32)), i32(16)));
-  Value live = ult(warpRow0, cfg_.swapAB ? N_ : M_);
+  // moves a quarter of the bytes). Warp-uniform. (The decode twin never comes here: it
+  // splits in clusters, clusterFixup.)
+  Value warpRow0 = add(add(m0_, mul(rowBlock(), i32(64))), mul(divu(lane, i32(32)), i32(16)));
+  Value live = ult(warpRow0, M_);
 
   // 1. This chunk's sums into its unit's slot.
   Value mine = part(skUnit_);
