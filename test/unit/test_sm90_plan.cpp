@@ -392,7 +392,13 @@ TEST_CASE("a launch takes the smallest decode twin that holds C's rows, split al
   CHECK(pick(17, 4096, 4096) == 3);
   CHECK(work.cluster == 2);
   CHECK(pick(32, 8192, 8192) == 3);
-  CHECK(pick(33, 4096, 4096) == 1);
+  // More rows than the largest decode twin holds: in two rows of its tiles if they fill one
+  // round (64 columns of tiles x 2 on 132 SMs), else the other twins, as without decode twins.
+  CHECK(pick(33, 4096, 4096) == 3);
+  CHECK(work.cluster == 0);
+  CHECK(work.ctas == 128);
+  CHECK(pick(33, 8192, 4096) == 1);
+  CHECK(pick(65, 4096, 4096) == 0);
   CHECK(pick(128, 12288, 4096) == 0);
   // Split-K asked off stays off for the others and leaves the decode twin to its rule.
   CHECK(split(low, args(16, 4096, 4096), {132, SplitK::Off}).splitTiles == 0);
@@ -403,6 +409,36 @@ TEST_CASE("a launch takes the smallest decode twin that holds C's rows, split al
   CHECK(split(dec, args(4, 2048, 4096), {132}).cluster == 2);
   dec.clusterSlots = {0, 0, 30, 0, 20};
   CHECK(split(dec, args(4, 2048, 4096), {132}).cluster == 0);
+}
+
+TEST_CASE("C of up to twice a decode twin's rows takes it in two rows of tiles, only where they fill one round", "[sm90]") {
+  const LaunchPlan tall = splitKPlan(), dec16 = decodePlan(16), dec64 = decodePlan(64);
+  const std::vector<LaunchPlan> twins = {tall, dec16, dec64};
+  std::string why;
+  Split work;
+  auto pick = [&](int64_t M, int64_t N, int64_t K, int sms = 132) {
+    return choose(twins, args(M, N, K), {sms}, &why, &work);
+  };
+  // One tile of rows, in the smallest twin that holds them, before two of a smaller one.
+  CHECK(pick(16, 4096, 4096) == 1);
+  CHECK(pick(17, 4096, 4096) == 2);
+  CHECK(pick(64, 4096, 4096) == 2);
+  // 65 to 128 rows: the 64-row twin's 2 x 64 tiles on 132 SMs, each B tile read by the two
+  // CTAs of its column side by side; no cut along K (the tiles fill more than half).
+  for (int64_t rows : {65, 96, 128}) {
+    CHECK(pick(rows, 4096, 4096) == 2);
+    CHECK(work.ctas == 128);
+    CHECK(work.cluster == 0);
+  }
+  // Fewer columns of tiles: K-clusters as for C of one row of tiles.
+  CHECK(pick(100, 2048, 4096) == 2);
+  CHECK(work.cluster == 2);
+  CHECK(work.ctas == 128);
+  // Two rounds of CTAs, three rows of tiles, or no SM count to go by: the 128-row tiles.
+  CHECK(pick(96, 8192, 8192) == 0);
+  CHECK(pick(129, 1024, 4096) == 0);
+  CHECK(pick(96, 4096, 4096, 0) == 0);
+  CHECK(pick(96, 4096, 4096, 100) == 0);
 }
 
 TEST_CASE("a decode plan's K-clusters survive JSON, and a malformed one is refused", "[sm90][errors]") {

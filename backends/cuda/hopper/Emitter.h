@@ -224,6 +224,8 @@ private:
   void epilogueTma(Value acc, Value row0, Value col0, bool masked);
   /// The decode twin: C^T's fragment stored element by element, masked.
   void epilogueSwapped(Value acc);
+  /// The decode twin: this thread's first C column in the tile's fragment (its second is 8 on).
+  Value swappedCol0();
   /// One element `v` of C at (row, col), by pointer; with `masked`, only inside C's M x N
   /// (all i64).
   void storeC(Value v, Value row, Value col, Value M, Value N, bool masked);

@@ -52,7 +52,21 @@ void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
 
 void Emitter::preloadColumnInputs() {
   preloaded_.clear();
-  if (cfg_.swapAB) return; // its fragment's rows are C's columns: two bias values a thread, loaded where used
+  if (cfg_.swapAB) {
+    // Its fragment's rows are C's columns: two per thread (h = 0, 1), as epilogueSwapped's
+    // sites key them. Loaded there, after the main loop, each waited behind the weight's
+    // reads that fill the DRAM queues of a decode GEMM.
+    Value col0 = swappedCol0(), lastCol = sub(ext64(N_), i64(1));
+    for (Value v : epilogueLoads_) {
+      const auto& axes = m_.axes.lookup(v);
+      if (llvm::is_contained(axes, Axis::Row)) continue;
+      for (int64_t h = 0; h < 2; ++h) {
+        Site s{0, i64(0), b_.create<arith::MinUIOp>(loc_, ext64(add(col0, i32(8 * h))), lastCol), 0, h};
+        preloaded_[loadKey(v, axes, s)] = loadInput(v, s);
+      }
+    }
+    return;
+  }
   Value l = remu(remu(tid_, i32(128)), i32(32));
   Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2))); // as epilogue()'s
   Value lastCol = sub(ext64(N_), i64(1));
@@ -241,14 +255,17 @@ void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool mas
   }
 }
 
+Value Emitter::swappedCol0() {
+  Value t = remu(tid_, i32(128));
+  return add(add(n0_, mul(divu(t, i32(32)), i32(16))), divu(remu(t, i32(32)), i32(4)));
+}
+
 void Emitter::epilogueSwapped(Value acc) {
   // The fragment is C^T's (m64nBMk16): struct element 4j + 2h + e holds C^T's row (C's
   // column) 16w + l/4 + 8h and column (C's row) 8j + 2(l%4) + e. A site's h names the C row
   // it is in (2j + e), its c the C column (h): the keys loadInputs shares loads by.
-  Value t = remu(tid_, i32(128));
-  Value w = divu(t, i32(32));
-  Value l = remu(t, i32(32));
-  Value col0 = add(add(n0_, mul(w, i32(16))), divu(l, i32(4)));
+  Value l = remu(remu(tid_, i32(128)), i32(32));
+  Value col0 = swappedCol0();
   Value row0 = add(m0_, mul(remu(l, i32(4)), i32(2)));
   Value M = ext64(M_), N = ext64(N_);
   Value lastRow = sub(M, i64(1)), lastCol = sub(N, i64(1));
