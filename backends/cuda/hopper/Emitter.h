@@ -227,8 +227,8 @@ private:
   /// The decode twin: this thread's first C column in the tile's fragment (its second is 8 on).
   Value swappedCol0();
   /// One element `v` of C at (row, col), by pointer; with `masked`, only inside C's M x N
-  /// (all i64).
-  void storeC(Value v, Value row, Value col, Value M, Value N, bool masked);
+  /// (all i64), and with `rowMin` only from that row on.
+  void storeC(Value v, Value row, Value col, Value M, Value N, bool masked, Value rowMin = {});
   /// Column groups [j0, j0 + kChunk) into the staging box `buf` whose first group is `jBox`.
   void stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox);
   /// Emits the epilogue's loads for `site` into `loaded` (as f32), once per distinct element
@@ -272,6 +272,9 @@ private:
   // of a split tile (partial_), the chunk's unit index and its tile's index among the split
   // tiles.
   Value m0_, n0_, base_, kBegin_, kEnd_;
+  /// The first of A's rows the tile loads: m0_, but for a decode twin's tile that would run
+  /// past C's last row, C's last tileM rows (its box inside A: setTile()).
+  Value aM0_;
   // Ping-pong, per item of this consumer: the item, the end of the items and the loop's
   // step (two of the CTA's), from which takeTurn's conditions are computed where used.
   struct {

@@ -155,14 +155,16 @@ SmallVector<Site> Emitter::chunkSites(int64_t j0, int64_t j1, Value row0, Value 
 // still read (from an epilogue input) before the same thread writes it, so C may be the
 // residual input itself.
 
-void Emitter::storeC(Value v, Value row, Value col, Value M, Value N, bool masked) {
+void Emitter::storeC(Value v, Value row, Value col, Value M, Value N, bool masked, Value rowMin) {
   auto store = [&] {
     auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
     Type cElt = m_.kernel.getArgType(m_.c).getElementType();
     Value ptr = b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{add(mul(row, cStride_), col)});
     b_.create<LLVM::StoreOp>(loc_, v, ptr);
   };
-  if (masked) ifThen(b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N)), store);
+  Value inside = b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N));
+  if (rowMin) inside = b_.create<arith::AndIOp>(loc_, inside, ule(rowMin, row));
+  if (masked) ifThen(inside, store);
   else store();
 }
 
@@ -262,11 +264,11 @@ Value Emitter::swappedCol0() {
 
 void Emitter::epilogueSwapped(Value acc) {
   // The fragment is C^T's (m64nBMk16): struct element 4j + 2h + e holds C^T's row (C's
-  // column) 16w + l/4 + 8h and column (C's row) 8j + 2(l%4) + e. A site's h names the C row
+  // column) 16w + l/4 + 8h and column (C's row, from aM0_) 8j + 2(l%4) + e. A site's h names the C row
   // it is in (2j + e), its c the C column (h): the keys loadInputs shares loads by.
   Value l = remu(remu(tid_, i32(128)), i32(32));
   Value col0 = swappedCol0();
-  Value row0 = add(m0_, mul(remu(l, i32(4)), i32(2)));
+  Value row0 = add(aM0_, mul(remu(l, i32(4)), i32(2)));
   Value M = ext64(M_), N = ext64(N_);
   Value lastRow = sub(M, i64(1)), lastCol = sub(N, i64(1));
   Type cElt = m_.kernel.getArgType(m_.c).getElementType();
@@ -287,7 +289,8 @@ void Emitter::epilogueSwapped(Value acc) {
     // (The site's row and column are clamped for the loads; the store takes them as they are.)
     Value row = ext64(add(row0, i32(8 * (s.h / 2) + s.h % 2)));
     Value col = ext64(add(col0, i32(8 * s.c)));
-    storeC(v, row, col, M, N, /*masked=*/true);
+    // A tile moved up to stay inside A (aM0_ < m0_) stores only its own rows.
+    storeC(v, row, col, M, N, /*masked=*/true, /*rowMin=*/ext64(m0_));
   }
 }
 

@@ -367,6 +367,16 @@ void Emitter::setTile(Value t, Value rows, Value columns) {
   const bool alongM = cfg_.cluster > 1 && cfg_.clusterAlongM, alongN = cfg_.cluster > 1 && !cfg_.clusterAlongM;
   m0_ = mul(alongM ? rankTh(row) : row, i32(cfg_.bm));
   n0_ = mul(alongN ? rankTh(column) : column, i32(cfg_.bn));
+  // A decode twin's last row of tiles, where it runs past C's last row, loads C's last tileM
+  // rows instead, and its epilogue stores only the rows from m0_ on: TMA then fills no row
+  // of A's box out of bounds, which slowed the whole launch (H200, 2026-12-01, + bias + ReLU:
+  // 65 x 4096 x 14336 50.5 -> 38.5 us, 100 x 2048 x 4096 14.6 -> 12.4, 65 x 4096 x 4096
+  // 16.9 -> 15.6). A C of fewer rows than the tile keeps its box at row 0.
+  aM0_ = m0_;
+  if (cfg_.swapAB) {
+    Value bm = i32(cfg_.bm);
+    aM0_ = b_.create<arith::SelectOp>(loc_, ule(bm, M_), b_.create<arith::MinUIOp>(loc_, m0_, sub(M_, bm)), m0_);
+  }
 }
 
 void Emitter::takeTurn(bool arrive) {
@@ -440,7 +450,7 @@ void Emitter::producer() {
     };
     // Coordinates are innermost first: A's box at (k0, m0), B's boxes at (n0 + 64h, k0).
     if (cfg_.cluster == 1 || cfg_.clusterAlongM) {
-      tma(stage, tmA_, {k0, m0_});
+      tma(stage, tmA_, {k0, aM0_});
     } else {
       // This CTA's share of A's rows, multicast.
       const int64_t rows = cfg_.bm / cfg_.cluster;
