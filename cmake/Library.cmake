@@ -10,7 +10,7 @@ set(KILN_PLAIN_SOURCES
   lib/Runtime/Handwritten.cpp backends/cpu/FloatBuiltins.cpp backends/cuda/Nvrtc.cpp lib/Runtime/KernelCache.cpp lib/Runtime/CompileCache.cpp
   backends/cuda/CudaRuntime.cpp backends/cuda/CacheFlush.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
   backends/cuda/Cublas.cpp backends/cuda/Target.cpp backends/cuda/hopper/LaunchPlan.cpp backends/cuda/hopper/Sm90Launch.cpp
-  lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Verify/GpuReference.cpp
+  lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Profile/Verdict.cpp lib/Verify/GpuReference.cpp
   lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp lib/Catalogue/Handwritten.cpp
   lib/Profile/Testing.cpp lib/Tune/Tune.cpp lib/Tune/Database.cpp)
 # Hand-written CUDA C++ kernels ship inside libkiln.so as text for NVRTC: each .cu becomes a

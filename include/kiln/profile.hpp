@@ -44,6 +44,16 @@ struct KILN_API Row {
   std::optional<double> peak_mb;
   std::optional<double> tflops;
   std::optional<double> gbps;
+  // Set by judge(): this row beside the baseline route's row of the same kernel, shape and
+  // dtype, under an acceptance threshold. Absent (empty) on rows not judged.
+  std::optional<double> accept;            ///< the threshold it was judged by (e.g. 1.10)
+  std::optional<double> speedup;           ///< the baseline's warm median over this row's
+  std::optional<bool> clears;              ///< verified, and speedup >= accept
+  /// Calls after which this route's total time — its measured cold parts (import, compile,
+  /// first run, tuning) plus warm per call — falls below the baseline's: 0 from the first
+  /// call; absent where it never does (not faster warm) or a figure is missing.
+  std::optional<double> break_even_calls;
+  std::string verdict; ///< in plain words: adopt it, keep the baseline, or it is wrong here
 };
 
 struct KILN_API TimingOptions {
@@ -62,6 +72,14 @@ KILN_API std::vector<double> time(const Runtime& rt, const std::function<void()>
 /// The arguments must live on `rt`'s backend (Runtime::upload / allocate).
 KILN_API Stat time_kernel(const Runtime& rt, const CompiledKernel& kernel,
                           const std::vector<TensorView>& args, const TimingOptions& options = {});
+
+/// Judges every row of a route other than `baseline` against the baseline's row of the same
+/// kernel, shape and dtype under the threshold `accept` (a speedup, e.g. 1.10), filling the
+/// rows' accept, speedup, clears, break_even_calls and verdict. A row that failed
+/// verification is never called faster ("… is wrong here"); one with no verified, timed
+/// baseline row says so. Throws kiln::Error(InvalidArgument) for an `accept` that is not a
+/// finite number above 0.
+KILN_API void judge(std::vector<Row>& rows, double accept, const std::string& baseline = "framework");
 
 /// The CSV header's first eight columns are exactly
 /// shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb (warm_ms = median);

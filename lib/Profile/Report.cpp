@@ -170,7 +170,8 @@ std::vector<std::pair<std::string, double>> phases(const CompileTimes& t) {
 std::string to_csv(const std::vector<Row>& rows) {
   std::string out =
       "shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb,route,kernel,import_ms,"
-      "first_run_ms,cache,warm_p10_ms,warm_p90_ms,warm_min_ms,warm_reps,tflops,gbps,rel_err,compile_phases,tune_ms\n";
+      "first_run_ms,cache,warm_p10_ms,warm_p90_ms,warm_min_ms,warm_reps,tflops,gbps,rel_err,compile_phases,tune_ms,"
+      "accept,speedup,clears,break_even_calls,verdict\n";
   for (const Row& r : rows) {
     std::vector<std::string> f = {
         csvField(r.shape), csvField(r.dtype), csvField(r.device), cell(r.reference_ok),
@@ -178,7 +179,9 @@ std::string to_csv(const std::vector<Row>& rows) {
         csvField(r.kernel), cell(r.import_ms), cell(r.first_run_ms), r.cache.empty() ? kNotRun : csvField(r.cache),
         r.warm ? num(r.warm->p10) : kNotRun, r.warm ? num(r.warm->p90) : kNotRun,
         r.warm ? num(r.warm->min) : kNotRun, r.warm ? std::to_string(r.warm->reps) : kNotRun,
-        cell(r.tflops), cell(r.gbps), cell(r.rel_err), csvField(phasesText(r)), cell(r.tune_ms)};
+        cell(r.tflops), cell(r.gbps), cell(r.rel_err), csvField(phasesText(r)), cell(r.tune_ms),
+        cell(r.accept), cell(r.speedup), cell(r.clears), cell(r.break_even_calls),
+        r.verdict.empty() ? kNotRun : csvField(r.verdict)};
     for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + f[i];
     out += "\n";
   }
@@ -204,6 +207,11 @@ std::string to_json(const std::vector<Row>& rows) {
     for (const auto& [name, ms] : r.compile_phases) ph[name] = ms;
     arr.back()["compile_phases_ms"] = ph;
     arr.back()["tune_ms"] = opt(r.tune_ms);
+    arr.back()["accept"] = opt(r.accept);
+    arr.back()["speedup"] = opt(r.speedup);
+    arr.back()["clears"] = opt(r.clears);
+    arr.back()["break_even_calls"] = opt(r.break_even_calls);
+    arr.back()["verdict"] = r.verdict.empty() ? json(nullptr) : json(r.verdict);
   }
   return json{{"rows", arr}}.dump(2) + "\n";
 }
@@ -233,6 +241,9 @@ std::vector<Row> from_json(const std::string& text) {
       r.rel_err = opt("rel_err"), r.import_ms = opt("import_ms"), r.compile_ms = opt("compile_ms");
       r.first_run_ms = opt("first_run_ms"), r.model_ms = opt("model_ms"), r.peak_mb = opt("peak_mb");
       r.tflops = opt("tflops"), r.gbps = opt("gbps"), r.tune_ms = opt("tune_ms");
+      r.accept = opt("accept"), r.speedup = opt("speedup"), r.break_even_calls = opt("break_even_calls");
+      if (j.contains("clears") && !j["clears"].is_null()) r.clears = j["clears"].get<bool>();
+      if (j.contains("verdict") && j["verdict"].is_string()) r.verdict = j["verdict"].get<std::string>();
       if (j.contains("warm") && j["warm"].is_object()) {
         const json& w = j["warm"];
         r.warm = Stat{w.at("median_ms").get<double>(), w.at("p10_ms").get<double>(), w.at("p90_ms").get<double>(),

@@ -3,9 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <sstream>
 
 #include "kiln/catalogue.hpp"
+#include "kiln/error.hpp"
 #include "kiln/profile.hpp"
 #include "kiln/verify.hpp"
 
@@ -165,8 +167,8 @@ TEST_CASE("a runtime counts the bytes its tensors hold and their high-water mark
 TEST_CASE("compile phases are one CSV field and a JSON object; a row without them says not-run", "[profile]") {
   std::vector<Row> rows = sampleRows();
   std::string csv = to_csv(rows);
-  CHECK_THAT(csv, Contains(",compile_phases,tune_ms\n"));
-  CHECK_THAT(csv, Contains(",trace=1.5;lowering=30;codegen=170,not-run\n")); // then tune_ms
+  CHECK_THAT(csv, Contains(",compile_phases,tune_ms,"));
+  CHECK_THAT(csv, Contains(",trace=1.5;lowering=30;codegen=170,not-run,")); // then tune_ms
   auto j = nlohmann::json::parse(to_json(rows));
   CHECK(j["rows"][0]["compile_phases_ms"]["codegen"] == 170);
   CHECK(j["rows"][1]["compile_phases_ms"].is_null());
@@ -187,7 +189,7 @@ TEST_CASE("a saved JSON report reads back into the same rows", "[profile]") {
   CHECK(back[0].compile_phases == rows[0].compile_phases);
   rows[0].tune_ms = 4254.5; // the price of tuning survives too
   CHECK(from_json(to_json(rows))[0].tune_ms == 4254.5);
-  CHECK_THAT(to_csv(rows), Contains(",4254.5\n"));
+  CHECK_THAT(to_csv(rows), Contains(",4254.5,"));
   CHECK_THROWS_WITH(from_json("{\"rows\": 3}"), Contains("no \"rows\" array"));
   CHECK_THROWS_WITH(from_json("not json"), Contains("not JSON"));
   CHECK_THROWS_WITH(from_json("{\"rows\": [{\"warm\": {\"median_ms\": 1}}]}"), Contains("row 0"));
@@ -201,4 +203,115 @@ TEST_CASE("the HTML table names a shared device once and lists compile phases", 
   CHECK(page.find("<th>device</th>") == std::string::npos);
   CHECK_THAT(page, Contains("trace 1.5<br>lowering 30<br>codegen 170"));
   CHECK_THAT(to_html(sampleRows(), "t"), Contains("<th>device</th>"));
+}
+
+namespace {
+/// A verified row of `route` on gemm 64x64x64 f32: `warm` ms warm, `cold` ms of compile.
+Row judged(const std::string& route, double warm, double cold) {
+  Row r;
+  r.shape = "64x64x64", r.dtype = "f32", r.kernel = "gemm", r.route = route;
+  r.reference_ok = true;
+  r.warm = summarize({warm});
+  if (cold > 0) r.compile_ms = cold;
+  r.first_run_ms = 0.5;
+  return r;
+}
+} // namespace
+
+TEST_CASE("judge adopts a route that clears the threshold and counts the calls that repay its compile", "[profile]") {
+  // kiln: 1 ms warm, 100.5 ms cold; framework: 2 ms warm, 0.5 ms cold. kiln is ahead once
+  // 100.5 + n < 0.5 + 2n, i.e. from n = 101 calls on.
+  std::vector<Row> rows = {judged("framework", 2.0, 0), judged("kiln", 1.0, 100)};
+  judge(rows, 1.10);
+  const Row& k = rows[1];
+  REQUIRE(k.speedup);
+  CHECK(*k.speedup == Approx(2.0));
+  CHECK(k.accept == 1.10);
+  CHECK(k.clears == true);
+  REQUIRE(k.break_even_calls);
+  CHECK(*k.break_even_calls == 101);
+  CHECK_THAT(k.verdict, StartsWith("adopt kiln for gemm 64x64x64 f32: 2.00x framework (threshold 1.10x)"));
+  CHECK_THAT(k.verdict, Contains("repaid after 101 calls"));
+  // The baseline is not judged against itself.
+  CHECK_FALSE(rows[0].speedup);
+  CHECK(rows[0].verdict.empty());
+  // Tuning is cold cost too: 100 ms more moves the break-even to 201 calls.
+  rows[1].tune_ms = 100;
+  judge(rows, 1.10);
+  CHECK(*rows[1].break_even_calls == 201);
+  // No more cold cost than the baseline: ahead from the first call.
+  rows[1].compile_ms.reset(), rows[1].tune_ms.reset();
+  judge(rows, 1.10);
+  CHECK(*rows[1].break_even_calls == 0);
+  CHECK_THAT(rows[1].verdict, Contains("ahead from the first call"));
+}
+
+TEST_CASE("judge keeps the framework where a route is under the threshold, and says by how much", "[profile]") {
+  std::vector<Row> rows = {judged("kiln", 1.0, 100), judged("framework", 1.0625, 0)};
+  judge(rows, 1.10);
+  CHECK(rows[0].clears == false);
+  CHECK(*rows[0].speedup == Approx(1.0625));
+  CHECK(*rows[0].break_even_calls == 1601); // faster (100 / 0.0625 calls repay it), only not by enough
+  CHECK(rows[0].verdict == "keep framework for gemm 64x64x64 f32: kiln runs at 1.06x framework, under the threshold 1.10x");
+  // Slower warm: never repaid, whatever the threshold; a threshold under 1 may still clear it.
+  rows[0].warm = summarize({2.1});
+  judge(rows, 0.5);
+  CHECK(rows[0].clears == true);
+  CHECK_FALSE(rows[0].break_even_calls);
+  CHECK_THAT(rows[0].verdict, Contains("never repaid"));
+}
+
+TEST_CASE("judge never calls a wrong route fast, and says when there is nothing to compare with", "[profile]") {
+  std::vector<Row> rows = {judged("framework", 2.0, 0), judged("kiln", 0.1, 0), judged("cuda", 1.0, 0)};
+  rows[1].reference_ok = false;
+  rows[1].rel_err = 0.25;
+  judge(rows, 1.10);
+  CHECK_FALSE(rows[1].speedup);
+  CHECK(rows[1].clears == false);
+  CHECK_THAT(rows[1].verdict, StartsWith("kiln is wrong here: it fails verification on gemm 64x64x64 f32"));
+  CHECK(rows[2].clears == true);
+  // Another shape, or a baseline that failed verification: no verdict but why.
+  rows[2].shape = "128x128x128";
+  judge(rows, 1.10);
+  CHECK_FALSE(rows[2].clears);
+  CHECK(rows[2].verdict == "no verified, timed framework row for gemm 128x128x128 f32 to compare with");
+  rows[2].shape = "64x64x64";
+  rows[0].reference_ok = false;
+  judge(rows, 1.10);
+  CHECK_THAT(rows[2].verdict, StartsWith("no verified, timed framework row"));
+  // Another baseline by name (the CPU's: eigen).
+  std::vector<Row> cpu = {judged("eigen", 3.0, 0), judged("kiln-cpu", 1.0, 0)};
+  judge(cpu, 1.10, "eigen");
+  CHECK_THAT(cpu[1].verdict, StartsWith("adopt kiln-cpu for gemm 64x64x64 f32: 3.00x eigen"));
+}
+
+TEST_CASE("judge refuses a threshold that is not a speedup above 0", "[profile][errors]") {
+  std::vector<Row> rows = {judged("framework", 2.0, 0), judged("kiln", 1.0, 0)};
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    try {
+      judge(rows, bad);
+      FAIL("accepted " << bad);
+    } catch (const kiln::Error& e) {
+      CHECK(e.kind() == kiln::ErrorKind::InvalidArgument);
+      CHECK_THAT(std::string(e.what()), Contains("acceptance threshold"));
+    }
+  }
+}
+
+TEST_CASE("a judged report keeps its verdicts in CSV columns after the fixed ones and through JSON", "[profile]") {
+  std::vector<Row> rows = {judged("framework", 2.0, 0), judged("kiln", 1.0, 100)};
+  judge(rows, 1.10);
+  const std::string csv = to_csv(rows);
+  CHECK_THAT(csv, StartsWith("shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb,"));
+  CHECK_THAT(csv, Contains(",tune_ms,accept,speedup,clears,break_even_calls,verdict\n"));
+  CHECK_THAT(csv, Contains(",1.1,2,true,101,adopt kiln for gemm 64x64x64 f32"));
+  std::vector<Row> back = from_json(to_json(rows));
+  REQUIRE(back.size() == 2);
+  CHECK(back[1].accept == 1.1);
+  CHECK(back[1].speedup == 2.0);
+  CHECK(back[1].clears == true);
+  CHECK(back[1].break_even_calls == 101);
+  CHECK(back[1].verdict == rows[1].verdict);
+  CHECK_FALSE(back[0].clears);
+  CHECK(back[0].verdict.empty());
 }

@@ -391,6 +391,15 @@ int cmdBench(const BenchOptions& o) {
                 cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(), r.tflops.value_or(0),
                 r.gbps.value_or(0), r.peak_mb.value_or(0), cellv(r.tune_ms).c_str());
   }
+  if (o.accept > 0) {
+    const bool gpu = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.route == "framework"; });
+    const std::string baseline = gpu ? "framework" : "eigen";
+    kiln::profile::judge(rows, o.accept, baseline);
+    std::printf("verdicts (threshold %.2fx over %s, warm medians; cold = import + compile + first run + tuning):\n",
+                o.accept, baseline.c_str());
+    for (const auto& r : rows)
+      if (!r.verdict.empty()) std::printf("  %s\n", r.verdict.c_str());
+  }
   for (const Route& r : routes)
     if (r.kernel) {
       const kiln::CacheStats s = r.rt->cache_stats();

@@ -13,6 +13,9 @@ struct BenchOptions {
   bool progress = true;
   std::string csv, json, html;
   std::string tuned_db; ///< adds the kiln-tuned route: per shape, the tuner's choice (searched or replayed)
+  /// The acceptance threshold (a speedup over the framework route, eigen on the CPU): each
+  /// other route gets a verdict. 0: none asked for.
+  double accept = 0;
 };
 
 /// Runs `kiln bench`; returns the exit status (0: every route verified).

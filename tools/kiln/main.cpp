@@ -1,7 +1,9 @@
 // kiln: the command-line tool. Uses only the public API (include/kiln), like an engine.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -217,6 +219,17 @@ int main(int argc, char** argv) {
   bench->add_option("--csv", bo.csv, "write the rows as CSV");
   bench->add_option("--json", bo.json, "write the rows as JSON");
   bench->add_option("--html", bo.html, "write an HTML report with plots");
+  bench->add_option("--accept", bo.accept,
+                    "acceptance threshold, a speedup over the framework route (eigen on the CPU), e.g. 1.10: "
+                    "a verdict per route and shape, with the calls it takes to repay its compile and tuning")
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            const bool ok = !s.empty() && end && *end == '\0' && std::isfinite(v) && v > 0;
+            return ok ? std::string() : "the acceptance threshold is a speedup above 0 (e.g. 1.10), got '" + s + "'";
+          },
+          "SPEEDUP"));
 
   auto* tuneCmd = app.add_subcommand("tune", "search GEMM tile configs: verify, time, save and replay the choice");
   TuneOptions to;

@@ -1,0 +1,82 @@
+// profile::judge: the decision a lifecycle report exists for. Per (kernel, shape, dtype), each
+// route beside the baseline route (the framework path): its warm speedup, whether that clears
+// the user's threshold, and after how many calls its cold cost (compile, tuning) is repaid.
+#include "kiln/profile.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "kiln/error.hpp"
+
+namespace kiln::profile {
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+/// The measured cold parts of a row: import (charged to a route's first row), compile, first
+/// run, tuning. Parts not measured count as nothing, as the HTML report's cold bars.
+double coldMs(const Row& r) {
+  return r.import_ms.value_or(0) + r.compile_ms.value_or(0) + r.first_run_ms.value_or(0) + r.tune_ms.value_or(0);
+}
+
+} // namespace
+
+void judge(std::vector<Row>& rows, double accept, const std::string& baseline) {
+  if (!std::isfinite(accept) || accept <= 0)
+    throw Error(ErrorKind::InvalidArgument,
+                "the acceptance threshold must be a speedup above 0 (e.g. 1.10), got " + fixed(accept, 3));
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::map<Key, const Row*> base;
+  for (const Row& r : rows)
+    if (r.route == baseline) base.emplace(Key{r.kernel, r.shape, r.dtype}, &r);
+  const std::string threshold = fixed(accept, 2) + "x";
+  for (Row& r : rows) {
+    if (r.route == baseline) continue;
+    r.accept = accept;
+    r.speedup.reset(), r.clears.reset(), r.break_even_calls.reset();
+    const std::string what = r.kernel + " " + r.shape + " " + r.dtype;
+    if (r.reference_ok && !*r.reference_ok) {
+      r.clears = false;
+      r.verdict = r.route + " is wrong here: it fails verification on " + what +
+                  (r.rel_err ? " (relative error " + fixed(*r.rel_err, 6) + ")" : "") + "; not timed, never adopt it";
+      continue;
+    }
+    auto it = base.find(Key{r.kernel, r.shape, r.dtype});
+    const Row* b = it == base.end() ? nullptr : it->second;
+    if (!b || !b->warm || !b->reference_ok || !*b->reference_ok) {
+      r.verdict = "no verified, timed " + baseline + " row for " + what + " to compare with";
+      continue;
+    }
+    if (!r.warm || !r.reference_ok) {
+      r.verdict = r.route + " was not " + (r.warm ? "verified" : "timed") + " on " + what + ": no verdict";
+      continue;
+    }
+    const double speedup = b->warm->median / r.warm->median;
+    r.speedup = speedup;
+    r.clears = speedup >= accept;
+    // cold_r + n warm_r < cold_b + n warm_b  <=>  n > (cold_r - cold_b) / (warm_b - warm_r).
+    const double gain = b->warm->median - r.warm->median, extra = coldMs(r) - coldMs(*b);
+    if (gain > 0) r.break_even_calls = extra <= 0 ? 0.0 : std::floor(extra / gain) + 1;
+    const std::string ratio = fixed(speedup, 2) + "x " + baseline;
+    if (*r.clears) {
+      // (A threshold under 1 can clear a route slower warm: its cold cost is never repaid.)
+      const std::string repaid = !r.break_even_calls      ? "not faster warm: its cold cost is never repaid"
+                                 : *r.break_even_calls == 0 ? "ahead from the first call"
+                                                            : "its cold cost is repaid after " +
+                                                                  fixed(*r.break_even_calls, 0) + " calls";
+      r.verdict = "adopt " + r.route + " for " + what + ": " + ratio + " (threshold " + threshold + "); " + repaid;
+    } else {
+      r.verdict = "keep " + baseline + " for " + what + ": " + r.route + " runs at " + ratio + ", under the threshold " +
+                  threshold;
+    }
+  }
+}
+
+} // namespace kiln::profile
