@@ -99,16 +99,27 @@ std::optional<double> cold(const Row& r) {
   return r.import_ms.value_or(0) + r.compile_ms.value_or(0) + *r.first_run_ms;
 }
 
-// A grouped horizontal bar chart: one group per label, one bar per series.
+// Series i of n's colour, a different one for every series of a chart: ten well-separated
+// ones, and past ten, hues spread evenly around the wheel.
+std::string colour(size_t i, size_t n) {
+  static const char* ten[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                              "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  if (n <= 10) return ten[i];
+  return "hsl(" + std::to_string(360 * i / n) + ",70%," + (i % 2 ? "35%" : "55%") + ")";
+}
+
+// A grouped horizontal bar chart: one group per label, one bar per series. `mark`: a value
+// drawn as a dashed vertical line across the chart (a threshold), with its label.
 std::string barChart(const std::string& title, const std::string& unit,
                      const std::vector<std::string>& groups, const std::vector<std::string>& series,
-                     const std::map<std::pair<std::string, std::string>, double>& values, bool logScale = false) {
-  static const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
+                     const std::map<std::pair<std::string, std::string>, double>& values, bool logScale = false,
+                     std::optional<std::pair<double, std::string>> mark = std::nullopt) {
   double peak = 0, least = 0;
   for (auto& [k, v] : values) {
     peak = std::max(peak, v);
     if (v > 0) least = least > 0 ? std::min(least, v) : v;
   }
+  if (mark && !logScale) peak = std::max(peak, mark->first * 1.1);
   // Log scale: times spanning microseconds to seconds stay visible; a bar's length is its
   // decades above a tenth of the smallest value.
   auto length = [&](double v) {
@@ -121,7 +132,7 @@ std::string barChart(const std::string& title, const std::string& unit,
   for (const auto& g : groups) longest = std::max(longest, g.size());
   const int barH = 14, gap = 10, width = 420;
   const int left = std::max(220, int(longest) * 7 + 10); // labels at 12px: ~7px a character
-  int height = 40 + int(groups.size()) * (int(series.size()) * barH + gap) + 20 * int(series.size());
+  int height = 40 + int(groups.size()) * (int(series.size()) * barH + gap) + 20 * int(series.size()) + (mark ? 20 : 0);
   std::string svg = "<h2>" + html(title) + "</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
                     std::to_string(left + width + 120) + "\" height=\"" + std::to_string(height) + "\">\n";
   int y = 20;
@@ -133,7 +144,7 @@ std::string barChart(const std::string& title, const std::string& unit,
         int w = std::max(1, int(width * length(it->second)));
         svg += "<rect x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(y) + "\" width=\"" +
                std::to_string(w) + "\" height=\"" + std::to_string(barH - 2) + "\" fill=\"" +
-               colours[s % 6] + "\"/>\n<text x=\"" + std::to_string(left + w + 4) + "\" y=\"" +
+               colour(s, series.size()) + "\"/>\n<text x=\"" + std::to_string(left + w + 4) + "\" y=\"" +
                std::to_string(y + barH - 3) + "\" font-size=\"11\">" + shortNum(it->second) + " " + html(unit) +
                "</text>\n";
       } else {
@@ -144,10 +155,51 @@ std::string barChart(const std::string& title, const std::string& unit,
     }
     y += gap;
   }
+  if (mark && peak > 0) {
+    const std::string x = std::to_string(left + int(width * length(mark->first)));
+    svg += "<line class=\"mark\" x1=\"" + x + "\" y1=\"10\" x2=\"" + x + "\" y2=\"" + std::to_string(y) +
+           "\" stroke=\"#000\" stroke-dasharray=\"4 3\"/><text x=\"" + x + "\" y=\"" + std::to_string(y + 12) +
+           "\" font-size=\"11\">" + html(mark->second) + "</text>\n";
+    y += 20;
+  }
   for (size_t s = 0; s < series.size(); ++s, y += 20)
-    svg += "<rect x=\"0\" y=\"" + std::to_string(y) + "\" width=\"12\" height=\"12\" fill=\"" + colours[s % 6] +
+    svg += "<rect x=\"0\" y=\"" + std::to_string(y) + "\" width=\"12\" height=\"12\" fill=\"" + colour(s, series.size()) +
            "\"/><text x=\"18\" y=\"" + std::to_string(y + 11) + "\" font-size=\"12\">" + html(series[s]) + "</text>\n";
   return svg + "</svg>\n";
+}
+
+// What judge() decided, where it ran: a chart of each judged route's speedup over the
+// baseline per shape with the threshold as a line, and the verdicts in a table.
+std::string verdictSection(const std::vector<Row>& rows, const std::vector<std::string>& shapes) {
+  std::optional<double> accept;
+  std::string baseline;
+  std::vector<std::string> judged;
+  std::map<std::pair<std::string, std::string>, double> speedups;
+  for (const Row& r : rows) {
+    if (!r.accept) {
+      if (baseline.empty()) baseline = r.route; // judge() leaves only the baseline's rows unjudged
+      continue;
+    }
+    accept = r.accept;
+    if (std::find(judged.begin(), judged.end(), r.route) == judged.end()) judged.push_back(r.route);
+    if (r.speedup) speedups[{r.kernel + " " + r.shape + " " + r.dtype, r.route}] = *r.speedup;
+  }
+  if (!accept) return "";
+  const std::string threshold = shortNum(*accept) + "x";
+  std::string out = barChart("Speedup over " + baseline + " (warm), threshold " + threshold, "x", shapes, judged,
+                             speedups, false, std::make_pair(*accept, "threshold " + threshold));
+  out += "<h2>Verdicts (threshold " + html(threshold) + " over " + html(baseline) + ")</h2>\n<table>\n"
+         "<tr><th>route</th><th>kernel</th><th>shape</th><th>dtype</th><th>speedup</th><th>clears</th>"
+         "<th>break-even calls</th><th>verdict</th></tr>\n";
+  for (const Row& r : rows) {
+    if (!r.accept) continue;
+    out += "<tr><td>" + html(r.route) + "</td><td>" + html(r.kernel) + "</td><td>" + html(r.shape) + "</td><td>" +
+           html(r.dtype) + "</td><td>" + (r.speedup ? shortNum(*r.speedup) + "x" : std::string(kNotRun)) + "</td><td" +
+           (r.clears && *r.clears ? "" : " class=\"bad\"") + ">" + cell(r.clears) + "</td><td>" +
+           (r.break_even_calls ? num(*r.break_even_calls) : r.speedup ? "never" : "-") + "</td><td>" + html(r.verdict) +
+           "</td></tr>\n";
+  }
+  return out + "</table>\n";
 }
 
 std::string phasesText(const Row& r) {
@@ -319,7 +371,7 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
   out += barChart("Throughput per shape and route", "TFLOP/s", shapes, routes, tput);
   out += barChart("Cold (import + compile + first run) versus warm, per route (log scale)", "ms", shapes,
                   coldWarmSeries, both, true);
-  return out + "</body></html>\n";
+  return out + verdictSection(rows, shapes) + "</body></html>\n";
 }
 
 } // namespace kiln::profile

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 #include <cmath>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "kiln/catalogue.hpp"
@@ -314,4 +316,38 @@ TEST_CASE("a judged report keeps its verdicts in CSV columns after the fixed one
   CHECK(back[1].verdict == rows[1].verdict);
   CHECK_FALSE(back[0].clears);
   CHECK(back[0].verdict.empty());
+}
+
+TEST_CASE("the HTML report of a judged run shows the speedups against the threshold line and the verdicts", "[profile]") {
+  std::vector<Row> rows = {judged("framework", 2.0, 0), judged("kiln", 1.0, 100), judged("cuda", 1.9, 0)};
+  CHECK_THAT(to_html(rows, "t"), !Contains("Verdicts")); // not judged: no verdict section
+  judge(rows, 1.10);
+  const std::string page = to_html(rows, "t");
+  CHECK_THAT(page, Contains("<h2>Speedup over framework (warm), threshold 1.1x</h2>"));
+  CHECK_THAT(page, Contains("class=\"mark\""));
+  CHECK_THAT(page, Contains(">threshold 1.1x</text>"));
+  CHECK_THAT(page, Contains("<h2>Verdicts (threshold 1.1x over framework)</h2>"));
+  CHECK_THAT(page, Contains("adopt kiln for gemm 64x64x64 f32: 2.00x framework"));
+  CHECK_THAT(page, Contains("keep framework for gemm 64x64x64 f32: cuda runs at 1.05x framework"));
+  CHECK_THAT(page, Contains("<td>101</td>")); // kiln's break-even calls
+}
+
+TEST_CASE("every series of an HTML chart has a colour of its own", "[profile]") {
+  // Six routes: twelve series (cold and warm each) in the cold-versus-warm chart.
+  std::vector<Row> rows;
+  for (const char* route : {"framework", "framework-eager", "kiln", "kiln-tuned", "cuda", "eigen"})
+    rows.push_back(judged(route, 1.0, 10));
+  const std::string page = to_html(rows, "t");
+  const size_t chart = page.find("Cold (import");
+  REQUIRE(chart != std::string::npos);
+  // The legend: a swatch per series, "<rect x="0" ... fill="COLOUR"/><text ...>NAME</text>".
+  std::map<std::string, std::string> fillOf;
+  for (size_t at = page.find("<rect x=\"0\"", chart); at != std::string::npos; at = page.find("<rect x=\"0\"", at + 1)) {
+    const size_t f = page.find("fill=\"", at) + 6, name = page.find('>', page.find("<text", at)) + 1;
+    fillOf[page.substr(name, page.find('<', name) - name)] = page.substr(f, page.find('"', f) - f);
+  }
+  REQUIRE(fillOf.size() == 12);
+  std::set<std::string> fills;
+  for (const auto& [name, fill] : fillOf) fills.insert(fill);
+  CHECK(fills.size() == 12);
 }
