@@ -12,6 +12,8 @@
 //            [--dtype bf16|f16|f32] [--reps N] [--csv FILE] [--json FILE] [--html FILE]
 //            [--tuned DB]   adds the kiln-tuned path: each GEMM's tiles from the autotuner
 //                           (searched and saved in DB, or replayed), its search cost as tune_ms
+//            [--accept X]   a verdict per path against the framework path at threshold X (a
+//                           speedup): on the whole block's model_ms, and per operator
 // Defaults: on a GPU T=2048, D=2048, F=8192, L=4, bf16; on the CPU T=64, D=128, F=512, L=2, f32.
 #include <kiln/kiln.hpp>
 
@@ -38,6 +40,7 @@ struct Config {
   int reps = 20;
   std::string csv, json, html;
   std::string tuned; ///< tuning database: adds the kiln-tuned path
+  double accept = 0; ///< acceptance threshold on model_ms (and per operator): verdicts; 0: none
 };
 
 // The model's parameters and input, on the host (the engine's copy).
@@ -277,6 +280,14 @@ int parse(int argc, char** argv, Config& c) {
     else if (a == "--json") c.json = value();
     else if (a == "--html") c.html = value();
     else if (a == "--tuned") c.tuned = value();
+    else if (a == "--accept") {
+      const std::string v = value();
+      char* end = nullptr;
+      c.accept = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !std::isfinite(c.accept) || c.accept <= 0)
+        throw kiln::Error(kiln::ErrorKind::InvalidArgument,
+                          "--accept takes a speedup above 0 (e.g. 1.10), got '" + v + "'");
+    }
     else throw kiln::Error(kiln::ErrorKind::NotFound, "unknown flag '" + a + "' (see the comment at the top of mlp_block.cpp)");
   }
   return 0;
@@ -383,6 +394,13 @@ int main(int argc, char** argv) try {
   for (size_t q = 1; q < paths.size(); ++q) // rows: 3 per path (up, down, model)
     std::printf("speedup of %s over %s (>1: kiln faster): up %.2fx, down %.2fx, model %.2fx\n", kilnPath.name.c_str(),
                 paths[q]->name.c_str(), ms(3 * q) / ms(0), ms(3 * q + 1) / ms(1), ms(3 * q + 2) / ms(2));
+  if (c.accept > 0) {
+    // The decision on the whole block (model_ms), the operators' beside it.
+    kiln::profile::judge(rows, c.accept, framework.name);
+    std::printf("verdicts (threshold %.2fx over %s; the mlp_block rows on model_ms):\n", c.accept, framework.name.c_str());
+    for (const auto& r : rows)
+      if (!r.verdict.empty()) std::printf("  %s\n", r.verdict.c_str());
+  }
   write(c.csv, kiln::profile::to_csv(rows));
   write(c.json, kiln::profile::to_json(rows));
   write(c.html, kiln::profile::to_html(rows, "Transformer MLP block (" + modelShape + ", " + c.dtype + ") on " + device));

@@ -47,11 +47,11 @@ struct KILN_API Row {
   // Set by judge(): this row beside the baseline route's row of the same kernel, shape and
   // dtype, under an acceptance threshold. Absent (empty) on rows not judged.
   std::optional<double> accept;            ///< the threshold it was judged by (e.g. 1.10)
-  std::optional<double> speedup;           ///< the baseline's warm median over this row's
+  std::optional<double> speedup;           ///< the baseline's time over this row's (model_ms, else warm median)
   std::optional<bool> clears;              ///< verified, and speedup >= accept
   /// Calls after which this route's total time — its measured cold parts (import, compile,
-  /// first run, tuning) plus warm per call — falls below the baseline's: 0 from the first
-  /// call; absent where it never does (not faster warm) or a figure is missing.
+  /// first run, tuning) plus its time per call — falls below the baseline's: 0 from the first
+  /// call; absent where it never does (not faster) or a row has no first run (no cold figures).
   std::optional<double> break_even_calls;
   std::string verdict; ///< in plain words: adopt it, keep the baseline, or it is wrong here
 };
@@ -75,7 +75,9 @@ KILN_API Stat time_kernel(const Runtime& rt, const CompiledKernel& kernel,
 
 /// Judges every row of a route other than `baseline` against the baseline's row of the same
 /// kernel, shape and dtype under the threshold `accept` (a speedup, e.g. 1.10), filling the
-/// rows' accept, speedup, clears, break_even_calls and verdict. A row that failed
+/// rows' accept, speedup, clears, break_even_calls and verdict. Rows are compared on
+/// model_ms where they have it (a model-level row: the decision that counts), else on the
+/// warm median. A row that failed
 /// verification is never called faster ("… is wrong here"); one with no verified, timed
 /// baseline row says so. Throws kiln::Error(InvalidArgument) for an `accept` that is not a
 /// finite number above 0.

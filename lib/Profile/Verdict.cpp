@@ -26,6 +26,13 @@ double coldMs(const Row& r) {
   return r.import_ms.value_or(0) + r.compile_ms.value_or(0) + r.first_run_ms.value_or(0) + r.tune_ms.value_or(0);
 }
 
+/// The time a row is judged by: one pass of the model where the row times a model
+/// (model_ms), else the warm median.
+std::optional<double> timeOf(const Row& r) {
+  if (r.model_ms) return r.model_ms;
+  return r.warm ? std::optional<double>(r.warm->median) : std::nullopt;
+}
+
 } // namespace
 
 void judge(std::vector<Row>& rows, double accept, const std::string& baseline) {
@@ -50,24 +57,29 @@ void judge(std::vector<Row>& rows, double accept, const std::string& baseline) {
     }
     auto it = base.find(Key{r.kernel, r.shape, r.dtype});
     const Row* b = it == base.end() ? nullptr : it->second;
-    if (!b || !b->warm || !b->reference_ok || !*b->reference_ok) {
+    if (!b || !timeOf(*b) || !b->reference_ok || !*b->reference_ok) {
       r.verdict = "no verified, timed " + baseline + " row for " + what + " to compare with";
       continue;
     }
-    if (!r.warm || !r.reference_ok) {
-      r.verdict = r.route + " was not " + (r.warm ? "verified" : "timed") + " on " + what + ": no verdict";
+    if (!timeOf(r) || !r.reference_ok) {
+      r.verdict = r.route + " was not " + (timeOf(r) ? "verified" : "timed") + " on " + what + ": no verdict";
       continue;
     }
-    const double speedup = b->warm->median / r.warm->median;
+    const double mine = *timeOf(r), theirs = *timeOf(*b);
+    const double speedup = theirs / mine;
     r.speedup = speedup;
     r.clears = speedup >= accept;
     // cold_r + n warm_r < cold_b + n warm_b  <=>  n > (cold_r - cold_b) / (warm_b - warm_r).
-    const double gain = b->warm->median - r.warm->median, extra = coldMs(r) - coldMs(*b);
-    if (gain > 0) r.break_even_calls = extra <= 0 ? 0.0 : std::floor(extra / gain) + 1;
+    const double gain = theirs - mine, extra = coldMs(r) - coldMs(*b);
+    // Cold figures come with a first run (kiln-mlp's operator rows have none: the block's
+    // row carries its compile): without them the break-even is unknown, not 0.
+    const bool coldKnown = r.first_run_ms && b->first_run_ms;
+    if (gain > 0 && coldKnown) r.break_even_calls = extra <= 0 ? 0.0 : std::floor(extra / gain) + 1;
     const std::string ratio = fixed(speedup, 2) + "x " + baseline;
     if (*r.clears) {
       // (A threshold under 1 can clear a route slower warm: its cold cost is never repaid.)
-      const std::string repaid = !r.break_even_calls      ? "not faster warm: its cold cost is never repaid"
+      const std::string repaid = !coldKnown               ? "no cold figures on this row to charge"
+                                 : !r.break_even_calls      ? "not faster: its cold cost is never repaid"
                                  : *r.break_even_calls == 0 ? "ahead from the first call"
                                                             : "its cold cost is repaid after " +
                                                                   fixed(*r.break_even_calls, 0) + " calls";

@@ -351,3 +351,20 @@ TEST_CASE("every series of an HTML chart has a colour of its own", "[profile]") 
   for (const auto& [name, fill] : fillOf) fills.insert(fill);
   CHECK(fills.size() == 12);
 }
+
+TEST_CASE("judge decides a model-level row on model_ms, the figure that counts", "[profile]") {
+  std::vector<Row> rows = {judged("framework", 1.0, 0), judged("kiln", 1.0, 0)};
+  for (Row& r : rows) r.kernel = "mlp_block";
+  rows[0].model_ms = 12.0; // the warm figures tie; the whole block does not
+  rows[1].model_ms = 10.0;
+  judge(rows, 1.10);
+  CHECK(*rows[1].speedup == Approx(1.2));
+  CHECK(rows[1].clears == true);
+  CHECK_THAT(rows[1].verdict, StartsWith("adopt kiln for mlp_block 64x64x64 f32: 1.20x framework"));
+  // A row without a first run (an operator timed inside a model) has no cold figures: its
+  // break-even is unknown, not "from the first call".
+  rows[1].first_run_ms.reset();
+  judge(rows, 1.10);
+  CHECK_FALSE(rows[1].break_even_calls);
+  CHECK_THAT(rows[1].verdict, Contains("no cold figures on this row to charge"));
+}
