@@ -6,6 +6,13 @@
 //   INFO(c.summary());
 //   CHECK(c.ok());
 //   kiln::testing::append_csv("lifecycle.csv", {c.row});
+//
+// And the decision against the engine's own path for the same work (a callable):
+//
+//   auto rows = kiln::testing::decide(rt, c, {"ours", [&] { our_path(); }, [&] { return our_output(); }},
+//                                     ref, /*accept=*/1.10);
+//   std::puts(rows[0].verdict.c_str()); // "adopt kiln for ...", "keep ours for ..."
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +54,27 @@ KILN_API Check check_kernel(const Runtime& rt, const Kernel& kernel, std::vector
 /// Throws kiln::Error for an output index out of range or a reference of the wrong size.
 KILN_API Check check_compiled(const Runtime& rt, const CompiledKernel& kernel, std::vector<HostTensor>& args,
                               size_t output, const std::vector<double>& reference, const CheckOptions& options = {});
+
+/// The engine's own path for the same work, to decide against: whatever it runs today — a
+/// library call, its own kernels, several of them. `run` does the work once on the
+/// runtime's default stream (or synchronously) and leaves the result where `result` reads
+/// it, row-major, widened to double (called after `run` and a synchronize).
+struct KILN_API Baseline {
+  std::string route = "framework";
+  std::function<void()> run;
+  std::function<std::vector<double>()> result;
+};
+
+/// The decision for one problem: verifies `baseline` against `reference` (the tolerance of
+/// `kiln`'s output dtype, or options.tolerance), times its first call (its cold cost, as
+/// first_run_ms) and, when it verified, its warm calls under options.timing, in a row of
+/// the same kernel, shape and dtype as `kiln`'s; then judges `kiln.row` against it under
+/// `accept` (profile::judge). Returns {kiln's row, the baseline's}, judged: each row's
+/// verdict says what to do. Throws kiln::Error(InvalidArgument) for a baseline without
+/// `run` or `result`, a route named as kiln's, or a result of the wrong size.
+KILN_API std::vector<profile::Row> decide(const Runtime& rt, const Check& kiln, const Baseline& baseline,
+                                          const std::vector<double>& reference, double accept,
+                                          const CheckOptions& options = {});
 
 /// Appends rows to a CSV file, writing the header first when the file is new or empty: a
 /// test suite's lifecycle log, one file across test processes.

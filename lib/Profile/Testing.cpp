@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "kiln/dtype.hpp"
 #include "kiln/error.hpp"
 
 namespace kiln::testing {
@@ -85,6 +86,46 @@ Check check_compiled(const Runtime& rt, const CompiledKernel& kernel, std::vecto
     if (options.flops > 0) r.tflops = options.flops / (r.warm->median * 1e9);
   }
   return c;
+}
+
+std::vector<profile::Row> decide(const Runtime& rt, const Check& kiln, const Baseline& baseline,
+                                 const std::vector<double>& reference, double accept, const CheckOptions& options) {
+  const std::string what = "testing::decide: kernel '" + kiln.row.kernel + "': ";
+  if (!baseline.run || !baseline.result)
+    throw Error(ErrorKind::InvalidArgument, what + "the baseline '" + baseline.route + "' needs both run and result");
+  if (baseline.route == kiln.row.route)
+    throw Error(ErrorKind::InvalidArgument, what + "the baseline is named '" + baseline.route + "', as kiln's route");
+  std::vector<profile::Row> none;
+  profile::judge(none, accept, baseline.route); // a bad threshold is refused before any work
+  profile::Row b;
+  b.kernel = kiln.row.kernel, b.shape = kiln.row.shape, b.dtype = kiln.row.dtype, b.device = kiln.row.device;
+  b.route = baseline.route;
+  rt.reset_peak_memory();
+  auto t0 = std::chrono::steady_clock::now();
+  baseline.run();
+  rt.synchronize();
+  b.first_run_ms = msSince(t0);
+  const std::vector<double> got = baseline.result();
+  if (got.size() != reference.size())
+    throw Error(ErrorKind::InvalidArgument, what + "the baseline's result has " + std::to_string(got.size()) +
+                                                " values, the reference " + std::to_string(reference.size()));
+  // Compared as the kernel's output is: the same dtype's tolerance, unless one is given. (The
+  // values go through f32, which holds every f16, bf16 and f32 result exactly.)
+  const DType dtype = parse_dtype(kiln.row.dtype).value_or(DType::f32);
+  HostTensor out(DType::f32, {int64_t(got.size())});
+  for (size_t i = 0; i < got.size(); ++i) out.set(int64_t(i), float(got[i]));
+  const verify::Report rep =
+      verify::compare(out.view(), reference, options.tolerance.value_or(verify::Tolerance::for_dtype(dtype)));
+  b.reference_ok = rep.ok;
+  b.rel_err = rep.rel_l2;
+  if (options.time && rep.ok) {
+    b.warm = profile::summarize(profile::time(rt, baseline.run, options.timing));
+    if (options.flops > 0) b.tflops = options.flops / (b.warm->median * 1e9);
+  }
+  b.peak_mb = double(rt.memory().peak_bytes) / (1024.0 * 1024.0);
+  std::vector<profile::Row> rows = {kiln.row, b};
+  profile::judge(rows, accept, baseline.route);
+  return rows;
 }
 
 void append_csv(const std::string& path, const std::vector<profile::Row>& rows) {

@@ -123,3 +123,86 @@ TEST_CASE("append_csv writes the header once across calls", "[testing]") {
   CHECK(lines == 4);
   std::remove(path.c_str());
 }
+
+namespace {
+/// The engine's own path for axpb today: a plain loop over its host copies (what it would
+/// keep if kiln's kernel does not clear its threshold), its result `skew` off when asked.
+struct LoopPath {
+  const Problem& p;
+  std::vector<double> y;
+  double skew = 0;
+  testing::Baseline baseline(const std::string& route = "loop") {
+    return {route,
+            [this] {
+              y.resize(p.ref.size());
+              for (size_t i = 0; i < y.size(); ++i) y[i] = 2.0 * p.args[0].get(int64_t(i)) + p.args[1].get(int64_t(i)) + skew;
+            },
+            [this] { return y; }};
+  }
+};
+} // namespace
+
+TEST_CASE("an engine decides between its own kernel and its own path, both verified and timed alike", "[testing]") {
+  Runtime rt = Runtime::create(Backend::cpu);
+  Problem p = problem(64, 256);
+  testing::CheckOptions opts{.timing = {5, 1, false}};
+  testing::Check c = testing::check_kernel(rt, axpb(), p.args, 2, p.ref, opts);
+  REQUIRE(c.ok());
+  LoopPath loop{p};
+  std::vector<profile::Row> rows = testing::decide(rt, c, loop.baseline(), p.ref, 1.10, opts);
+  REQUIRE(rows.size() == 2);
+  const profile::Row &mine = rows[0], &theirs = rows[1];
+  CHECK(mine.route == "kiln");
+  CHECK(theirs.route == "loop");
+  // The same problem, so judge() pairs them: kernel, shape and dtype are kiln's.
+  CHECK(theirs.kernel == "axpb");
+  CHECK(theirs.shape == "64x256");
+  CHECK(theirs.reference_ok == true);
+  CHECK(theirs.first_run_ms.has_value()); // its cold cost
+  REQUIRE(theirs.warm);
+  CHECK(theirs.warm->reps == 5);
+  REQUIRE(mine.speedup);
+  CHECK(*mine.speedup == Approx(theirs.warm->median / mine.warm->median));
+  CHECK(mine.clears == (*mine.speedup >= 1.10));
+  CHECK_THAT(mine.verdict, Contains(*mine.clears ? "adopt kiln for axpb 64x256 f32" : "keep loop for axpb 64x256 f32"));
+  CHECK(theirs.verdict.empty()); // the baseline is what kiln is judged against
+}
+
+TEST_CASE("a baseline that computes the wrong result is never timed, and no verdict is given against it", "[testing]") {
+  Runtime rt = Runtime::create(Backend::cpu);
+  Problem p = problem(16, 64);
+  testing::CheckOptions opts{.timing = {3, 1, false}};
+  testing::Check c = testing::check_kernel(rt, axpb(), p.args, 2, p.ref, opts);
+  LoopPath loop{p};
+  loop.skew = 0.5;
+  std::vector<profile::Row> rows = testing::decide(rt, c, loop.baseline(), p.ref, 1.10, opts);
+  CHECK(rows[1].reference_ok == false);
+  CHECK_FALSE(rows[1].warm);
+  CHECK_FALSE(rows[0].speedup);
+  CHECK(rows[0].verdict == "no verified, timed loop row for axpb 16x64 f32 to compare with");
+}
+
+TEST_CASE("decide refuses a baseline it cannot run, read or tell apart from kiln", "[testing][errors]") {
+  Runtime rt = Runtime::create(Backend::cpu);
+  Problem p = problem(8, 32);
+  testing::CheckOptions opts{.timing = {2, 1, false}};
+  testing::Check c = testing::check_kernel(rt, axpb(), p.args, 2, p.ref, opts);
+  LoopPath loop{p};
+  auto refused = [&](testing::Baseline b, const std::string& why) {
+    try {
+      testing::decide(rt, c, b, p.ref, 1.10, opts);
+      FAIL("accepted a bad baseline");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidArgument);
+      CHECK_THAT(std::string(e.what()), Contains(why));
+    }
+  };
+  testing::Baseline noResult = loop.baseline();
+  noResult.result = nullptr;
+  refused(noResult, "needs both run and result");
+  refused(loop.baseline("kiln"), "as kiln's route");
+  testing::Baseline short_ = loop.baseline();
+  short_.result = [] { return std::vector<double>(3); };
+  refused(short_, "the baseline's result has 3 values, the reference 256");
+  CHECK_THROWS_AS(testing::decide(rt, c, loop.baseline(), p.ref, 0.0, opts), Error); // no threshold
+}
