@@ -292,7 +292,7 @@ int cmdBench(const BenchOptions& o) {
         auto rep = kiln::catalogue::verify_output(trt, d, p);
         row.reference_ok = rep.ok;
         row.rel_err = rep.rel_l2;
-        row.warm = kiln::profile::time_kernel(trt, tk, d.views, timing);
+        if (rep.ok) row.warm = kiln::profile::time_kernel(trt, tk, d.views, timing); // a wrong result is never timed
         row.peak_mb = double(trt.memory().peak_bytes) / kMiB;
       } else if (route.name == "eigen") {
         kiln::profile::Row e = eigenRow(rt, p, o.kernel, dt, timing);
@@ -361,11 +361,13 @@ int cmdBench(const BenchOptions& o) {
         auto rep = kiln::catalogue::verify_output(rt, d, p); // the output arrived poisoned
         row.reference_ok = rep.ok;
         row.rel_err = rep.rel_l2;
-        row.warm = kiln::profile::summarize(kiln::profile::time(rt, run, timing));
+        if (rep.ok) row.warm = kiln::profile::summarize(kiln::profile::time(rt, run, timing)); // as above
         row.peak_mb = double(rt.memory().peak_bytes) / kMiB;
       }
-      row.tflops = p.flops / (row.warm->median * 1e9);
-      row.gbps = bytesOf(p) / (row.warm->median * 1e6);
+      if (row.warm) {
+        row.tflops = p.flops / (row.warm->median * 1e9);
+        row.gbps = bytesOf(p) / (row.warm->median * 1e6);
+      }
       route.first = false;
       rows.push_back(row);
     }
