@@ -35,8 +35,21 @@ void onFatalSignal(int sig) {
 constexpr int kVerifyFailed = 1;
 constexpr int kError = 2;
 
+/// --accept's check: a finite speedup above 0.
+CLI::Validator speedupAbove0() {
+  return CLI::Validator(
+      [](std::string& s) {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        const bool ok = !s.empty() && end && *end == '\0' && std::isfinite(v) && v > 0;
+        return ok ? std::string() : "the acceptance threshold is a speedup above 0 (e.g. 1.10), got '" + s + "'";
+      },
+      "SPEEDUP");
+}
+
+/// Re-renders saved reports; with `accept` > 0 judges them first against `baseline`.
 int cmdReport(const std::vector<std::string>& inputs, const std::string& csv, const std::string& html,
-              const std::string& title) {
+              const std::string& title, double accept, const std::string& baseline) {
   std::vector<kiln::profile::Row> rows;
   for (const auto& path : inputs) {
     const std::string text = kiln::read_file(path, "report");
@@ -45,6 +58,12 @@ int cmdReport(const std::vector<std::string>& inputs, const std::string& csv, co
     } catch (const kiln::Error& e) {
       throw kiln::Error(e.kind(), path + ": " + e.what());
     }
+  }
+  if (accept > 0) {
+    kiln::profile::judge(rows, accept, baseline);
+    std::printf("verdicts (threshold %.2fx over %s):\n", accept, baseline.c_str());
+    for (const auto& r : rows)
+      if (!r.verdict.empty()) std::printf("  %s\n", r.verdict.c_str());
   }
   writeReport(csv, kiln::profile::to_csv(rows));
   writeReport(html, kiln::profile::to_html(rows, title));
@@ -222,14 +241,7 @@ int main(int argc, char** argv) {
   bench->add_option("--accept", bo.accept,
                     "acceptance threshold, a speedup over the framework route (eigen on the CPU), e.g. 1.10: "
                     "a verdict per route and shape, with the calls it takes to repay its compile and tuning")
-      ->check(CLI::Validator(
-          [](std::string& s) {
-            char* end = nullptr;
-            const double v = std::strtod(s.c_str(), &end);
-            const bool ok = !s.empty() && end && *end == '\0' && std::isfinite(v) && v > 0;
-            return ok ? std::string() : "the acceptance threshold is a speedup above 0 (e.g. 1.10), got '" + s + "'";
-          },
-          "SPEEDUP"));
+      ->check(speedupAbove0());
 
   auto* tuneCmd = app.add_subcommand("tune", "search GEMM tile configs: verify, time, save and replay the choice");
   TuneOptions to;
@@ -257,6 +269,11 @@ int main(int argc, char** argv) {
   report->add_option("--csv", reportCsv, "write the rows as CSV");
   report->add_option("--html", reportHtml, "write the HTML report");
   report->add_option("--title", reportTitle, "the HTML page's title")->capture_default_str();
+  double reportAccept = 0;
+  std::string reportBaseline = "framework";
+  report->add_option("--accept", reportAccept, "judge the rows at this threshold (a speedup over --baseline), e.g. 1.10")
+      ->check(speedupAbove0());
+  report->add_option("--baseline", reportBaseline, "the route the others are judged against")->capture_default_str();
 
   // An unknown command word is named as such (CLI11 would say only that a command is missing).
   if (argc > 1 && argv[1][0] != '-') {
@@ -285,7 +302,7 @@ int main(int argc, char** argv) {
       dtypeOf(to.dtype);
       return cmdTune(to);
     }
-    if (app.got_subcommand("report")) return cmdReport(reportIn, reportCsv, reportHtml, reportTitle);
+    if (app.got_subcommand("report")) return cmdReport(reportIn, reportCsv, reportHtml, reportTitle, reportAccept, reportBaseline);
     if (app.got_subcommand("bench")) {
       dtypeOf(bo.dtype);
       return cmdBench(bo);
