@@ -1,5 +1,5 @@
 #pragma once
-// Lifecycle reports (issue 4, first part): one row per (route, kernel, shape), every phase
+// Lifecycle reports: one row per (route, kernel, shape), every phase
 // kept apart — import, compile, warm, model, peak memory, verification. A figure that was
 // not measured is absent (std::nullopt) and written `not-run`, never 0.
 #include <functional>
