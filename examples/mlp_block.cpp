@@ -400,6 +400,7 @@ int main(int argc, char** argv) try {
     std::printf("verdicts (threshold %.2fx over %s; the mlp_block rows on model_ms):\n", c.accept, framework.name.c_str());
     for (const auto& r : rows)
       if (!r.verdict.empty()) std::printf("  %s\n", r.verdict.c_str());
+    for (const std::string& line : kiln::profile::verdict_summary(rows, framework.name)) std::printf("  %s\n", line.c_str());
   }
   write(c.csv, kiln::profile::to_csv(rows));
   write(c.json, kiln::profile::to_json(rows));

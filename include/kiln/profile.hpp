@@ -83,6 +83,12 @@ KILN_API Stat time_kernel(const Runtime& rt, const CompiledKernel& kernel,
 /// finite number above 0.
 KILN_API void judge(std::vector<Row>& rows, double accept, const std::string& baseline = "framework");
 
+/// One line per judged route, kernel and dtype across its shapes (rows judged by judge()
+/// against `baseline`): adopt it everywhere, keep the baseline everywhere, adopt it only on
+/// the shapes it clears (named), or — when it failed verification on any — fix it first.
+KILN_API std::vector<std::string> verdict_summary(const std::vector<Row>& rows,
+                                                  const std::string& baseline = "framework");
+
 /// The CSV header's first eight columns are exactly
 /// shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb (warm_ms = median);
 /// compile_phases is one field, "trace=0.8;tile_passes=0.9;...".

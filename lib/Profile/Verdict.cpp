@@ -91,4 +91,59 @@ void judge(std::vector<Row>& rows, double accept, const std::string& baseline) {
   }
 }
 
+std::vector<std::string> verdict_summary(const std::vector<Row>& rows, const std::string& baseline) {
+  struct Tally {
+    std::vector<std::string> cleared, wrong;
+    int shapes = 0;
+    double lo = 0, hi = 0; // the speedups' range
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Tally> tally;
+  for (const Row& r : rows) {
+    if (!r.accept) continue;
+    const std::string key = r.route + " for " + r.kernel + " " + r.dtype;
+    if (!tally.count(key)) order.push_back(key);
+    Tally& t = tally[key];
+    ++t.shapes;
+    if (r.reference_ok && !*r.reference_ok) t.wrong.push_back(r.shape);
+    if (r.clears && *r.clears) t.cleared.push_back(r.shape);
+    if (r.speedup) {
+      const bool first = t.lo == 0;
+      t.lo = first ? *r.speedup : std::min(t.lo, *r.speedup);
+      t.hi = first ? *r.speedup : std::max(t.hi, *r.speedup);
+    }
+  }
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  std::vector<std::string> out;
+  const double accept = [&] {
+    for (const Row& r : rows)
+      if (r.accept) return *r.accept;
+    return 0.0;
+  }();
+  const std::string threshold = fixed(accept, 2) + "x";
+  for (const std::string& key : order) {
+    const Tally& t = tally[key];
+    const std::string of = " of " + std::to_string(t.shapes) + " shape" + (t.shapes == 1 ? "" : "s");
+    const std::string range = t.lo <= 0                          ? ""
+                              : fixed(t.lo, 2) == fixed(t.hi, 2) ? " (" + fixed(t.lo, 2) + "x " + baseline + ")"
+                                                                 : " (" + fixed(t.lo, 2) + "x to " + fixed(t.hi, 2) + "x " + baseline + ")";
+    if (!t.wrong.empty()) {
+      out.push_back(key + ": wrong on " + std::to_string(t.wrong.size()) + of + " (" + list(t.wrong) +
+                    "): fix it before adopting it anywhere");
+    } else if (int(t.cleared.size()) == t.shapes) {
+      out.push_back("adopt " + key + ": it clears " + threshold + " on all" + of + range);
+    } else if (t.cleared.empty()) {
+      out.push_back("keep " + baseline + " (" + key + "): it clears " + threshold + " on none" + of + range);
+    } else {
+      out.push_back(key + ": clears " + threshold + " on " + std::to_string(t.cleared.size()) + of + " (" +
+                    list(t.cleared) + "): adopt it there, keep " + baseline + " on the rest" + range);
+    }
+  }
+  return out;
+}
+
 } // namespace kiln::profile

@@ -368,3 +368,29 @@ TEST_CASE("judge decides a model-level row on model_ms, the figure that counts",
   CHECK_FALSE(rows[1].break_even_calls);
   CHECK_THAT(rows[1].verdict, Contains("no cold figures on this row to charge"));
 }
+
+TEST_CASE("a verdict summary says per route and kernel where to adopt it, or to fix it first", "[profile]") {
+  auto at = [](const std::string& route, const std::string& shape, double warm) {
+    Row r = judged(route, warm, 0);
+    r.shape = shape;
+    return r;
+  };
+  std::vector<Row> rows = {at("framework", "a", 2.0), at("kiln", "a", 1.0),  at("framework", "b", 2.0),
+                           at("kiln", "b", 1.9),      at("cuda", "a", 1.0),   at("cuda", "b", 1.0)};
+  judge(rows, 1.10);
+  std::vector<std::string> lines = verdict_summary(rows);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] == "kiln for gemm f32: clears 1.10x on 1 of 2 shapes (a): adopt it there, keep framework on the rest "
+                    "(1.05x to 2.00x framework)");
+  CHECK(lines[1] == "adopt cuda for gemm f32: it clears 1.10x on all of 2 shapes (2.00x framework)");
+  rows[1].warm = summarize({3.0});
+  rows[3].reference_ok = false;
+  judge(rows, 1.10);
+  lines = verdict_summary(rows);
+  CHECK(lines[0] == "kiln for gemm f32: wrong on 1 of 2 shapes (b): fix it before adopting it anywhere");
+  rows[3].reference_ok = true;
+  judge(rows, 1.10);
+  CHECK(verdict_summary(rows)[0] == "keep framework (kiln for gemm f32): it clears 1.10x on none of 2 shapes "
+                                    "(0.67x to 1.05x framework)");
+  CHECK(verdict_summary({}).empty());
+}

@@ -185,6 +185,15 @@ std::vector<std::string> readShapesFile(const std::string& path) {
   return out;
 }
 
+void judgeAndPrint(std::vector<kiln::profile::Row>& rows, double accept, const std::string& baseline) {
+  kiln::profile::judge(rows, accept, baseline);
+  std::printf("verdicts (threshold %.2fx over %s; cold = import + compile + first run + tuning):\n", accept,
+              baseline.c_str());
+  for (const auto& r : rows)
+    if (!r.verdict.empty()) std::printf("  %s\n", r.verdict.c_str());
+  for (const std::string& line : kiln::profile::verdict_summary(rows, baseline)) std::printf("  %s\n", line.c_str());
+}
+
 int cmdBench(const BenchOptions& o) {
   const auto& entry = kiln::catalogue::find(o.kernel);
   kiln::DType dt = *kiln::parse_dtype(o.dtype);
@@ -395,12 +404,7 @@ int cmdBench(const BenchOptions& o) {
   }
   if (o.accept > 0) {
     const bool gpu = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.route == "framework"; });
-    const std::string baseline = gpu ? "framework" : "eigen";
-    kiln::profile::judge(rows, o.accept, baseline);
-    std::printf("verdicts (threshold %.2fx over %s, warm medians; cold = import + compile + first run + tuning):\n",
-                o.accept, baseline.c_str());
-    for (const auto& r : rows)
-      if (!r.verdict.empty()) std::printf("  %s\n", r.verdict.c_str());
+    judgeAndPrint(rows, o.accept, gpu ? "framework" : "eigen");
   }
   for (const Route& r : routes)
     if (r.kernel) {

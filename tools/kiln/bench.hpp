@@ -24,5 +24,9 @@ int cmdBench(const BenchOptions& o);
 /// The shapes of a shapes file: one per line, blank lines and '#' comments skipped.
 /// Throws kiln::Error(NotFound) when the file cannot be read.
 std::vector<std::string> readShapesFile(const std::string& path);
+namespace kiln::profile { struct Row; }
+/// Judges `rows` against `baseline` at `accept` and prints the verdicts: per shape, then per
+/// route and kernel across its shapes.
+void judgeAndPrint(std::vector<kiln::profile::Row>& rows, double accept, const std::string& baseline);
 /// Writes a report file (nothing for an empty path) and says so, only once every byte is out.
 void writeReport(const std::string& path, const std::string& text);

@@ -59,12 +59,7 @@ int cmdReport(const std::vector<std::string>& inputs, const std::string& csv, co
       throw kiln::Error(e.kind(), path + ": " + e.what());
     }
   }
-  if (accept > 0) {
-    kiln::profile::judge(rows, accept, baseline);
-    std::printf("verdicts (threshold %.2fx over %s):\n", accept, baseline.c_str());
-    for (const auto& r : rows)
-      if (!r.verdict.empty()) std::printf("  %s\n", r.verdict.c_str());
-  }
+  if (accept > 0) judgeAndPrint(rows, accept, baseline);
   writeReport(csv, kiln::profile::to_csv(rows));
   writeReport(html, kiln::profile::to_html(rows, title));
   std::printf("%zu rows from %zu report(s)\n", rows.size(), inputs.size());
