@@ -387,20 +387,20 @@ int cmdBench(const BenchOptions& o) {
   // bandwidth: it is nearly all of them).
   std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9s %8s %8s %10s\n", "route", "shape", "dtype", "reference",
               "import_ms", "compile_ms", "first_ms", "warm_ms", "TFLOP/s", "GB/s", "peak_MB", "tune_ms");
-  auto cellv = [](const std::optional<double>& v) {
+  auto cellv = [](const std::optional<double>& v, int digits = 3) {
     char b[32];
     if (!v) return std::string("not-run");
-    std::snprintf(b, sizeof b, "%.3f", *v);
+    std::snprintf(b, sizeof b, "%.*f", digits, *v);
     return std::string(b);
   };
   bool allOk = true;
   for (const auto& r : rows) {
     allOk = allOk && r.reference_ok.value_or(false);
-    std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9.3f %8.0f %8.1f %10s\n", r.route.c_str(), r.shape.c_str(),
+    std::printf("%-15s %-16s %-6s %-9s %10s %10s %10s %10s %9s %8s %8s %10s\n", r.route.c_str(), r.shape.c_str(),
                 r.dtype.c_str(), r.reference_ok ? (*r.reference_ok ? "ok" : "WRONG") : "not-run",
                 cellv(r.import_ms).c_str(), cellv(r.compile_ms).c_str(), cellv(r.first_run_ms).c_str(),
-                cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(), r.tflops.value_or(0),
-                r.gbps.value_or(0), r.peak_mb.value_or(0), cellv(r.tune_ms).c_str());
+                cellv(r.warm ? std::optional<double>(r.warm->median) : std::nullopt).c_str(), cellv(r.tflops).c_str(),
+                cellv(r.gbps, 0).c_str(), cellv(r.peak_mb, 1).c_str(), cellv(r.tune_ms).c_str());
   }
   if (o.accept > 0) {
     const bool gpu = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.route == "framework"; });
