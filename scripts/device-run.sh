@@ -38,7 +38,8 @@ run() { # name, log, command...
 # default set), ab (two builds' kiln bench, alternating; not in the default set), cases (each GPU test case in its own process, plain or under
 # compute-sanitizer; not in the default set), tunedbench (kiln bench --tuned: the price of
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set),
-# floor (kiln-bench-hbm: the weight read alone beside cuBLASLt; not in the default set).
+# floor (kiln-bench-hbm: the weight read alone beside cuBLASLt; not in the default set),
+# decide (verdicts at 1.10x: kiln bench, kiln-mlp, example-decide; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 export KILN_CACHE_DIR=/tmp/kiln-cache # never the machine's home; emptied where it matters
@@ -141,6 +142,16 @@ if want mlptuned; then
   rm -f "$RES/mlp-tune.json"
   run mlp-tuned mlp-tuned.log $K/kiln-mlp --tuned "$RES/mlp-tune.json" --csv "$RES/mlp-tuned.csv" \
     --json "$RES/mlp-tuned.json" --html "$RES/mlp-tuned.html"
+fi
+if want decide; then
+  # The decision on the GPU: kiln bench with verdicts at 1.10x (the large and the decode
+  # shapes; DECIDE_SHAPES in place of them), kiln-mlp's model-level verdict, and
+  # example-decide (a fused residual add + RMSNorm against add-then-RMSNorm).
+  S=$(printf -- '--shape %s ' ${DECIDE_SHAPES:-4096x4096x4096 8192x8192x8192 1000x1000x1000 16x4096x4096 96x4096x4096 128x12288x4096})
+  run decide-bench decide-bench.log $K/kiln bench gemm_bias_relu --backend=cuda --dtype bf16 $S --routes kiln,framework,framework-eager \
+    --reps 30 --warmup 5 --no-progress --accept 1.10 --csv "$RES/decide-bench.csv" --json "$RES/decide-bench.json" --html "$RES/decide-bench.html"
+  run decide-mlp decide-mlp.log $K/kiln-mlp --accept 1.10 --csv "$RES/decide-mlp.csv" --json "$RES/decide-mlp.json" --html "$RES/decide-mlp.html"
+  run decide-example decide-example.log $K/example-decide --csv "$RES/decide-example.csv"
 fi
 if want suite; then
   run cuda-support cuda-support.log $K/kiln-cuda-support-tests
@@ -307,6 +318,7 @@ if want tunetwin; then
 fi
 want tunedbench && grep -E "^(route|kiln|framework)|compile" "$RES/tuned-bench.log"
 want mlptuned && tail -n 20 "$RES/mlp-tuned.log"
+want decide && grep -h -A30 "^verdicts" "$RES"/decide-*.log | grep -v "^wrote" && grep -h "^verdict:" "$RES/decide-example.log"
 if want tune; then
   grep -E "^(tuning|chosen|runner-up|default|search cost|note)" "$RES/tune.log"
   grep -E "^(chosen|search cost|note)" "$RES/tune-replay.log"
