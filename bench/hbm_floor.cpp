@@ -1,9 +1,9 @@
 // kiln-bench-hbm: the floor under a decode GEMM. A GEMM of few rows reads its weight (K x N)
 // once and does little else, so no kernel can beat the time the GPU takes to read K x N x 2
 // bytes: this tool times exactly that read (a hand-written kernel, 16-byte loads, eight in
-// flight per thread; the fastest of several grid sizes) the way `kiln bench` times kernels (median of CUDA-event timings of
-// single launches after warm-up, the L2 emptied before each by profile::time's 512 MiB
-// read), and cuBLASLt's GEMM on the same shape in the same run. The last column, cuBLASLt
+// flight per thread; the fastest of several grid sizes) the way `kiln bench` times kernels
+// (median of CUDA-event timings of single launches after warm-up, the L2 emptied before each
+// by profile::time's 512 MiB read), and cuBLASLt's GEMM on the same shape in the same run. The last column, cuBLASLt
 // over the floor, is the most any kernel reading the weight once can gain over cuBLASLt.
 //
 //   kiln-bench-hbm [--csv PATH] [MxNxK ...]   (default: the decode shapes of docs/cuda.md)
@@ -89,8 +89,7 @@ int main(int argc, char** argv) {
       // The floor is the fastest grid of a few: a fixed number of CTAs per SM (each thread
       // then loops) and one CTA per 8 vectors a thread (each thread loads once).
       double floorMs = 1e30;
-      for (int64_t blocks : {sms * 4, sms * 8,
-                             sms * 16, (vectors + 2047) / 2048}) {
+      for (int64_t blocks : {sms * 4, sms * 8, sms * 16, (vectors + 2047) / 2048}) {
         const unsigned grid = unsigned(std::max<int64_t>(1, blocks));
         floorMs = std::min(floorMs, medianMs(rt, [&] {
                              read.launch({grid, 1, 1}, {256, 1, 1}, 0,

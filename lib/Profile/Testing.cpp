@@ -6,6 +6,7 @@
 
 #include "kiln/dtype.hpp"
 #include "kiln/error.hpp"
+#include "Profile/Verdict.h"
 
 namespace kiln::testing {
 
@@ -95,8 +96,7 @@ std::vector<profile::Row> decide(const Runtime& rt, const Check& kiln, const Bas
     throw Error(ErrorKind::InvalidArgument, what + "the baseline '" + baseline.route + "' needs both run and result");
   if (baseline.route == kiln.row.route)
     throw Error(ErrorKind::InvalidArgument, what + "the baseline is named '" + baseline.route + "', as kiln's route");
-  std::vector<profile::Row> none;
-  profile::judge(none, accept, baseline.route); // a bad threshold is refused before any work
+  profile::detail::checkThreshold(accept); // refused before any work
   profile::Row b;
   b.kernel = kiln.row.kernel, b.shape = kiln.row.shape, b.dtype = kiln.row.dtype, b.device = kiln.row.device;
   b.route = baseline.route;

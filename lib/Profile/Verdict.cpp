@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "kiln/error.hpp"
+#include "Profile/Verdict.h"
 
 namespace kiln::profile {
 
@@ -35,10 +36,16 @@ std::optional<double> timeOf(const Row& r) {
 
 } // namespace
 
-void judge(std::vector<Row>& rows, double accept, const std::string& baseline) {
+namespace detail {
+void checkThreshold(double accept) {
   if (!std::isfinite(accept) || accept <= 0)
     throw Error(ErrorKind::InvalidArgument,
                 "the acceptance threshold must be a speedup above 0 (e.g. 1.10), got " + fixed(accept, 3));
+}
+} // namespace detail
+
+void judge(std::vector<Row>& rows, double accept, const std::string& baseline) {
+  detail::checkThreshold(accept);
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, const Row*> base;
   for (const Row& r : rows)

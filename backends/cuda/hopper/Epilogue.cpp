@@ -52,39 +52,36 @@ void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
 
 void Emitter::preloadColumnInputs() {
   preloaded_.clear();
+  // This thread's columns, as (the site's c, the offset from col0) in the epilogue's keys.
+  Value col0;
+  SmallVector<std::pair<int64_t, int64_t>> columns;
   if (cfg_.swapAB) {
-    // Its fragment's rows are C's columns: two per thread (h = 0, 1), as epilogueSwapped's
-    // sites key them. Loaded there, after the main loop, each waited behind the weight's
-    // reads that fill the DRAM queues of a decode GEMM.
-    Value col0 = swappedCol0(), lastCol = sub(ext64(N_), i64(1));
-    for (Value v : epilogueLoads_) {
-      const auto& axes = m_.axes.lookup(v);
-      if (llvm::is_contained(axes, Axis::Row)) continue;
-      for (int64_t h = 0; h < 2; ++h) {
-        Site s{0, i64(0), b_.create<arith::MinUIOp>(loc_, ext64(add(col0, i32(8 * h))), lastCol), 0, h};
-        preloaded_[loadKey(v, axes, s)] = loadInput(v, s);
-      }
-    }
-    return;
+    // Its fragment's rows are C's columns: two per thread, 8 apart (epilogueSwapped's sites).
+    // Loaded there, after the main loop, each waited behind the weight's reads that fill the
+    // DRAM queues of a decode GEMM.
+    col0 = swappedCol0();
+    columns = {{0, 0}, {1, 8}};
+  } else {
+    Value l = remu(remu(tid_, i32(128)), i32(32));
+    col0 = add(n0_, mul(remu(l, i32(4)), i32(2))); // as epilogue()'s
+    // How many of this thread's column groups (2 columns each, 8j + e): all of a 128-wide
+    // tile's; half of a 256-wide one's, and none beside inputs that vary along rows (a
+    // residual): more would spill beside its 128 accumulators.
+    const int64_t groups = cfg_.bn <= 128 ? cfg_.bn / 8 : readsRowInputs(m_) ? 0 : kPreloadGroups;
+    for (int64_t j = 0; j < groups; ++j)
+      for (int64_t e = 0; e < 2; ++e) columns.push_back({8 * j + e, 8 * j + e});
   }
-  Value l = remu(remu(tid_, i32(128)), i32(32));
-  Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2))); // as epilogue()'s
   Value lastCol = sub(ext64(N_), i64(1));
-  // How many of this thread's column groups (2 columns each): all of a 128-wide tile's; half
-  // of a 256-wide one's, and none beside inputs that vary along rows (a residual): more
-  // would spill beside its 128 accumulators.
-  const bool rowInputs = readsRowInputs(m_);
-  const int64_t groups = cfg_.bn <= 128 ? cfg_.bn / 8 : rowInputs ? 0 : kPreloadGroups;
   for (Value v : epilogueLoads_) {
     const auto& axes = m_.axes.lookup(v);
     if (llvm::is_contained(axes, Axis::Row)) continue;
+    // A scalar input: one load, whatever the columns. (Columns clamped to C's last: edge
+    // tiles read in bounds.)
     const bool byColumn = llvm::is_contained(axes, Axis::Col);
-    // This thread's columns: 8j + e from col0 (clamped to C's last: edge tiles read in bounds).
-    for (int64_t j = 0; j < (byColumn ? groups : 1); ++j)
-      for (int64_t e = 0; e < (byColumn ? 2 : 1); ++e) {
-        Site s{0, i64(0), b_.create<arith::MinUIOp>(loc_, ext64(add(col0, i32(8 * j + e))), lastCol), 0, 8 * j + e};
-        preloaded_[loadKey(v, axes, s)] = loadInput(v, s);
-      }
+    for (auto [c, offset] : byColumn ? ArrayRef(columns) : ArrayRef<std::pair<int64_t, int64_t>>({{0, 0}})) {
+      Site s{0, i64(0), b_.create<arith::MinUIOp>(loc_, ext64(add(col0, i32(offset))), lastCol), 0, c};
+      preloaded_[loadKey(v, axes, s)] = loadInput(v, s);
+    }
   }
 }
 

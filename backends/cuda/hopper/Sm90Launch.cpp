@@ -176,10 +176,11 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
 
 namespace {
 /// The decode twin for `args`, or -1 (see choose()).
-int chooseDecode(const std::vector<LaunchPlan>& twins, const std::vector<char>& usable,
+template <class Usable>
+int chooseDecode(const std::vector<LaunchPlan>& twins, Usable& usable,
                  const std::vector<TensorView>& args, const LaunchConfig& config) {
   auto rowsOf = [&](const LaunchPlan& p) { return args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; };
-  auto decode = [&](size_t i) { return usable[i] && twins[i].swapAB && !twins[i].gridDims.empty(); };
+  auto decode = [&](size_t i) { return twins[i].swapAB && !twins[i].gridDims.empty() && usable(i); };
   // One that holds C's rows in one tile, always: it reads each weight once and wastes no
   // multiply on absent rows.
   for (size_t i = 0; i < twins.size(); ++i)
@@ -208,18 +209,26 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
   auto stacked = [](const LaunchPlan& t) { return t.cluster > 1 && t.clusterAlongM; };
   const bool tall = std::any_of(twins.begin(), twins.end(), [](const LaunchPlan& t) { return t.tileM >= 128; });
   const bool lone = !std::all_of(twins.begin(), twins.end(), stacked);
-  std::vector<char> usable(twins.size());
-  for (size_t i = 0; i < twins.size(); ++i) {
+  // Each twin's rules checked once, when first asked (this runs at every launch: no
+  // allocation; a kernel has far fewer than 64 twins, any past 64 are checked each time).
+  uint64_t checked = 0, passed = 0;
+  auto usable = [&](size_t i) {
+    const uint64_t bit = i < 64 ? uint64_t(1) << i : 0;
+    if (bit && (checked & bit)) return (passed & bit) != 0;
     std::string whyNot;
-    usable[i] = applies(twins[i], args, &whyNot);
-    if (!usable[i] && i == 0) *why = whyNot;
-  }
+    const bool ok = applies(twins[i], args, &whyNot);
+    if (!ok && i == 0) *why = whyNot;
+    checked |= bit;
+    if (ok) passed |= bit;
+    return ok;
+  };
+  if (!twins.empty()) usable(0); // names why the first twin does not apply, as before
   if (int d = chooseDecode(twins, usable, args, config); d >= 0) {
     if (work) *work = split(twins[size_t(d)], args, config);
     return d;
   }
   for (size_t i = 0; i < twins.size(); ++i) {
-    if (!usable[i] || twins[i].swapAB) continue;
+    if (twins[i].swapAB || !usable(i)) continue;
     const LaunchPlan& p = twins[i];
     if (!p.gridDims.empty()) {
       const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; // C's
