@@ -42,6 +42,48 @@ run() { # name, log, command...
 # decide (verdicts at 1.10x: kiln bench, kiln-mlp, example-decide; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
+run_cases() {
+  # Every test case of the GPU suite in a process of its own, CASE_JOBS at a time, under each
+  # of CASE_TOOLS ("none": plain; else a compute-sanitizer tool), each case under
+  # CASE_TIMEOUT seconds: a slow tool (racecheck) covers the suite over several calls, and
+  # one case that runs out of time costs only itself. The twin's ragged-shape test runs one
+  # section (kernel, dtype) per process. The [faults] tests exhaust device memory, so they
+  # run alone after the others; the [sticky] one breaks its context and is the suite step's.
+  # CASE_FILTER: a Catch2 spec picking the cases (default: all of them). A spec reads "," as
+  # "or": name a case with commas by a wildcard or its tag. One that picks none fails the step.
+  # CASE_BUDGET: seconds for the whole step (default 540), so it ends inside one call.
+  # Logs: cases-<tool>/<n>.log and cases-<tool>.tsv (n, rc, seconds, summary, case).
+  export CASE_DEADLINE=$(($(date +%s) + ${CASE_BUDGET:-540}))
+  export CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  $K/kiln-gpu-tests --list-test-names-only ${CASE_FILTER:+"$CASE_FILTER"} | grep -v "^GPU suite on" | sed '/^$/d' > "$RES/cases-all.txt"
+  if [ ! -s "$RES/cases-all.txt" ]; then
+    echo "CASE_FILTER '${CASE_FILTER:-}' picks no test case"
+    result[cases]="FAILED: CASE_FILTER picks no test case"
+  fi
+  $K/kiln-gpu-tests --list-test-names-only "[faults]" | grep -v "^GPU suite on" | sed '/^$/d' > "$RES/cases-alone.txt"
+  twin="gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside the portable kernel"
+  : > "$RES/cases-jobs.txt"; : > "$RES/cases-alone-jobs.txt"; n=0
+  while IFS= read -r c; do
+    if [ "$c" = "$twin" ]; then
+      for k in gemm gemm_bias_relu gemm_bias_gelu gemm_bias_residual; do
+        for d in bf16 f16; do n=$((n + 1)); printf '%s\t%s\t%s\n' $n "$c" "$k $d" >> "$RES/cases-jobs.txt"; done
+      done
+    elif grep -qxF "$c" "$RES/cases-alone.txt"; then n=$((n + 1)); printf '%s\t%s\n' $n "$c" >> "$RES/cases-alone-jobs.txt"
+    else n=$((n + 1)); printf '%s\t%s\n' $n "$c" >> "$RES/cases-jobs.txt"
+    fi
+  done < "$RES/cases-all.txt"
+  for tool in ${CASE_TOOLS:-none}; do
+    mkdir -p "$RES/cases-$tool"
+    t0=$(date +%s)
+    xargs -d '\n' -P ${CASE_JOBS:-8} -I{} scripts/device-case.sh $tool "$RES/cases-$tool" ${CASE_TIMEOUT:-300} {} \
+      < "$RES/cases-jobs.txt" > "$RES/cases-$tool.tsv"
+    xargs -d '\n' -I{} scripts/device-case.sh $tool "$RES/cases-$tool" ${CASE_TIMEOUT:-300} {} \
+      < "$RES/cases-alone-jobs.txt" >> "$RES/cases-$tool.tsv"
+    sort -n -o "$RES/cases-$tool.tsv" "$RES/cases-$tool.tsv"
+    result[cases-$tool]="$(awk -F'\t' '$2 == 0' "$RES/cases-$tool.tsv" | wc -l) of $(wc -l < "$RES/cases-$tool.tsv") rc=0, $(($(date +%s) - t0)) s"
+    pack
+  done
+}
 export KILN_CACHE_DIR=/tmp/kiln-cache # never the machine's home; emptied where it matters
 
 if want bench; then
@@ -155,9 +197,11 @@ if want decide; then
 fi
 if want suite; then
   run cuda-support cuda-support.log $K/kiln-cuda-support-tests
-  # Under a timeout: a kernel that hangs (a new barrier protocol) must not eat the call.
+  # Every case in a process of its own, eight at a time (run_cases above, CASE_TOOLS=none):
+  # in one process the suite outgrew its 480 s (H200, 2026-12-02: the twin's ragged test alone
+  # takes 20-73 s per kernel and dtype); a case that hangs costs only itself.
   # SUITE_FILTER: a Catch2 test spec to run part of the suite (e.g. "[sm90]").
-  run gpu-suite gpu-tests.log timeout 480 $K/kiln-gpu-tests --durations yes ${SUITE_FILTER:+"$SUITE_FILTER"}
+  CASE_TOOLS=none CASE_FILTER=${SUITE_FILTER:-} run_cases
   run gpu-sticky gpu-sticky.log $K/kiln-gpu-tests "[sticky]"   # resets the context: own process
   # nvJitLink missing at run time (test/faults/fail_dlopen.c preloaded): the driver's JIT
   # compiles the PTX instead (a module with an sm_90a twin goes to it anyway), and the
@@ -196,48 +240,7 @@ if want sanitize; then
       --report-api-errors no --error-exitcode 9 $K/kiln-gpu-tests --durations yes "${SANITIZE_FILTER:-[errors],[handwritten]}"
   done
 fi
-if want cases; then
-  # Every test case of the GPU suite in a process of its own, CASE_JOBS at a time, under each
-  # of CASE_TOOLS ("none": plain; else a compute-sanitizer tool), each case under
-  # CASE_TIMEOUT seconds: a slow tool (racecheck) covers the suite over several calls, and
-  # one case that runs out of time costs only itself. The twin's ragged-shape test runs one
-  # section (kernel, dtype) per process. The [faults] tests exhaust device memory, so they
-  # run alone after the others; the [sticky] one breaks its context and is the suite step's.
-  # CASE_FILTER: a Catch2 spec picking the cases (default: all of them). A spec reads "," as
-  # "or": name a case with commas by a wildcard or its tag. One that picks none fails the step.
-  # CASE_BUDGET: seconds for the whole step (default 540), so it ends inside one call.
-  # Logs: cases-<tool>/<n>.log and cases-<tool>.tsv (n, rc, seconds, summary, case).
-  export CASE_DEADLINE=$(($(date +%s) + ${CASE_BUDGET:-540}))
-  export CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  $K/kiln-gpu-tests --list-test-names-only ${CASE_FILTER:+"$CASE_FILTER"} | grep -v "^GPU suite on" | sed '/^$/d' > "$RES/cases-all.txt"
-  if [ ! -s "$RES/cases-all.txt" ]; then
-    echo "CASE_FILTER '${CASE_FILTER:-}' picks no test case"
-    result[cases]="FAILED: CASE_FILTER picks no test case"
-  fi
-  $K/kiln-gpu-tests --list-test-names-only "[faults]" | grep -v "^GPU suite on" | sed '/^$/d' > "$RES/cases-alone.txt"
-  twin="gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside the portable kernel"
-  : > "$RES/cases-jobs.txt"; : > "$RES/cases-alone-jobs.txt"; n=0
-  while IFS= read -r c; do
-    if [ "$c" = "$twin" ]; then
-      for k in gemm gemm_bias_relu gemm_bias_gelu gemm_bias_residual; do
-        for d in bf16 f16; do n=$((n + 1)); printf '%s\t%s\t%s\n' $n "$c" "$k $d" >> "$RES/cases-jobs.txt"; done
-      done
-    elif grep -qxF "$c" "$RES/cases-alone.txt"; then n=$((n + 1)); printf '%s\t%s\n' $n "$c" >> "$RES/cases-alone-jobs.txt"
-    else n=$((n + 1)); printf '%s\t%s\n' $n "$c" >> "$RES/cases-jobs.txt"
-    fi
-  done < "$RES/cases-all.txt"
-  for tool in ${CASE_TOOLS:-none}; do
-    mkdir -p "$RES/cases-$tool"
-    t0=$(date +%s)
-    xargs -d '\n' -P ${CASE_JOBS:-8} -I{} scripts/device-case.sh $tool "$RES/cases-$tool" ${CASE_TIMEOUT:-300} {} \
-      < "$RES/cases-jobs.txt" > "$RES/cases-$tool.tsv"
-    xargs -d '\n' -I{} scripts/device-case.sh $tool "$RES/cases-$tool" ${CASE_TIMEOUT:-300} {} \
-      < "$RES/cases-alone-jobs.txt" >> "$RES/cases-$tool.tsv"
-    sort -n -o "$RES/cases-$tool.tsv" "$RES/cases-$tool.tsv"
-    result[cases-$tool]="$(awk -F'\t' '$2 == 0' "$RES/cases-$tool.tsv" | wc -l) of $(wc -l < "$RES/cases-$tool.tsv") rc=0, $(($(date +%s) - t0)) s"
-    pack
-  done
-fi
+want cases && run_cases
 if want gemm; then
   run bench bench.log $K/kiln-bench-gemm "$RES/bench.csv"
   run big-gemm cli-run.log $K/kiln run gemm_bias_relu --backend=cuda --shape 4097x4096x4096 --dtype bf16
