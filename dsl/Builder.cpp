@@ -303,6 +303,16 @@ Tile Builder::splat(Index value, Shape shape, DType dtype, Where w) {
   return s.wrap(op.getResult(), shape, dtype);
 }
 
+Tile Builder::iota(Shape shape, int64_t dim, DType dtype, Where w) {
+  auto& s = builder(trace_);
+  SiteGuard site(s, w);
+  auto tt = s.tileType(shape, dtype);
+  if (dim < 0 || dim >= int64_t(shape.size()))
+    s.fail("iota of " + Tile(0, nullptr, shape, dtype).str() + " along dim " + std::to_string(dim) + ": out of range");
+  auto op = s.check(s.b.create<t::IotaOp>(s.loc(w), tt, s.b.getI64IntegerAttr(dim)));
+  return s.wrap(op.getResult(), shape, dtype);
+}
+
 std::vector<Tile> Builder::loop(
     Index count, int64_t stages, const std::vector<Tile>& init,
     const std::function<std::vector<Tile>(Index, const std::vector<Tile>&)>& body, Where w) {
@@ -411,6 +421,42 @@ Tile operator*(const Tile& a, const Tile& b) { return binary<t::MulOp>(a, b, "mu
 Tile operator/(const Tile& a, const Tile& b) { return binary<t::DivOp>(a, b, "div"); }
 Tile max(const Tile& a, const Tile& b, Where w) { return binary<t::MaxOp>(a, b, "max", &w); }
 Tile min(const Tile& a, const Tile& b, Where w) { return binary<t::MinOp>(a, b, "min", &w); }
+
+Tile transpose(const Tile& x, Where w) {
+  auto& s = st(x, &w);
+  SiteGuard site(s, w);
+  if (x.shape().size() != 2) s.fail("transpose of " + x.str() + ": needs a rank-2 tile");
+  Shape out{x.shape()[1], x.shape()[0]};
+  auto op = s.check(s.b.create<t::TransposeOp>(s.loc(w), s.tileType(out, x.dtype()), val(x)));
+  return s.wrap(op.getResult(), out, x.dtype());
+}
+
+static Tile compare(const Tile& a, const Tile& b, const char* pred, const char* what, const Where* w) {
+  auto& s = st(a, w);
+  SiteGuard site(s, w);
+  if (a.shape() != b.shape() || a.dtype() != b.dtype())
+    s.fail(std::string(what) + " of " + a.str() + " and " + b.str() +
+           ": tiles must match in shape and dtype (cast() to change dtype, splat() or full() for a scalar)");
+  auto op = s.check(s.b.create<t::CmpOp>(s.siteLoc(), s.b.getStringAttr(pred), val(a), val(b)));
+  return s.wrapLike(op.getResult(), a);
+}
+Tile less(const Tile& a, const Tile& b, Where w) { return compare(a, b, "lt", "less", &w); }
+Tile less_equal(const Tile& a, const Tile& b, Where w) { return compare(a, b, "le", "less_equal", &w); }
+Tile greater(const Tile& a, const Tile& b, Where w) { return compare(a, b, "gt", "greater", &w); }
+Tile greater_equal(const Tile& a, const Tile& b, Where w) { return compare(a, b, "ge", "greater_equal", &w); }
+Tile equal(const Tile& a, const Tile& b, Where w) { return compare(a, b, "eq", "equal", &w); }
+Tile not_equal(const Tile& a, const Tile& b, Where w) { return compare(a, b, "ne", "not_equal", &w); }
+
+Tile where(const Tile& mask, const Tile& a, const Tile& b, Where w) {
+  auto& s = st(mask, &w);
+  SiteGuard site(s, w);
+  st(a, &w), st(b, &w);
+  if (mask.shape() != a.shape() || mask.shape() != b.shape() || mask.dtype() != a.dtype() || mask.dtype() != b.dtype())
+    s.fail("where(" + mask.str() + ", " + a.str() + ", " + b.str() +
+           "): the mask and both choices must match in shape and dtype");
+  auto op = s.check(s.b.create<t::SelectOp>(s.loc(w), val(mask), val(a), val(b)));
+  return s.wrapLike(op.getResult(), a);
+}
 
 static Tile broadcastAt(const Tile& x, const Shape& shape, ArrayRef<int64_t> dims, const Where* w) {
   auto& s = st(x, w);

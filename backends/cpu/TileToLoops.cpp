@@ -257,6 +257,27 @@ LogicalResult KernelLowering::lowerOp(Operation* op) {
         map_.map(d.getResult(), out);
         return success();
       })
+      .Case<IotaOp>([&](IotaOp io) {
+        TileType t = io.getType();
+        Value out = buffer(t);
+        int64_t dim = io.getDim();
+        nestStatic(loc, t.getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
+          Value i64 = b.create<arith::IndexCastOp>(l, b.getI64Type(), iv[dim]);
+          Value x = b.create<arith::SIToFPOp>(l, b.getF32Type(), i64);
+          b.create<memref::StoreOp>(l, fromF32(b, l, x, t.getElementType()), out, iv);
+        });
+        map_.map(io.getResult(), out);
+        return success();
+      })
+      .Case<TransposeOp>([&](TransposeOp tr) {
+        Value in = map_.lookup(tr.getInput());
+        Value out = buffer(tr.getType());
+        nestStatic(loc, tr.getType().getShape(), [&](OpBuilder& b, Location l, ValueRange iv) {
+          b.create<memref::StoreOp>(l, b.create<memref::LoadOp>(l, in, ValueRange{iv[1], iv[0]}), out, iv);
+        });
+        map_.map(tr.getResult(), out);
+        return success();
+      })
       .Case<BroadcastOp>([&](BroadcastOp bc) {
         Value in = map_.lookup(bc.getInput());
         Value out = buffer(bc.getType());
@@ -300,7 +321,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op) {
         return success();
       })
       .Case<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp,
-            MaxOp, MinOp, ScaleOp, CastOp>([&](Operation* e) { return lowerElementwise(e); }) // ScalarMath.h
+            MaxOp, MinOp, ScaleOp, CastOp, CmpOp, SelectOp>([&](Operation* e) { return lowerElementwise(e); }) // ScalarMath.h
       .Case<ReluOp, GeluOp, SiluOp, SigmoidOp>([&](Operation* c) {
         return c->emitOpError("is a composite: run kiln-expand-composites before "
                               "kiln-lower-to-loops");

@@ -175,10 +175,12 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
       })
       .Case<ConvertLayoutOp>([&](ConvertLayoutOp c) { return lowerConvertLayout(c); })
       .Case<BroadcastOp>([&](BroadcastOp bc) { return lowerBroadcast(bc); })
+      .Case<IotaOp>([&](IotaOp io) { return lowerIota(io); })
+      .Case<TransposeOp>([&](TransposeOp tr) { return lowerTranspose(tr); })
       .Case<ReduceSumOp>([&](ReduceSumOp r) { return lowerReduce(r.getOperation(), r.getInput(), r.getDim(), false); })
       .Case<ReduceMaxOp>([&](ReduceMaxOp r) { return lowerReduce(r.getOperation(), r.getInput(), r.getDim(), true); })
       .Case<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp,
-            MaxOp, MinOp, ScaleOp, CastOp>([&](Operation* e) { return lowerElementwise(e); })
+            MaxOp, MinOp, ScaleOp, CastOp, CmpOp, SelectOp>([&](Operation* e) { return lowerElementwise(e); })
       .Case<ReluOp, GeluOp, SiluOp, SigmoidOp>([&](Operation* c) {
         return c->emitOpError("is a composite: run kiln-expand-composites before kiln-lower-to-gpu");
       })

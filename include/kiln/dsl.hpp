@@ -185,6 +185,12 @@ public:
   Tile full(Shape shape, double value, DType dtype = DType::f32, Where w = Where::current());
   /// A tile filled with a runtime index value converted to float (e.g. 1/N needs N).
   Tile splat(Index value, Shape shape, DType dtype = DType::f32, Where w = Where::current());
+  /// A tile whose every element is its own index along `dim` (0: its row, 1: its column),
+  /// as a number: iota({2, 3}, 1) is {{0, 1, 2}, {0, 1, 2}}. Exact while the extent along
+  /// `dim` fits the dtype's significand (f32: 2^24, f16: 2048, bf16: 256; beyond, an
+  /// InvalidKernel error). Add a tile's origin to get positions in the tensor:
+  /// `k.iota({64, 64}, 0) + k.splat(i * 64, {64, 64})` holds each element's row.
+  Tile iota(Shape shape, int64_t dim, DType dtype = DType::f32, Where w = Where::current());
 
   /// A sequential loop over 0..count carrying one tile; `stages` is how deep a GPU
   /// backend may pipeline its loads. body(k, carried) returns the next carried tile.
@@ -229,6 +235,26 @@ KILN_API Tile reduce_sum(const Tile& t, int64_t dim, Where w = Where::current())
 KILN_API Tile reduce_max(const Tile& t, int64_t dim, Where w = Where::current());
 inline Tile row_sum(const Tile& t, Where w = Where::current()) { return reduce_sum(t, 1, w); }
 inline Tile row_max(const Tile& t, Where w = Where::current()) { return reduce_max(t, 1, w); }
+/// A rank-2 tile with its dims swapped: transpose(t)(i, j) = t(j, i). `dot(q, transpose(k),
+/// acc)` multiplies by K^T without a transposed copy of K in memory.
+KILN_API Tile transpose(const Tile& t, Where w = Where::current());
+
+// Masks. A comparison of two tiles of one shape and dtype yields a mask tile of the same
+// shape and dtype: 1 where it holds, 0 where not (NaN compares false, but for not_equal, as
+// C++'s float operators do). where() picks by a mask; a mask also multiplies (`m * x`).
+// A causal mask over a 64 x 64 score tile at tile (i, j):
+//   auto row = k.iota({64, 64}, 0) + k.splat(i * 64, {64, 64});
+//   auto col = k.iota({64, 64}, 1) + k.splat(j * 64, {64, 64});
+//   s = where(col <= row, s, k.full({64, 64}, -INFINITY));
+KILN_API Tile less(const Tile& a, const Tile& b, Where w = Where::current());
+KILN_API Tile less_equal(const Tile& a, const Tile& b, Where w = Where::current());
+KILN_API Tile greater(const Tile& a, const Tile& b, Where w = Where::current());
+KILN_API Tile greater_equal(const Tile& a, const Tile& b, Where w = Where::current());
+KILN_API Tile equal(const Tile& a, const Tile& b, Where w = Where::current());
+KILN_API Tile not_equal(const Tile& a, const Tile& b, Where w = Where::current());
+/// a where `mask` is not 0, else b (NaN counts as not 0); all three of one shape and dtype.
+KILN_API Tile where(const Tile& mask, const Tile& a, const Tile& b, Where w = Where::current());
+
 /// Explicit broadcast: input dim i becomes result dim dims[i].
 KILN_API Tile broadcast(const Tile& t, Shape shape, std::vector<int64_t> dims,
                         Where w = Where::current());
@@ -244,6 +270,10 @@ KILN_API Tile operator*(const Tile& a, const Bcast& b);
 KILN_API Tile operator/(const Tile& a, const Bcast& b);
 inline Tile operator+(const Bcast& a, const Tile& b) { return b + a; }
 inline Tile operator*(const Bcast& a, const Tile& b) { return b * a; }
+inline Tile operator<(const Tile& a, const Tile& b) { return less(a, b); }
+inline Tile operator<=(const Tile& a, const Tile& b) { return less_equal(a, b); }
+inline Tile operator>(const Tile& a, const Tile& b) { return greater(a, b); }
+inline Tile operator>=(const Tile& a, const Tile& b) { return greater_equal(a, b); }
 inline Tile operator*(const Tile& a, double f) { return scale(a, f); }
 inline Tile operator*(double f, const Tile& a) { return scale(a, f); }
 

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace kiln {
@@ -13,7 +14,7 @@ using namespace kiln::tile;
 
 bool isScalarMathOp(Operation* op) {
   return isa<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp,
-             ScaleOp, CastOp>(op);
+             ScaleOp, CastOp, CmpOp, SelectOp>(op);
 }
 
 Value emitScalar(OpBuilder& b, Location loc, Operation* op, ArrayRef<Value> x) {
@@ -39,6 +40,22 @@ Value emitScalar(OpBuilder& b, Location loc, Operation* op, ArrayRef<Value> x) {
       .Case<MinOp>([&](auto) { return b.create<arith::MinimumFOp>(loc, x[0], x[1]); })
       .Case<ScaleOp>([&](ScaleOp s) { return b.create<arith::MulFOp>(loc, x[0], f32(s.getFactor().convertToDouble())); })
       .Case<CastOp>([&](auto) { return x[0]; })
+      .Case<CmpOp>([&](CmpOp c) {
+        // Ordered but for "ne": NaN compares as C++'s float operators say.
+        auto p = llvm::StringSwitch<arith::CmpFPredicate>(c.getPredicate())
+                     .Case("lt", arith::CmpFPredicate::OLT)
+                     .Case("le", arith::CmpFPredicate::OLE)
+                     .Case("gt", arith::CmpFPredicate::OGT)
+                     .Case("ge", arith::CmpFPredicate::OGE)
+                     .Case("eq", arith::CmpFPredicate::OEQ)
+                     .Default(arith::CmpFPredicate::UNE);
+        Value holds = b.create<arith::CmpFOp>(loc, p, x[0], x[1]);
+        return b.create<arith::SelectOp>(loc, holds, f32(1.0), f32(0.0)).getResult();
+      })
+      .Case<SelectOp>([&](auto) {
+        Value set = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNE, x[0], f32(0.0));
+        return b.create<arith::SelectOp>(loc, set, x[1], x[2]).getResult();
+      })
       .Default([](Operation*) { return Value(); });
 }
 

@@ -21,6 +21,7 @@
 #include "kiln/runtime.hpp"
 #include "gpu_test.hpp"
 #include "../scoped_env.hpp"
+#include "../unit/dsl_attention.hpp"
 #include "../unit/dsl_gemms.hpp"
 #include "../unit/unary_ops.hpp"
 #include "../random_programs.hpp"
@@ -365,6 +366,51 @@ TEST_CASE("gpu: every elementwise math op agrees with the CPU backend", "[gpu]")
     }
     CHECK(bad == 0);
   }
+}
+
+TEST_CASE("gpu: masks, transposes and attention written in the DSL agree with the CPU backend and the reference", "[gpu]") {
+  Runtime cpu = Runtime::create(Backend::cpu);
+  auto both = [&](const Kernel& k, std::vector<HostTensor>& in, HostTensor& want, HostTensor& got) {
+    std::vector<TensorView> hv;
+    std::vector<DeviceTensor> dev;
+    std::vector<TensorView> dv;
+    for (HostTensor& t : in) hv.push_back(t.view()), dev.push_back(gpu().upload(t));
+    DeviceTensor out = gpu().allocate(got.dtype(), got.dims());
+    for (DeviceTensor& d : dev) dv.push_back(d.view());
+    hv.push_back(want.view()), dv.push_back(out.view());
+    want.poison();
+    cpu.compile(k).launch(hv);
+    gpu().compile(k).launch(dv);
+    gpu().download(out, got);
+  };
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(to_string(dt));
+    std::vector<HostTensor> x{HostTensor(dt, {77, 130})};
+    x[0].fill_random(7);
+    HostTensor want(dt, {77, 130}), got(dt, {77, 130});
+    both(test::causalMask(dt), x, want, got);
+    for (int64_t e = 0; e < want.numel(); ++e) REQUIRE(got.get(e) == want.get(e));
+    HostTensor wantT(dt, {130, 77}), gotT(dt, {130, 77});
+    both(test::transposeCopy(dt), x, wantT, gotT);
+    for (int64_t e = 0; e < wantT.numel(); ++e) REQUIRE(gotT.get(e) == wantT.get(e));
+  }
+  // On the tensor cores in bf16 (P rounded to bf16 before P V), against the f64 reference.
+  for (bool causal : {false, true})
+    for (int64_t S : {64, 200}) {
+      INFO((causal ? "causal" : "full") << " S=" << S);
+      std::vector<HostTensor> qkv;
+      for (int t = 0; t < 3; ++t) qkv.emplace_back(DType::bf16, std::vector<int64_t>{S, 64}), qkv.back().fill_random(uint64_t(S + t));
+      HostTensor want(DType::bf16, {S, 64}), got(DType::bf16, {S, 64});
+      both(test::attention(DType::bf16, 64, causal), qkv, want, got);
+      std::vector<double> ref = test::attentionReference(qkv[0], qkv[1], qkv[2], causal);
+      double worst = 0, worstCpu = 0;
+      for (int64_t e = 0; e < S * 64; ++e) {
+        worst = std::max(worst, std::abs(double(got.get(e)) - ref[size_t(e)]));
+        worstCpu = std::max(worstCpu, std::abs(double(want.get(e)) - ref[size_t(e)]));
+      }
+      CHECK(worst < 2e-2);
+      CHECK(worstCpu < 2e-2);
+    }
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include "kiln/error.hpp"
 #include "kiln/runtime.hpp"
 
+#include "dsl_attention.hpp"
 #include "dsl_gemms.hpp"
 #include "unary_ops.hpp"
 
@@ -159,6 +160,22 @@ TEST_CASE("every elementwise math op compiles to self-contained PTX for sm_80 an
       CHECK_THAT(ptx, !Contains("__nv_"));
     }
   }
+}
+
+TEST_CASE("masks, transposes and a DSL attention compile for sm_80 and sm_90a without spills", "[cuda]") {
+  // Attention at 8 warps: at 4, its 64 x 64 scores, accumulator and per-row statistics,
+  // all in registers, take 255 registers a thread and spill 32 bytes on sm_90a.
+  for (const char* arch : {"sm_80", "sm_90a"})
+    for (const auto& [k, warps] : {std::pair{test::causalMask(DType::bf16), 4}, {test::transposeCopy(DType::f16), 4},
+                                   {test::attention(DType::bf16, 64, true), 8}, {test::attention(DType::f16, 64, false), 8}}) {
+      CompiledKernel ck = offline(arch, warps).compile(k);
+      INFO(arch << " " << k.name() << ": " << ck.report().str());
+      CHECK(ck.report().spill_bytes == 0);
+      CHECK(ck.binary().substr(0, 4) == "\x7f" "ELF");
+    }
+  // The mask over the scores is made in the tensor cores' layout, not moved into it.
+  std::string layouts = offline("sm_80").emit(test::attention(DType::bf16, 64, true), Stage::layouts);
+  CHECK_THAT(layouts, Contains("tile.iota dim 1 : <64x64xf32, #tile.mma"));
 }
 
 // The sm_90a twin of GEMM-shaped kernels: what CI can check without a GPU.

@@ -37,6 +37,40 @@ LogicalResult GpuKernelLowering::lowerBroadcast(BroadcastOp bc) {
   return success();
 }
 
+LogicalResult GpuKernelLowering::lowerIota(IotaOp io) {
+  // Each thread's own coordinates, in the layout the layout pass gave the tile (an mask on an
+  // mma accumulator is made in the accumulator's layout: no trip through shared memory).
+  TileType t = io.getType();
+  Layout l = layoutFrom(t.getEncoding());
+  Elems res;
+  for (int64_t k = 0; k < perThread(t.getShape(), l); ++k) {
+    Value c = slot(t.getShape(), k, l).coords[size_t(io.getDim())];
+    Value x = b_.create<arith::SIToFPOp>(loc_, b_.getF32Type(), b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), c));
+    res.push_back(fromF32(x, t.getElementType()));
+  }
+  tiles_[io.getResult()] = Dist{res, l, false};
+  return success();
+}
+
+LogicalResult GpuKernelLowering::lowerTranspose(TransposeOp tr) {
+  TileType in = tr.getInput().getType(), out = tr.getType();
+  const Dist& src = tiles_.at(tr.getInput());
+  if (src.uniform) {
+    tiles_[tr.getResult()] = src;
+    return success();
+  }
+  // Through shared memory: written row-major as the input, read back column by column into
+  // the result's blocked layout.
+  Value buf = stage(src, in, 0);
+  Elems res;
+  for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
+    Slot s = slot(out.getShape(), k);
+    res.push_back(b_.create<memref::LoadOp>(loc_, buf, linearize({s.coords[1], s.coords[0]}, in.getShape())));
+  }
+  tiles_[tr.getResult()] = Dist{res, {}, false};
+  return success();
+}
+
 LogicalResult GpuKernelLowering::lowerElementwise(Operation* e) {
   auto t = cast<TileType>(e->getResult(0).getType());
   SmallVector<const Dist*> ins;

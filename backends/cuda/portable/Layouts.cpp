@@ -3,6 +3,8 @@
 #include "Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cstdlib>
 #include <optional>
@@ -57,13 +59,14 @@ Attribute predictLayout(Value v, int64_t warps) {
 namespace {
 
 /// Sets the encodings of one kernel's tiles, in program order, as kiln-lower-to-gpu lays
-/// them out: loads, broadcasts (of a tile that varies) and reductions are blocked; a dot is
-/// mma when it runs on the tensor cores, else blocked; an elementwise op takes its operands'
-/// layout, an mma one before a blocked one; a loop's carried tiles take the layout their body
-/// yields. Constants and splats (and what is computed from them alone) stay uniform: no
-/// encoding. Where an operand's encoding differs from the one its user wants, a
-/// tile.convert_layout goes in front of the user. (Without the encodings, kiln-lower-to-gpu
-/// makes the same decisions itself.)
+/// them out: loads, iotas, transposes and broadcasts (of a tile that varies) and reductions
+/// are blocked; a dot is mma when it runs on the tensor cores, else blocked; an elementwise op
+/// takes its operands' layout, an mma one before a blocked one; a loop's carried tiles take the
+/// layout their body yields. Constants and splats (and what is computed from them alone) stay
+/// uniform: no encoding. Where an operand's encoding differs from the one its user wants, a
+/// value computed from coordinates alone (an iota, a mask made from iotas) is made again in
+/// that encoding, anything else goes through a tile.convert_layout in front of the user.
+/// (Without the encodings, kiln-lower-to-gpu lays every iota out blocked and converts.)
 class Assigner {
 public:
   Assigner(int64_t warps, MLIRContext* ctx) : warps_(warps), blocked_(BlockedLayoutAttr::get(ctx)) {}
@@ -72,15 +75,59 @@ public:
     for (Operation& op : llvm::make_early_inc_range(b)) visit(&op);
   }
 
+  /// Erases what remake() left without users (the values it made again), and what only they
+  /// used.
+  void eraseRemade() {
+    while (!remade_.empty()) {
+      Operation* op = remade_.pop_back_val();
+      if (!op->use_empty() || !isPure(op)) continue;
+      for (Value o : op->getOperands())
+        if (Operation* d = o.getDefiningOp(); d && !llvm::is_contained(remade_, d)) remade_.push_back(d);
+      op->erase();
+    }
+  }
+
 private:
   static Attribute encodingOf(Value v) { return cast<TileType>(v.getType()).getEncoding(); }
   static void setEncoding(Value v, Attribute e) { v.setType(cast<TileType>(v.getType()).withEncoding(e)); }
 
-  /// Operand `i` of `user` in encoding `e`, through a tile.convert_layout if it is not.
+  /// `v` made again in encoding `e` in front of `b`'s insertion point, when it is computed
+  /// from coordinates alone (tile.iota, and elementwise ops over those and uniform tiles):
+  /// cheaper than moving it through shared memory. Null when it is not.
+  Value remake(Value v, Attribute e, OpBuilder& b, int depth = 0) {
+    if (encodingOf(v) == e) return v;
+    auto as = [&](Value uniform) { // costs nothing: a uniform tile is in every layout
+      return b.create<ConvertLayoutOp>(v.getLoc(), cast<TileType>(v.getType()).withEncoding(e), uniform).getResult();
+    };
+    if (!encodingOf(v)) return as(v);
+    Operation* def = v.getDefiningOp();
+    if (!def || depth > 16) return {};
+    if (auto cv = dyn_cast<ConvertLayoutOp>(def); cv && !encodingOf(cv.getInput())) return as(cv.getInput());
+    if (auto io = dyn_cast<IotaOp>(def))
+      return b.create<IotaOp>(io.getLoc(), io.getType().withEncoding(e), io.getDimAttr()).getResult();
+    if (!def->hasTrait<OpTrait::Elementwise>() || def->getNumResults() != 1) return {};
+    IRMapping m;
+    for (Value o : def->getOperands()) {
+      Value r = remake(o, e, b, depth + 1);
+      if (!r) return {};
+      m.map(o, r);
+    }
+    Operation* c = b.clone(*def, m);
+    setEncoding(c->getResult(0), e);
+    return c->getResult(0);
+  }
+
+  /// Operand `i` of `user` in encoding `e`: made again there when it comes from coordinates
+  /// alone (remake), else through a tile.convert_layout.
   void want(Operation* user, unsigned i, Attribute e) {
     Value v = user->getOperand(i);
     if (encodingOf(v) == e) return;
     OpBuilder b(user);
+    if (e)
+      if (Value r = remake(v, e, b)) {
+        if (Operation* def = v.getDefiningOp()) remade_.push_back(def);
+        return user->setOperand(i, r);
+      }
     auto cvt = b.create<ConvertLayoutOp>(user->getLoc(), cast<TileType>(v.getType()).withEncoding(e), v);
     user->setOperand(i, cvt.getResult());
   }
@@ -92,7 +139,9 @@ private:
         for (Block& b : r) block(b);
       return;
     }
-    if (isa<LoadOp, ReduceSumOp, ReduceMaxOp>(op)) return setEncoding(op->getResult(0), blocked_);
+    if (isa<LoadOp, ReduceSumOp, ReduceMaxOp, IotaOp>(op)) return setEncoding(op->getResult(0), blocked_);
+    if (auto tr = dyn_cast<TransposeOp>(op))
+      return setEncoding(tr.getResult(), encodingOf(tr.getInput()) ? blocked_ : Attribute());
     if (auto bc = dyn_cast<BroadcastOp>(op))
       return setEncoding(bc.getResult(), encodingOf(bc.getInput()) ? blocked_ : Attribute());
     if (auto d = dyn_cast<DotOp>(op)) {
@@ -133,12 +182,15 @@ private:
 
   int64_t warps_;
   Attribute blocked_;
+  SmallVector<Operation*> remade_;
 };
 
 } // namespace
 
 void assignLayouts(KernelOp kernel, int64_t warps) {
-  Assigner(warps, kernel.getContext()).block(kernel.getBody().front());
+  Assigner a(warps, kernel.getContext());
+  a.block(kernel.getBody().front());
+  a.eraseRemade();
 }
 
 namespace {

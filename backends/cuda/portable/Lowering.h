@@ -182,6 +182,8 @@ private:
   LogicalResult lowerElementwise(Operation* e);                        // Elementwise.cpp
   LogicalResult lowerBroadcast(BroadcastOp bc);                        // Elementwise.cpp
   LogicalResult lowerConvertLayout(ConvertLayoutOp c);                 // Elementwise.cpp
+  LogicalResult lowerIota(IotaOp io);                                  // Elementwise.cpp
+  LogicalResult lowerTranspose(TransposeOp tr);                        // Elementwise.cpp
   LogicalResult lowerReduce(Operation* op, Value input, int64_t dim, bool isMax); // Reductions.cpp
   Value elementwise(Operation* op, ArrayRef<Value> x);
 

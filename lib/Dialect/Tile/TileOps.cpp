@@ -423,3 +423,39 @@ static LogicalResult verifyReduce(Op op) {
 }
 LogicalResult ReduceSumOp::verify() { return verifyReduce(*this); }
 LogicalResult ReduceMaxOp::verify() { return verifyReduce(*this); }
+
+LogicalResult CmpOp::verify() {
+  StringRef p = getPredicate();
+  if (p != "lt" && p != "le" && p != "gt" && p != "ge" && p != "eq" && p != "ne")
+    return emitOpError("predicate must be one of lt, le, gt, ge, eq, ne, got \"") << p << "\"";
+  return success();
+}
+
+/// The largest integer n such that every integer in [0, n] is exact in float type `t`.
+static int64_t exactIntegers(Type t) {
+  if (t.isBF16()) return 256;
+  if (t.isF16()) return 2048;
+  return int64_t(1) << 24;
+}
+
+LogicalResult IotaOp::verify() {
+  TileType t = getType();
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= t.getRank())
+    return emitOpError("dim ") << dim << " is out of range for a rank-" << t.getRank() << " tile";
+  if (t.getShape()[dim] - 1 > exactIntegers(t.getElementType()))
+    return emitOpError("indexes up to ") << t.getShape()[dim] - 1 << " along dim " << dim << " are not exact in "
+                                         << (t.getElementType().isBF16() ? "bf16" : "f16") << " (at most "
+                                         << exactIntegers(t.getElementType()) << "): use f32";
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  TileType in = getInput().getType(), out = getType();
+  if (in.getRank() != 2) return emitOpError("needs a rank-2 tile, got rank ") << in.getRank();
+  if (in.getElementType() != out.getElementType()) return emitOpError("changes the element type; use tile.cast");
+  if (out.getRank() != 2 || out.getShape()[0] != in.getShape()[1] || out.getShape()[1] != in.getShape()[0])
+    return emitOpError("result shape must be ") << shapeStr({in.getShape()[1], in.getShape()[0]}) << ", got "
+                                                << shapeStr(out.getShape());
+  return success();
+}

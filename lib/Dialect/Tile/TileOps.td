@@ -212,6 +212,49 @@ def Tile_GeluOp : Tile_UnaryOp<"gelu",
     "elementwise GELU, tanh approximation 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))); a composite">;
 def Tile_SiluOp : Tile_UnaryOp<"silu", "elementwise x*sigmoid(x); a composite">;
 
+// Masks. kiln's tiles hold numbers: a comparison yields a mask of the same type, 1 where it
+// holds and 0 where not, which tile.select consumes (and which `mask * x` can use directly).
+def Tile_CmpOp : Tile_Op<"cmp", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise comparison: 1 where `lhs predicate rhs` holds, else 0 (a mask)";
+  let description = [{
+    `tile.cmp "le", %col, %row : !tile.tile<64x64xf32>`. Predicates: "lt", "le", "gt",
+    "ge", "eq" (false when either side is NaN) and "ne" (true when either side is NaN), as
+    C++'s operators on floats.
+  }];
+  let arguments = (ins StrAttr:$predicate, Tile_AnyTile:$lhs, Tile_AnyTile:$rhs);
+  let results = (outs Tile_AnyTile:$result);
+  let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_SelectOp : Tile_Op<"select", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise choice: `a` where `mask` is not 0 (NaN counts as not 0), else `b`";
+  let arguments = (ins Tile_AnyTile:$mask, Tile_AnyTile:$a, Tile_AnyTile:$b);
+  let results = (outs Tile_AnyTile:$result);
+  let assemblyFormat = "$mask `,` $a `,` $b attr-dict `:` type($result)";
+}
+
+def Tile_IotaOp : Tile_Op<"iota", [Pure]> {
+  let summary = "a tile whose every element is its own index along `dim`";
+  let description = [{
+    `tile.iota dim 1 : !tile.tile<64x128xf32>` holds j at (i, j). The extent along `dim` must
+    be exact in the element type (f32: 2^24, f16: 2048, bf16: 256). A backend computes it from
+    the coordinates each thread holds, in whatever layout its users want.
+  }];
+  let arguments = (ins I64Attr:$dim);
+  let results = (outs Tile_AnyTile:$result);
+  let assemblyFormat = "`dim` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_TransposeOp : Tile_Op<"transpose", [Pure]> {
+  let summary = "a rank-2 tile with its dims swapped: result(i, j) = input(j, i)";
+  let arguments = (ins Tile_AnyTile:$input);
+  let results = (outs Tile_AnyTile:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tile_ScaleOp : Tile_Op<"scale", [Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "elementwise multiplication by a constant";
   let arguments = (ins Tile_AnyTile:$input, F64Attr:$factor);

@@ -720,3 +720,47 @@ tile.kernel @in_place_out_of_range(in %X : !tile.tensor<[M, N], f32>, out %Y : !
 // expected-error @+1 {{'tile.kernel' op in_place lists 'Y' over 'X' twice}}
 tile.kernel @in_place_twice(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1, 0, 1, 0>} {
 }
+
+//===----------------------------------------------------------------------===//
+// tile.cmp, tile.iota, tile.transpose
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @cmp_predicate(%a: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.cmp' op predicate must be one of lt, le, gt, ge, eq, ne, got "lte"}}
+  %b = tile.cmp "lte", %a, %a : !tile.tile<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @iota_dim() {
+  // expected-error @+1 {{'tile.iota' op dim 2 is out of range for a rank-2 tile}}
+  %a = tile.iota dim 2 : !tile.tile<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @iota_inexact() {
+  // expected-error @+1 {{'tile.iota' op indexes up to 2049 along dim 1 are not exact in f16 (at most 2048)}}
+  %a = tile.iota dim 1 : !tile.tile<2x2050xf16>
+  return
+}
+
+// -----
+
+func.func @transpose_rank(%a: !tile.tile<8xf32>) {
+  // expected-error @+1 {{'tile.transpose' op needs a rank-2 tile, got rank 1}}
+  %b = tile.transpose %a : !tile.tile<8xf32> -> !tile.tile<8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_shape(%a: !tile.tile<4x8xf32>) {
+  // expected-error @+1 {{'tile.transpose' op result shape must be 8x4, got 4x8}}
+  %b = tile.transpose %a : !tile.tile<4x8xf32> -> !tile.tile<4x8xf32>
+  return
+}

@@ -221,3 +221,26 @@ func.func private @twin_layouts() attributes {acc = #tile.wgmma<m = 64, n = 256>
 // CHECK-LABEL: tile.kernel @scale_in_place(in %X: !tile.tensor<[M, N], f32>, out %Y: !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1, 0>} {
 tile.kernel @scale_in_place(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) attributes {in_place = array<i64: 1, 0>} {
 }
+
+// Masks and transposes: a causal mask over a transposed tile.
+// CHECK-LABEL: tile.kernel @masks
+tile.kernel @masks(in %X : !tile.tensor<[N, N], f32>, out %Y : !tile.tensor<[N, N], f32>) {
+  %n = tile.dim "N"
+  tile.grid (%i, %j) in (%n, %n) {
+    %v = tile.view %X[%j, %i] : !tile.tensor<[N, N], f32> -> !tile.view<16x32xf32>
+    %x = tile.load %v : !tile.view<16x32xf32> -> !tile.tile<16x32xf32>
+    // CHECK: %[[T:.+]] = tile.transpose %{{.*}} : <16x32xf32> -> <32x16xf32>
+    %t = tile.transpose %x : !tile.tile<16x32xf32> -> !tile.tile<32x16xf32>
+    // CHECK-NEXT: %[[R:.+]] = tile.iota dim 0 : <32x16xf32>
+    %r = tile.iota dim 0 : !tile.tile<32x16xf32>
+    // CHECK-NEXT: %[[C:.+]] = tile.iota dim 1 : <32x16xf32>
+    %c = tile.iota dim 1 : !tile.tile<32x16xf32>
+    // CHECK-NEXT: %[[K:.+]] = tile.cmp "le", %[[C]], %[[R]] : <32x16xf32>
+    %k = tile.cmp "le", %c, %r : !tile.tile<32x16xf32>
+    %inf = tile.full 0xFF800000 : !tile.tile<32x16xf32>
+    // CHECK: tile.select %[[K]], %[[T]], %{{.*}} : <32x16xf32>
+    %s = tile.select %k, %t, %inf : !tile.tile<32x16xf32>
+    %w = tile.view %Y[%i, %j] : !tile.tensor<[N, N], f32> -> !tile.view<32x16xf32>
+    tile.store %s, %w : !tile.tile<32x16xf32>, !tile.view<32x16xf32>
+  }
+}

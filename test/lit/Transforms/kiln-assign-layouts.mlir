@@ -119,3 +119,36 @@ module {
     }
   }
 }
+
+// -----
+
+// A mask made from tile.iota, over a dot's result, is made again in the dot's mma layout
+// (computed from each thread's own coordinates, not moved through shared memory), and the
+// blocked original is erased.
+// CHECK-LABEL: tile.kernel @mask
+// CHECK-NOT: tile.iota {{.*}}#tile.blocked
+// CHECK: %[[C:.+]] = tile.iota dim 1 : <32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>
+// CHECK: %[[R:.+]] = tile.iota dim 0 : <32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>
+// CHECK: %[[K:.+]] = tile.cmp "le", %[[C]], %[[R]] : <32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>
+// CHECK-NOT: tile.convert_layout {{.*}}#tile.blocked> to
+// CHECK: tile.select %[[K]], %{{.*}}, %{{.*}} : <32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>
+// CHECK-NOT: tile.iota
+tile.kernel @mask(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N], bf16>, out %C: !tile.tensor<[M, N], f32>) {
+  %M = tile.dim "M"
+  %N = tile.dim "N"
+  tile.grid (%i, %j) in (%M, %N) {
+    %va = tile.view %A[%i, %j] : <[M, K], bf16> -> <32x32xbf16>
+    %a = tile.load %va : <32x32xbf16> -> <32x32xbf16>
+    %vb = tile.view %B[%i, %j] : <[K, N], bf16> -> <32x32xbf16>
+    %b = tile.load %vb : <32x32xbf16> -> <32x32xbf16>
+    %z = tile.full 0.000000e+00 : <32x32xf32>
+    %d = tile.dot %a, %b, %z : <32x32xbf16>, <32x32xbf16> -> <32x32xf32>
+    %c = tile.iota dim 1 : <32x32xf32>
+    %r = tile.iota dim 0 : <32x32xf32>
+    %k = tile.cmp "le", %c, %r : <32x32xf32>
+    %inf = tile.full 0xFF800000 : <32x32xf32>
+    %s = tile.select %k, %d, %inf : <32x32xf32>
+    %vc = tile.view %C[%i, %j] : <[M, N], f32> -> <32x32xf32>
+    tile.store %s, %vc : <32x32xf32>, <32x32xf32>
+  }
+}

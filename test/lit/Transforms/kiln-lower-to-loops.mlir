@@ -408,6 +408,30 @@ tile.kernel @exp_then_cast(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.ten
   }
 }
 
+// A transpose reads its input with the indices swapped; an iota converts its index; a
+// comparison is a cmpf turned into 1 or 0, a select a cmpf against 0.
+// CHECK-LABEL: func.func @masks
+// CHECK:         memref.load %{{.*}}[%[[J:.+]], %[[I:.+]]] : memref<4x8xf32>
+// CHECK:         arith.index_cast %{{.*}} : index to i64
+// CHECK-NEXT:    arith.sitofp %{{.*}} : i64 to f32
+// CHECK:         arith.cmpf ole
+// CHECK:         arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK:         arith.cmpf une
+// CHECK:         arith.select
+tile.kernel @masks(in %X : !tile.tensor<[N, N], f32>, out %Y : !tile.tensor<[N, N], f32>) {
+  %n = tile.dim "N"
+  tile.grid (%i, %j) in (%n, %n) {
+    %vx = tile.view %X[%j, %i] : !tile.tensor<[N, N], f32> -> !tile.view<4x8xf32>
+    %x = tile.load %vx : !tile.view<4x8xf32> -> !tile.tile<4x8xf32>
+    %t = tile.transpose %x : !tile.tile<4x8xf32> -> !tile.tile<8x4xf32>
+    %c = tile.iota dim 1 : !tile.tile<8x4xf32>
+    %k = tile.cmp "le", %c, %t : !tile.tile<8x4xf32>
+    %s = tile.select %k, %t, %c : !tile.tile<8x4xf32>
+    %vy = tile.view %Y[%i, %j] : !tile.tensor<[N, N], f32> -> !tile.view<8x4xf32>
+    tile.store %s, %vy : !tile.tile<8x4xf32>, !tile.view<8x4xf32>
+  }
+}
+
 //--- errors.mlir
 
 // kiln-lower-to-loops alone: composites must be expanded first.

@@ -1,0 +1,101 @@
+#pragma once
+// Kernels with masks and a transposed operand, written in the DSL as a user would, for
+// test_dsl_masks.cpp (CPU), test_cuda_compile.cpp (no GPU) and test_gpu_kernels.cpp (H200),
+// with the host references they are checked against.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kiln/dsl.hpp"
+#include "kiln/tensor.hpp"
+
+namespace kiln::test {
+
+/// Y = X where column <= row (the causal mask of a square score matrix), else -inf; 16 x 32
+/// tiles over an M x N tensor of `dt`.
+inline Kernel causalMask(DType dt) {
+  using namespace kiln::dsl;
+  return kernel("causal_mask", [=](Builder& b) {
+    auto [M, N] = b.dims("M", "N");
+    auto X = b.input("X", {M, N}, dt);
+    auto Y = b.output("Y", {M, N}, dt);
+    b.grid({cdiv(M, 16), cdiv(N, 32)}, [&](Index i, Index j) {
+      Tile row = b.iota({16, 32}, 0, f32) + b.splat(i * 16, {16, 32});
+      Tile col = b.iota({16, 32}, 1, f32) + b.splat(j * 32, {16, 32});
+      Tile x = cast(b.load(X.tile({i, j}, {16, 32})), f32);
+      Tile y = where(col <= row, x, b.full({16, 32}, -INFINITY));
+      b.store(Y.tile({i, j}, {16, 32}), cast(y, dt));
+    });
+  });
+}
+
+/// Y (N x M) = X (M x N) transposed, by 16 x 32 tiles.
+inline Kernel transposeCopy(DType dt) {
+  using namespace kiln::dsl;
+  return kernel("transpose_copy", [=](Builder& b) {
+    auto [M, N] = b.dims("M", "N");
+    auto X = b.input("X", {M, N}, dt);
+    auto Y = b.output("Y", {N, M}, dt);
+    b.grid({cdiv(M, 16), cdiv(N, 32)}, [&](Index i, Index j) {
+      b.store(Y.tile({j, i}, {32, 16}), transpose(b.load(X.tile({i, j}, {16, 32}))));
+    });
+  });
+}
+
+/// One head of attention, O = softmax(Q K^T / sqrt(D) [+ causal mask]) V, Q, K, V and O of
+/// S x D in `dt`: an online softmax over key tiles of `tile` rows, the loop carrying the
+/// running max, the running sum and the output's accumulator; keys past S are masked.
+inline Kernel attention(DType dt, int64_t D, bool causal, int64_t tile = 64) {
+  using namespace kiln::dsl;
+  return kernel(causal ? "attention_causal" : "attention", [=](Builder& b) {
+    auto [S] = b.dims("S");
+    auto Q = b.input("Q", {S, D}, dt), K = b.input("K", {S, D}, dt), V = b.input("V", {S, D}, dt);
+    auto O = b.output("O", {S, D}, dt);
+    const double scale = 1.0 / std::sqrt(double(D));
+    b.grid({cdiv(S, tile)}, [&](Index i) {
+      Tile q = b.load(Q.tile({i, b.constant(0)}, {tile, D}));
+      Tile row = b.iota({tile, tile}, 0) + b.splat(i * tile, {tile, tile});
+      Tile keys = b.splat(S, {tile, tile});
+      auto out = b.loop(cdiv(S, tile), 1, {b.full({tile}, -INFINITY), b.zeros({tile}), b.zeros({tile, D})},
+                        [&](Index j, const std::vector<Tile>& c) {
+        Tile k = b.load(K.tile({j, b.constant(0)}, {tile, D}));
+        Tile v = b.load(V.tile({j, b.constant(0)}, {tile, D}));
+        Tile s = dot(q, transpose(k), b.zeros({tile, tile})) * scale;
+        Tile col = b.iota({tile, tile}, 1) + b.splat(j * tile, {tile, tile});
+        Tile keep = causal ? (col < keys) * (col <= row) : col < keys;
+        s = where(keep, s, b.full({tile, tile}, -INFINITY));
+        Tile m = max(c[0], row_max(s));
+        Tile p = exp(s - cols(m));
+        Tile alpha = exp(c[0] - m);
+        Tile l = c[1] * alpha + row_sum(p);
+        Tile acc = dot(cast(p, dt), v, c[2] * cols(alpha));
+        return std::vector<Tile>{m, l, acc};
+      });
+      b.store(O.tile({i, b.constant(0)}, {tile, D}), cast(out[2] / cols(out[1]), dt));
+    });
+  });
+}
+
+/// The attention above in double precision on the host, from the tensors' own elements.
+inline std::vector<double> attentionReference(const HostTensor& q, const HostTensor& k, const HostTensor& v,
+                                              bool causal) {
+  const int64_t S = q.dims()[0], D = q.dims()[1];
+  std::vector<double> o(size_t(S * D), 0.0), p(static_cast<size_t>(S), 0.0);
+  for (int64_t r = 0; r < S; ++r) {
+    double m = -std::numeric_limits<double>::infinity(), sum = 0;
+    const int64_t last = causal ? r : S - 1;
+    for (int64_t c = 0; c <= last; ++c) {
+      double s = 0;
+      for (int64_t d = 0; d < D; ++d) s += double(q.get(r * D + d)) * double(k.get(c * D + d));
+      p[size_t(c)] = s / std::sqrt(double(D));
+      m = std::max(m, p[size_t(c)]);
+    }
+    for (int64_t c = 0; c <= last; ++c) sum += (p[size_t(c)] = std::exp(p[size_t(c)] - m));
+    for (int64_t c = 0; c <= last; ++c)
+      for (int64_t d = 0; d < D; ++d) o[size_t(r * D + d)] += p[size_t(c)] / sum * double(v.get(c * D + d));
+  }
+  return o;
+}
+
+} // namespace kiln::test

@@ -1,0 +1,167 @@
+// Index tiles, comparisons, where() and transpose(): what attention needs to be written in
+// the kernel (masks, K^T) rather than passed in as tensors. Run on the CPU backend here;
+// test_gpu_kernels.cpp runs the same kernels on the GPU.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "dsl_attention.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/error.hpp"
+#include "kiln/runtime.hpp"
+
+using namespace kiln;
+using namespace kiln::dsl;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string invalidKernel(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidKernel);
+    return e.what();
+  }
+  FAIL("expected an InvalidKernel error");
+  return {};
+}
+
+/// A kernel Y = body(b, x) over one 4 x 8 tile of a 4 x 8 f32 input, run on `in`.
+HostTensor runTile(const std::function<Tile(Builder&, const Tile&)>& body, const HostTensor& in) {
+  Kernel k = kernel("tile_op", [&](Builder& b) {
+    auto X = b.input("X", {4, 8}, f32);
+    auto Y = b.output("Y", {4, 8}, f32);
+    b.grid({b.constant(1)}, [&](Index i) {
+      b.store(Y.tile({i, i}, {4, 8}), body(b, b.load(X.tile({i, i}, {4, 8}))));
+    });
+  });
+  HostTensor x = in, y(DType::f32, {4, 8});
+  y.poison();
+  Runtime::create(Backend::cpu).compile(k).launch({x.view(), y.view()});
+  return y;
+}
+
+} // namespace
+
+TEST_CASE("iota holds each element's index along one dim, offset by a splat to a tensor position", "[dsl][cpu]") {
+  HostTensor x(DType::f32, {4, 8});
+  x.fill_random(1);
+  HostTensor rows = runTile([](Builder& b, const Tile&) { return b.iota({4, 8}, 0); }, x);
+  HostTensor cols = runTile([](Builder& b, const Tile&) { return b.iota({4, 8}, 1) + b.full({4, 8}, 100.0); }, x);
+  for (int64_t e = 0; e < 32; ++e) {
+    CHECK(rows.get(e) == float(e / 8));
+    CHECK(cols.get(e) == float(100 + e % 8));
+  }
+}
+
+TEST_CASE("comparisons give 1 where they hold and 0 where not, NaN as C++ compares floats", "[dsl][cpu]") {
+  HostTensor x(DType::f32, {4, 8});
+  x.fill_random(2);
+  x.set(5, std::numeric_limits<float>::quiet_NaN());
+  x.set(6, 0.0f);
+  using Cmp = Tile (*)(const Tile&, const Tile&, Where);
+  struct Case {
+    const char* name;
+    Cmp op;
+    bool (*want)(float, float);
+  };
+  const Case cases[] = {{"less", less, [](float a, float b) { return a < b; }},
+                        {"less_equal", less_equal, [](float a, float b) { return a <= b; }},
+                        {"greater", greater, [](float a, float b) { return a > b; }},
+                        {"greater_equal", greater_equal, [](float a, float b) { return a >= b; }},
+                        {"equal", equal, [](float a, float b) { return a == b; }},
+                        {"not_equal", not_equal, [](float a, float b) { return a != b; }}};
+  for (const Case& c : cases) {
+    INFO(c.name);
+    HostTensor y = runTile([&](Builder& b, const Tile& t) { return c.op(t, b.zeros({4, 8}), Where::current()); }, x);
+    for (int64_t e = 0; e < 32; ++e) CHECK(y.get(e) == (c.want(x.get(e), 0.0f) ? 1.0f : 0.0f));
+  }
+  // The operators are the named functions.
+  HostTensor lt = runTile([](Builder& b, const Tile& t) { return t < b.zeros({4, 8}); }, x);
+  HostTensor ge = runTile([](Builder& b, const Tile& t) { return t >= b.zeros({4, 8}); }, x);
+  for (int64_t e = 0; e < 32; ++e) {
+    CHECK(lt.get(e) == (x.get(e) < 0.0f ? 1.0f : 0.0f));
+    CHECK(ge.get(e) == (x.get(e) >= 0.0f ? 1.0f : 0.0f));
+  }
+}
+
+TEST_CASE("where picks the first choice where the mask is not 0, NaN included", "[dsl][cpu]") {
+  HostTensor x(DType::f32, {4, 8});
+  x.fill_random(3);
+  x.set(3, 0.0f);
+  x.set(4, std::numeric_limits<float>::quiet_NaN());
+  HostTensor y = runTile([](Builder& b, const Tile& t) { return where(t, b.full({4, 8}, 7.0), b.full({4, 8}, -7.0)); }, x);
+  for (int64_t e = 0; e < 32; ++e) CHECK(y.get(e) == (x.get(e) != 0.0f ? 7.0f : -7.0f));
+  CHECK(y.get(3) == -7.0f);
+  CHECK(y.get(4) == 7.0f);
+}
+
+TEST_CASE("a causal mask written with iota and where runs on ragged shapes", "[dsl][cpu]") {
+  auto ck = Runtime::create(Backend::cpu).compile(test::causalMask(DType::bf16));
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{16, 32}, {33, 70}, {5, 3}}) {
+    INFO(m << "x" << n);
+    HostTensor x(DType::bf16, {m, n}), y(DType::bf16, {m, n});
+    x.fill_random(uint64_t(m * n));
+    y.poison();
+    ck.launch({x.view(), y.view()});
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c)
+        REQUIRE(y.get(r * n + c) == (c <= r ? x.get(r * n + c) : -INFINITY));
+  }
+}
+
+TEST_CASE("transpose swaps a tile's dims", "[dsl][cpu]") {
+  auto ck = Runtime::create(Backend::cpu).compile(test::transposeCopy(DType::f16));
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{16, 32}, {40, 70}, {1, 5}}) {
+    INFO(m << "x" << n);
+    HostTensor x(DType::f16, {m, n}), y(DType::f16, {n, m});
+    x.fill_random(uint64_t(m + n));
+    y.poison();
+    ck.launch({x.view(), y.view()});
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) REQUIRE(y.get(c * m + r) == x.get(r * n + c));
+  }
+}
+
+TEST_CASE("attention written with transpose, iota and where agrees with a double-precision reference", "[dsl][cpu]") {
+  auto rt = Runtime::create(Backend::cpu);
+  for (bool causal : {false, true}) {
+    auto ck = rt.compile(test::attention(DType::f32, 32, causal, 16));
+    for (int64_t S : {16, 45}) {
+      INFO((causal ? "causal" : "full") << " S=" << S);
+      HostTensor q(DType::f32, {S, 32}), k(DType::f32, {S, 32}), v(DType::f32, {S, 32}), o(DType::f32, {S, 32});
+      q.fill_random(uint64_t(S)), k.fill_random(uint64_t(S) + 1), v.fill_random(uint64_t(S) + 2);
+      o.poison();
+      ck.launch({q.view(), k.view(), v.view(), o.view()});
+      std::vector<double> want = test::attentionReference(q, k, v, causal);
+      double worst = 0;
+      for (int64_t e = 0; e < S * 32; ++e) worst = std::max(worst, std::abs(double(o.get(e)) - want[size_t(e)]));
+      CHECK(worst < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("masks and transposes refuse malformed tiles by name", "[dsl][errors]") {
+  auto inKernel = [](const std::function<void(Builder&)>& body) {
+    return [body] {
+      kernel("bad", [&](Builder& b) {
+        auto X = b.input("X", {4, 8}, f32);
+        auto Y = b.output("Y", {4, 8}, f32);
+        body(b);
+        b.store(Y.tile({b.constant(0), b.constant(0)}, {4, 8}), b.load(X.tile({b.constant(0), b.constant(0)}, {4, 8})));
+      });
+    };
+  };
+  CHECK_THAT(invalidKernel(inKernel([](Builder& b) { b.iota({4, 8}, 2); })),
+             Contains("iota of 4x8xf32 along dim 2: out of range") && Contains("test_dsl_masks.cpp"));
+  CHECK_THAT(invalidKernel(inKernel([](Builder& b) { b.iota({512, 2}, 0, bf16); })),
+             Contains("indexes up to 511 along dim 0 are not exact in bf16 (at most 256): use f32"));
+  CHECK_THAT(invalidKernel(inKernel([](Builder& b) { transpose(b.zeros({8})); })),
+             Contains("transpose of 8xf32: needs a rank-2 tile"));
+  CHECK_THAT(invalidKernel(inKernel([](Builder& b) { less(b.zeros({4, 8}), b.zeros({8, 4})); })),
+             Contains("less of 4x8xf32 and 8x4xf32: tiles must match in shape and dtype"));
+  CHECK_THAT(invalidKernel(inKernel([](Builder& b) { where(b.zeros({4, 8}), b.zeros({4, 8}), b.zeros({4, 8}, bf16)); })),
+             Contains("where(4x8xf32, 4x8xf32, 4x8xbf16): the mask and both choices must match"));
+}
