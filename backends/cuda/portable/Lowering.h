@@ -13,7 +13,8 @@
 // elementwise ops keep their operands' layout; loop-carried tiles take the layout their
 // loop yields. Ops that need another thread's elements (dot operands, broadcast, reduce,
 // a change of layout) stage them in one dynamic shared-memory scratch buffer between two
-// barriers.
+// barriers; a row reduction folds within each thread and across lanes by shuffles first, and
+// only its per-warp partials go through shared memory.
 #include "Transforms/Passes.h"
 //
 // Internal: the portable lowering's state and its methods, one file per op family:
@@ -185,6 +186,8 @@ private:
   LogicalResult lowerIota(IotaOp io);                                  // Elementwise.cpp
   LogicalResult lowerTranspose(TransposeOp tr);                        // Elementwise.cpp
   LogicalResult lowerReduce(Operation* op, Value input, int64_t dim, bool isMax); // Reductions.cpp
+  /// The rows of `src` (rank 2) folded by shuffles, when its shape allows (Reductions.cpp).
+  std::optional<Elems> reduceRows(const Dist& src, TileType in, TileType out, bool isMax);
   Value elementwise(Operation* op, ArrayRef<Value> x);
 
   KernelOp kernel_;

@@ -1,14 +1,76 @@
-// The portable CUDA lowering: reductions along a dim (sum, max), through shared memory.
-// (portable/Lowering.h)
+// The portable CUDA lowering: reductions along a dim (sum, max). (portable/Lowering.h)
 #include "portable/Lowering.h"
+
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
 namespace kiln::portable {
 
+namespace {
+Value combine(OpBuilder& b, Location loc, bool isMax, Value a, Value x) {
+  return isMax ? b.create<arith::MaximumFOp>(loc, a, x).getResult() : b.create<arith::AddFOp>(loc, a, x).getResult();
+}
+} // namespace
+
+// Along the rows of a rank-2 tile whose row length C and thread count T are powers of two and
+// that fills whole steps of T threads: in the blocked layout thread t holds elements t + kT,
+// so a row's elements lie on L = min(C, 32) neighbouring lanes of each of P = max(1, min(C, T)
+// / 32) warps. Each thread folds its elements of a row in registers, the lanes fold theirs
+// by shuffles, and P partials per row meet in shared memory, folded in warp order (the same
+// bits every run). One barrier pair, against C / L serial shared-memory loads of the
+// fallback per row.
+std::optional<Elems> GpuKernelLowering::reduceRows(const Dist& src, TileType in, TileType out, bool isMax) {
+  const int64_t R = in.getShape()[0], C = in.getShape()[1], T = T_;
+  if (!llvm::isPowerOf2_64(uint64_t(C)) || !llvm::isPowerOf2_64(uint64_t(T)) || (R * C) % T != 0) return std::nullopt;
+  Elems x = as(src, in, Layout{}); // blocked
+  const int64_t L = std::min<int64_t>(C, 32), P = std::max<int64_t>(1, std::min(C, T) / 32);
+  // Groups of slots in one row of this thread: C / T consecutive slots when C >= T, else one.
+  const int64_t perGroup = std::max<int64_t>(1, C / T);
+  Value buf = shared(R * P, b_.getF32Type(), 0);
+  barrier(); // earlier readers of the scratch are done
+  Value part = b_.create<arith::RemUIOp>(loc_, warp(), cidx(P));
+  Value writer = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, b_.create<arith::RemUIOp>(loc_, lane(), cidx(L)),
+                                          cidx(0));
+  Type i32 = b_.getI32Type();
+  for (int64_t g = 0; g * perGroup < int64_t(x.size()); ++g) {
+    Value v = toF32(x[size_t(g * perGroup)]);
+    for (int64_t k = 1; k < perGroup; ++k) v = combine(b_, loc_, isMax, v, toF32(x[size_t(g * perGroup + k)]));
+    for (int64_t off = L / 2; off >= 1; off /= 2) {
+      auto sh = b_.create<gpu::ShuffleOp>(loc_, v, b_.create<arith::ConstantIntOp>(loc_, i32, off),
+                                          b_.create<arith::ConstantIntOp>(loc_, i32, 32), gpu::ShuffleMode::XOR);
+      v = combine(b_, loc_, isMax, v, sh.getShuffleResult());
+    }
+    Value row = slot(in.getShape(), g * perGroup).coords[0];
+    auto ifOp = b_.create<scf::IfOp>(loc_, writer, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value at = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(P)), part);
+    b_.create<memref::StoreOp>(loc_, v, buf, at);
+  }
+  barrier(); // every partial written before anyone reads
+  Elems res;
+  for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
+    Value base = b_.create<arith::MulIOp>(loc_, slot(out.getShape(), k).coords[0], cidx(P));
+    Value v = b_.create<memref::LoadOp>(loc_, buf, base);
+    for (int64_t p = 1; p < P; ++p)
+      v = combine(b_, loc_, isMax, v, b_.create<memref::LoadOp>(loc_, buf, ValueRange{b_.create<arith::AddIOp>(loc_, base, cidx(p))}));
+    res.push_back(fromF32(v, out.getElementType()));
+  }
+  return res;
+}
+
 LogicalResult GpuKernelLowering::lowerReduce(Operation* op, Value input, int64_t dim, bool isMax) {
   TileType in = cast<TileType>(input.getType()), out = cast<TileType>(op->getResult(0).getType());
-  Value buf = stage(tiles_.at(input), in, 0); // uniform inputs are materialised
+  const Dist& src = tiles_.at(input);
+  if (in.getRank() == 2 && dim == 1 && !src.uniform)
+    if (std::optional<Elems> res = reduceRows(src, in, out, isMax)) {
+      tiles_[op->getResult(0)] = Dist{*res, {}, false};
+      return success();
+    }
+  // Any other shape: the tile through shared memory, each result element folded by one
+  // thread along the reduced dim.
+  Value buf = stage(src, in, 0); // uniform inputs are materialised
   Elems res;
   for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
     Slot s = slot(out.getShape(), k);
@@ -20,10 +82,7 @@ LogicalResult GpuKernelLowering::lowerReduce(Operation* op, Value input, int64_t
       SmallVector<Value> c(s.coords);
       c.insert(c.begin() + dim, loop.getInductionVar());
       Value x = toF32(b_.create<memref::LoadOp>(loc_, buf, linearize(c, in.getShape())));
-      Value a = loop.getRegionIterArgs()[0];
-      Value v = isMax ? b_.create<arith::MaximumFOp>(loc_, a, x).getResult()
-                      : b_.create<arith::AddFOp>(loc_, a, x).getResult();
-      b_.create<scf::YieldOp>(loc_, v);
+      b_.create<scf::YieldOp>(loc_, combine(b_, loc_, isMax, loop.getRegionIterArgs()[0], x));
     }
     res.push_back(fromF32(loop.getResult(0), out.getElementType()));
   }

@@ -75,21 +75,31 @@ tile.kernel @mm(in %A : !tile.tensor<[M, K], bf16>, in %B : !tile.tensor<[K, N],
   }
 }
 
-// Exchanges through shared memory are fenced: a reduction writes its input to the scratch
-// between two barriers, reads it back after the second; the broadcast that follows writes
+// Exchanges through shared memory are fenced: a reduction writes its partials to the scratch
+// between two barriers, reads them back after the second; the broadcast that follows writes
 // the scratch again only after another barrier (so no thread still reads the first use).
 
 // CHECK-LABEL: gpu.func @rowmax
-// CHECK-SAME: kiln.shared_bytes = 512 : i64, kiln.threads = 64 : i64
-// The reduce stages its 4x32 f32 input (512 bytes) ...
-// CHECK: memref.view {{.*}} to memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK-SAME: kiln.shared_bytes = 16 : i64, kiln.threads = 64 : i64
+// The reduce folds each of a thread's two rows (of 4x32, over 64 threads: one row per warp
+// and slot) across the warp's lanes by shuffles ...
+// CHECK: memref.view {{.*}} to memref<4xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT: gpu.barrier
-// CHECK-COUNT-2: memref.store {{.*}} : memref<128xf32, #gpu.address_space<workgroup>>
-// CHECK-NEXT: gpu.barrier
-// ... and each thread folds one row of the result over the reduced dim.
-// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32)
-// CHECK: memref.load {{.*}} : memref<128xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
 // CHECK: arith.maximumf
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK: arith.maximumf
+// ... the first lane of each row stores the row's value (one partial per row: a row lies in
+// one warp) ...
+// CHECK: scf.if
+// CHECK: arith.muli
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: memref.store {{.*}} : memref<4xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
+// CHECK: memref.store {{.*}} : memref<4xf32, #gpu.address_space<workgroup>>
+// ... and after a barrier every thread reads the rows of the result it holds.
+// CHECK: gpu.barrier
+// CHECK: memref.load {{.*}} : memref<4xf32, #gpu.address_space<workgroup>>
 // The broadcast reuses the scratch only after a barrier.
 // CHECK: memref.view {{.*}} to memref<4xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT: gpu.barrier
@@ -98,6 +108,7 @@ tile.kernel @mm(in %A : !tile.tensor<[M, K], bf16>, in %B : !tile.tensor<[K, N],
 // CHECK-COUNT-2: memref.load {{.*}} : memref<4xf32, #gpu.address_space<workgroup>>
 // CHECK: arith.subf
 // CHECK: gpu.return
+
 tile.kernel @rowmax(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M, N], f32>) {
   %M = tile.dim "M"
   %c4 = arith.constant 4 : index
@@ -111,5 +122,27 @@ tile.kernel @rowmax(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M,
     %d = tile.sub %x, %b : !tile.tile<4x32xf32>
     %vy = tile.view %Y[%i, %c0] : !tile.tensor<[M, N], f32> -> !tile.view<4x32xf32>
     tile.store %d, %vy : !tile.tile<4x32xf32>, !tile.view<4x32xf32>
+  }
+}
+
+// A reduction whose shape the shuffles do not fit (a row of 24) folds each row in one thread
+// over the staged tile.
+// CHECK-LABEL: gpu.func @rowsum_odd
+// CHECK-NOT: gpu.shuffle
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32)
+// CHECK: memref.load {{.*}} : memref<96xf32, #gpu.address_space<workgroup>>
+// CHECK: arith.addf
+// CHECK: gpu.return
+tile.kernel @rowsum_odd(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor<[M], f32>) {
+  %M = tile.dim "M"
+  %c4 = arith.constant 4 : index
+  %gm = arith.ceildivsi %M, %c4 : index
+  tile.grid (%i) in (%gm) {
+    %c0 = arith.constant 0 : index
+    %vx = tile.view %X[%i, %c0] : !tile.tensor<[M, N], f32> -> !tile.view<4x24xf32>
+    %x = tile.load %vx : !tile.view<4x24xf32> -> !tile.tile<4x24xf32>
+    %s = tile.reduce_sum %x dim 1 : !tile.tile<4x24xf32> -> !tile.tile<4xf32>
+    %vy = tile.view %Y[%i] : !tile.tensor<[M], f32> -> !tile.view<4xf32>
+    tile.store %s, %vy : !tile.tile<4xf32>, !tile.view<4xf32>
   }
 }
