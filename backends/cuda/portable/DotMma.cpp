@@ -58,11 +58,24 @@ Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
   Elems acc = as(tiles_.at(d.getAcc()), ct, l); // before the operands take the scratch
   int64_t aBytes = at.getNumElements() * 2;
   int64_t bOff = (aBytes + 15) / 16 * 16;
-  auto bufs = stageOperands({d.getLhs(), d.getRhs()}, {0, bOff});
-  return Dist{mmaLoop(bufs[0], bufs[1], at, ct, l, acc), l, false};
+  // B = transpose(x): x staged as it is, N x K, which is how mma wants B's fragments.
+  auto folded = transposedOf_.find(d.getRhs());
+  const bool bT = folded != transposedOf_.end();
+  auto bufs = stageOperands({d.getLhs(), bT ? folded->second : d.getRhs()}, {0, bOff});
+  return Dist{mmaLoop(bufs[0], bufs[1], at, ct, l, acc, bT), l, false};
 }
 
-Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc) {
+DotOp GpuKernelLowering::foldsTranspose(TransposeOp tr) {
+  if (!tr->hasOneUse()) return {};
+  auto d = dyn_cast<DotOp>(*tr->user_begin());
+  if (!d || d.getRhs() != tr.getResult() || d.getLhs() == tr.getResult() || d->getBlock() != tr->getBlock() ||
+      !mmaLayoutFor(d))
+    return {};
+  return d;
+}
+
+Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc,
+                                 bool bT) {
   Type e = at.getElementType();
   int64_t N = ct.getShape()[1], K = at.getShape()[1];
   // Fragments come from shared memory with ldmatrix: .x4 gives a 16x16 A fragment, .x2.trans
@@ -108,11 +121,16 @@ Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType c
     return ldmatrix(4, false, b_.create<arith::AddIOp>(loc_, aBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
   };
   // B: lanes 0-15 address rows k..k+15 of the 16x8 block at column n (lanes 16-31 repeat).
+  // Transposed (N x K), untransposed loads: lanes 0-7 address rows n..n+7 at column k, lanes
+  // 8-15 the same rows at k + 8.
   auto bFrag = [&](int64_t tni) {
-    Value row = b_.create<arith::AddIOp>(loc_, kStep, l16);
-    Value col = b_.create<arith::AddIOp>(loc_, warpCol, cidx(tni * 8));
-    Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(N)), col);
-    return ldmatrix(2, true, b_.create<arith::AddIOp>(loc_, bBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
+    Value n0 = b_.create<arith::AddIOp>(loc_, warpCol, cidx(tni * 8));
+    Value row = bT ? b_.create<arith::AddIOp>(loc_, n0, b_.create<arith::RemUIOp>(loc_, l16, cidx(8))).getResult()
+                   : b_.create<arith::AddIOp>(loc_, kStep, l16).getResult();
+    Value col = bT ? b_.create<arith::AddIOp>(loc_, kStep, b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, l16, cidx(8)), cidx(8))).getResult()
+                   : n0;
+    Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(bT ? K : N)), col);
+    return ldmatrix(2, !bT, b_.create<arith::AddIOp>(loc_, bBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
   };
   // nvvm.mma.sync m16n8k16, row x col, f32 accumulators. Its bf16 operands are i32 pairs
   // as ldmatrix gives them; its f16 ones are f16x2 vectors (the same bits).

@@ -54,6 +54,10 @@ LogicalResult GpuKernelLowering::lowerIota(IotaOp io) {
 
 LogicalResult GpuKernelLowering::lowerTranspose(TransposeOp tr) {
   TileType in = tr.getInput().getType(), out = tr.getType();
+  if (foldsTranspose(tr)) { // its dot reads the input as it is (dotMma)
+    transposedOf_[tr.getResult()] = tr.getInput();
+    return success();
+  }
   const Dist& src = tiles_.at(tr.getInput());
   if (src.uniform) {
     tiles_[tr.getResult()] = src;

@@ -151,8 +151,12 @@ private:
   void storeMmaPairs(const ViewInfo& v, TileType t, const Layout& layout, const Elems& src);
   /// Issues this thread's 16-byte cp.async copies of window `v` into `buf` (no commit).
   void asyncCopy(const ViewInfo& v, TileType t, Value buf);
-  /// The k-loop of a tensor-core dot over operands already in shared memory.
-  Elems mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc);
+  /// The k-loop of a tensor-core dot over operands already in shared memory; B row-major
+  /// K x N, or with `bT` its transpose, N x K (the fragments mma's "col" operand wants).
+  Elems mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc, bool bT = false);
+  /// The dot whose B operand `tr` is, when that dot runs on the tensor cores and reads
+  /// tr's input in place of it (no transposed copy): tr's only use, in tr's block.
+  DotOp foldsTranspose(TransposeOp tr);
   /// The global coordinates of slot `s` of view `v`, and whether they lie inside the
   /// tensor (dims `dims`) and the slot exists.
   std::pair<SmallVector<Value>, Value> globalSlot(const ViewInfo& v, const Slot& s, ArrayRef<Value> dims);
@@ -203,6 +207,8 @@ private:
   DenseMap<Value, ViewInfo> views_;
   /// Loads whose only use is a dot operand: emitted by the dot as global -> shared copies.
   DenseMap<Value, ViewInfo> direct_;
+  /// Transposes a tensor-core dot reads untransposed (foldsTranspose): result -> input.
+  DenseMap<Value, Value> transposedOf_;
 };
 
 } // namespace kiln::portable

@@ -238,6 +238,8 @@ LogicalResult GpuKernelLowering::lowerLoad(LoadOp l) {
   const ViewInfo& v = views_.at(l.getView());
   if (l->hasOneUse() && l.getPadding().isZero()) {
     auto dot = dyn_cast<DotOp>(*l->user_begin());
+    // Also the input of a transpose that a tensor-core dot reads in place (foldsTranspose).
+    if (auto tr = dyn_cast<TransposeOp>(*l->user_begin())) dot = foldsTranspose(tr);
     // Deferring the read to the dot is safe only if nothing in between writes.
     auto writesBefore = [&](Operation* end) {
       for (Operation* o = l->getNextNode(); o && o != end; o = o->getNextNode())

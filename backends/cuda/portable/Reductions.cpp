@@ -13,40 +13,68 @@ Value combine(OpBuilder& b, Location loc, bool isMax, Value a, Value x) {
 }
 } // namespace
 
-// Along the rows of a rank-2 tile whose row length C and thread count T are powers of two and
-// that fills whole steps of T threads: in the blocked layout thread t holds elements t + kT,
-// so a row's elements lie on L = min(C, 32) neighbouring lanes of each of P = max(1, min(C, T)
-// / 32) warps. Each thread folds its elements of a row in registers, the lanes fold theirs
-// by shuffles, and P partials per row meet in shared memory, folded in warp order (the same
-// bits every run). One barrier pair, against C / L serial shared-memory loads of the
-// fallback per row.
+// Along the rows of a rank-2 tile, without moving the tile: each thread folds its elements of
+// a row in registers, the lanes holding parts of that row fold theirs by shuffles, and one
+// partial per warp and row goes through shared memory, folded in warp order (the same bits
+// every run). One barrier pair, against C / 32 serial shared-memory loads per row of the
+// fallback.
+//  - mma layout (the scores of a tensor-core dot): lane l holds rows l / 4 and l / 4 + 8 of
+//    each 16 x 8 fragment, two columns each: a row lies on the 4 lanes of a quad in each of
+//    the wn warps along N;
+//  - blocked, when the row length C and thread count T are powers of two and the tile fills
+//    whole steps of T: thread t holds elements t + kT, so a row lies on L = min(C, 32)
+//    neighbouring lanes of each of P = max(1, min(C, T) / 32) warps.
 std::optional<Elems> GpuKernelLowering::reduceRows(const Dist& src, TileType in, TileType out, bool isMax) {
   const int64_t R = in.getShape()[0], C = in.getShape()[1], T = T_;
-  if (!llvm::isPowerOf2_64(uint64_t(C)) || !llvm::isPowerOf2_64(uint64_t(T)) || (R * C) % T != 0) return std::nullopt;
-  Elems x = as(src, in, Layout{}); // blocked
-  const int64_t L = std::min<int64_t>(C, 32), P = std::max<int64_t>(1, std::min(C, T) / 32);
-  // Groups of slots in one row of this thread: C / T consecutive slots when C >= T, else one.
-  const int64_t perGroup = std::max<int64_t>(1, C / T);
+  struct Group {
+    Value v, row;
+  };
+  SmallVector<Group> groups;
+  int64_t lanes = 0, P = 0; // lanes of a warp sharing a row (a power of two); warps sharing it
+  Value part;               // this warp's index among the P
+  if (src.layout.kind == Layout::Mma) {
+    const Layout& l = src.layout;
+    lanes = 4, P = l.wn;
+    part = b_.create<arith::RemUIOp>(loc_, warp(), cidx(l.wn));
+    for (int64_t tmi = 0; tmi < l.tm; ++tmi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value v;
+        for (int64_t tni = 0; tni < l.tn; ++tni)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value x = toF32(src.v[size_t((tmi * l.tn + tni) * 4 + 2 * h + e)]);
+            v = v ? combine(b_, loc_, isMax, v, x) : x;
+          }
+        groups.push_back({v, mmaSlot((tmi * l.tn) * 4 + 2 * h, l).coords[0]});
+      }
+  } else {
+    if (!llvm::isPowerOf2_64(uint64_t(C)) || !llvm::isPowerOf2_64(uint64_t(T)) || (R * C) % T != 0) return std::nullopt;
+    Elems x = as(src, in, Layout{});
+    lanes = std::min<int64_t>(C, 32), P = std::max<int64_t>(1, std::min(C, T) / 32);
+    part = b_.create<arith::RemUIOp>(loc_, warp(), cidx(P));
+    // A thread's slots in one row: C / T consecutive ones when C >= T, else one.
+    const int64_t perGroup = std::max<int64_t>(1, C / T);
+    for (int64_t g = 0; g * perGroup < int64_t(x.size()); ++g) {
+      Value v = toF32(x[size_t(g * perGroup)]);
+      for (int64_t k = 1; k < perGroup; ++k) v = combine(b_, loc_, isMax, v, toF32(x[size_t(g * perGroup + k)]));
+      groups.push_back({v, slot(in.getShape(), g * perGroup).coords[0]});
+    }
+  }
   Value buf = shared(R * P, b_.getF32Type(), 0);
   barrier(); // earlier readers of the scratch are done
-  Value part = b_.create<arith::RemUIOp>(loc_, warp(), cidx(P));
-  Value writer = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, b_.create<arith::RemUIOp>(loc_, lane(), cidx(L)),
+  Value writer = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, b_.create<arith::RemUIOp>(loc_, lane(), cidx(lanes)),
                                           cidx(0));
   Type i32 = b_.getI32Type();
-  for (int64_t g = 0; g * perGroup < int64_t(x.size()); ++g) {
-    Value v = toF32(x[size_t(g * perGroup)]);
-    for (int64_t k = 1; k < perGroup; ++k) v = combine(b_, loc_, isMax, v, toF32(x[size_t(g * perGroup + k)]));
-    for (int64_t off = L / 2; off >= 1; off /= 2) {
-      auto sh = b_.create<gpu::ShuffleOp>(loc_, v, b_.create<arith::ConstantIntOp>(loc_, i32, off),
+  for (Group& g : groups) {
+    for (int64_t off = lanes / 2; off >= 1; off /= 2) {
+      auto sh = b_.create<gpu::ShuffleOp>(loc_, g.v, b_.create<arith::ConstantIntOp>(loc_, i32, off),
                                           b_.create<arith::ConstantIntOp>(loc_, i32, 32), gpu::ShuffleMode::XOR);
-      v = combine(b_, loc_, isMax, v, sh.getShuffleResult());
+      g.v = combine(b_, loc_, isMax, g.v, sh.getShuffleResult());
     }
-    Value row = slot(in.getShape(), g * perGroup).coords[0];
     auto ifOp = b_.create<scf::IfOp>(loc_, writer, /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    Value at = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(P)), part);
-    b_.create<memref::StoreOp>(loc_, v, buf, at);
+    Value at = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, g.row, cidx(P)), part);
+    b_.create<memref::StoreOp>(loc_, g.v, buf, at);
   }
   barrier(); // every partial written before anyone reads
   Elems res;

@@ -146,3 +146,38 @@ tile.kernel @rowsum_odd(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor
     tile.store %s, %vy : !tile.tile<4xf32>, !tile.view<4xf32>
   }
 }
+
+// Q K^T on the tensor cores reads K as it is: K's tile goes global -> shared by cp.async (no
+// transposed copy), B's fragments come from its rows by ldmatrix without .trans; the row max
+// of the scores folds in the mma layout: the four lanes of a quad by shuffles, one partial per
+// warp and row through shared memory.
+// CHECK-LABEL: gpu.func @scores
+// CHECK-SAME: kiln.threads = 64
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 2
+// CHECK-NOT: nvvm.mma_layout<col>, num = 2
+// CHECK: nvvm.mma.sync
+// CHECK: memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK-NOT: gpu.shuffle  xor %{{.*}}, %c4_i32
+// CHECK: gpu.return
+tile.kernel @scores(in %Q : !tile.tensor<[M, 64], bf16>, in %K : !tile.tensor<[N, 64], bf16>, out %S : !tile.tensor<[M], f32>) {
+  %M = tile.dim "M"
+  %c32 = arith.constant 32 : index
+  %gm = arith.ceildivsi %M, %c32 : index
+  tile.grid (%i) in (%gm) {
+    %c0 = arith.constant 0 : index
+    %vq = tile.view %Q[%i, %c0] : !tile.tensor<[M, 64], bf16> -> !tile.view<32x64xbf16>
+    %q = tile.load %vq : !tile.view<32x64xbf16> -> !tile.tile<32x64xbf16>
+    %vk = tile.view %K[%c0, %c0] : !tile.tensor<[N, 64], bf16> -> !tile.view<32x64xbf16>
+    %k = tile.load %vk : !tile.view<32x64xbf16> -> !tile.tile<32x64xbf16>
+    %kt = tile.transpose %k : !tile.tile<32x64xbf16> -> !tile.tile<64x32xbf16>
+    %z = tile.full 0.000000e+00 : !tile.tile<32x32xf32>
+    %s = tile.dot %q, %kt, %z : !tile.tile<32x64xbf16>, !tile.tile<64x32xbf16> -> !tile.tile<32x32xf32>
+    %m = tile.reduce_max %s dim 1 : !tile.tile<32x32xf32> -> !tile.tile<32xf32>
+    %vs = tile.view %S[%i] : !tile.tensor<[M], f32> -> !tile.view<32xf32>
+    tile.store %m, %vs : !tile.tile<32xf32>, !tile.view<32xf32>
+  }
+}
