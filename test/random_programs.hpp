@@ -19,7 +19,8 @@ namespace kiln::testing::random_programs {
 
 using namespace kiln::dsl;
 
-enum class Op { X, Y, Const, Add, Sub, Mul, Max, Min, Neg, Relu, Tanh, Sigmoid, ExpTanh, Silu, Gelu, Scale, SubRowMax, AddRowSum };
+enum class Op { X, Y, Const, Add, Sub, Mul, Max, Min, Neg, Relu, Tanh, Sigmoid, ExpTanh, Silu, Gelu, Scale, SubRowMax, AddRowSum,
+                WhereLe, LowerTriangle, TransposeTwice };
 
 struct Node {
   Op op = Op::X;
@@ -36,8 +37,9 @@ inline std::unique_ptr<Node> randomTree(const std::function<uint64_t()>& rng, in
     n->c = double(pick(9)) * 0.25 - 1.0;
     return n;
   }
-  static const Op unary[] = {Op::Neg, Op::Relu, Op::Tanh, Op::Sigmoid, Op::ExpTanh, Op::Silu, Op::Gelu, Op::Scale, Op::SubRowMax, Op::AddRowSum};
-  static const Op binary[] = {Op::Add, Op::Sub, Op::Mul, Op::Max, Op::Min};
+  static const Op unary[] = {Op::Neg,   Op::Relu,      Op::Tanh,      Op::Sigmoid,       Op::ExpTanh,       Op::Silu,
+                             Op::Gelu,  Op::Scale,     Op::SubRowMax, Op::AddRowSum, Op::LowerTriangle, Op::TransposeTwice};
+  static const Op binary[] = {Op::Add, Op::Sub, Op::Mul, Op::Max, Op::Min, Op::WhereLe};
   if (pick(2) == 0) {
     n->op = unary[pick(int(std::size(unary)))];
     n->c = double(pick(7)) * 0.25 - 0.75; // Scale's factor
@@ -52,7 +54,8 @@ inline std::unique_ptr<Node> randomTree(const std::function<uint64_t()>& rng, in
 
 inline std::string show(const Node& n) {
   static const char* names[] = {"X", "Y", "const", "add", "sub", "mul", "max", "min", "neg", "relu", "tanh", "sigmoid",
-                                "exp(tanh)", "silu", "gelu", "scale", "sub_row_max", "add_row_sum"};
+                                "exp(tanh)", "silu", "gelu", "scale", "sub_row_max", "add_row_sum",
+                                "where_le", "lower_triangle", "transpose_twice"};
   std::string s = names[int(n.op)];
   if (n.op == Op::Const || n.op == Op::Scale) s += "[" + std::to_string(n.c) + "]";
   if (n.a) s += "(" + show(*n.a) + (n.b ? ", " + show(*n.b) : "") + ")";
@@ -88,6 +91,15 @@ inline Tile build(const Node& n, const Tile& x, const Tile& y, Builder& k) {
     Tile t = build(*n.a, x, y, k);
     return t + cols(scale(row_sum(t), 0.125));
   }
+  case Op::WhereLe: { // min(a, b) by a comparison and a choice (continuous: no rounding flips it)
+    Tile a = build(*n.a, x, y, k), b = build(*n.b, x, y, k);
+    return where(a <= b, a, b);
+  }
+  case Op::LowerTriangle: { // the tile's elements on and below its diagonal, 0 above
+    Tile t = build(*n.a, x, y, k);
+    return t * (k.iota(t.shape(), 1) <= k.iota(t.shape(), 0));
+  }
+  case Op::TransposeTwice: return transpose(transpose(build(*n.a, x, y, k)));
   }
   return x;
 }
@@ -132,6 +144,14 @@ inline Grid eval(const Node& n, const Grid& x, const Grid& y, int64_t tm, int64_
   case Op::Scale: return map1([&](double a) { return a * n.c; });
   case Op::SubRowMax: return rows(true);
   case Op::AddRowSum: return rows(false);
+  case Op::WhereLe: return map2([](double a, double b) { return a <= b ? a : b; });
+  case Op::LowerTriangle: {
+    Grid g = eval(*n.a, x, y, tm, tn);
+    for (int64_t r = 0; r < tm; ++r)
+      for (int64_t c = r + 1; c < tn; ++c) g[size_t(r * tn + c)] = 0;
+    return g;
+  }
+  case Op::TransposeTwice: return eval(*n.a, x, y, tm, tn);
   }
   return x;
 }
