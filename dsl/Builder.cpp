@@ -153,6 +153,12 @@ Index cdiv(Index a, int64_t b) {
   Value c = s.b.create<arith::ConstantIndexOp>(s.b.getUnknownLoc(), b);
   return s.wrap(s.b.create<arith::CeilDivSIOp>(s.b.getUnknownLoc(), val(a), c).getResult());
 }
+Index operator/(Index a, int64_t b) {
+  BuilderState& s = st(a);
+  if (b <= 0) s.fail("index / " + std::to_string(b) + ": the divisor must be positive");
+  Value c = s.b.create<arith::ConstantIndexOp>(s.b.getUnknownLoc(), b);
+  return s.wrap(s.b.create<arith::FloorDivSIOp>(s.b.getUnknownLoc(), val(a), c).getResult());
+}
 
 // ---- Builder ----------------------------------------------------------------------
 
@@ -253,10 +259,11 @@ View Tensor::tile(std::vector<Index> index, Shape shape, Where w) const {
   auto& s = live(trace_, [&] { return "Tensor (argument #" + std::to_string(arg_) + ")"; });
   SiteGuard site(s, w);
   std::string who = "argument '" + cast<StringAttr>(s.argNames.at(arg_)).getValue().str() + "'";
-  if (index.size() != rank_ || shape.size() != rank_)
-    s.fail(who + " has rank " + std::to_string(rank_) + ": tile() needs " +
-           std::to_string(rank_) + " indices and a rank-" + std::to_string(rank_) +
-           " shape, got " + std::to_string(index.size()) + " and " + std::to_string(shape.size()));
+  if (index.size() != rank_ || shape.empty() || shape.size() > rank_)
+    s.fail(who + " has rank " + std::to_string(rank_) + ": tile() needs " + std::to_string(rank_) +
+           " indices (element indices for the leading dims a smaller tile fixes, then tile indices) and a tile of rank 1 to " +
+           std::to_string(rank_) + ", got " + std::to_string(index.size()) + " indices and a rank-" +
+           std::to_string(shape.size()) + " tile");
   for (int64_t d : shape)
     if (d <= 0) s.fail(who + ": tile dims must be positive");
   SmallVector<Value> idx;

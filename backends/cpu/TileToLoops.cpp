@@ -7,6 +7,7 @@
 // dedicated buffer that the yield copies into. That keeps value semantics exact.
 #include "Transforms/Passes.h"
 #include "Transforms/ScalarMath.h"
+#include "Transforms/ViewBase.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -173,8 +174,13 @@ LogicalResult KernelLowering::lowerOp(Operation* op) {
       })
       .Case<LoopOp>([&](LoopOp l) { return lowerLoop(l); })
       .Case<ViewOp>([&](ViewOp v) {
-        ViewInfo info{map_.lookup(v.getTensor()), {}, v.getType().getShape()};
-        for (auto [d, idx] : llvm::enumerate(v.getIndices()))
+        // Leading element indices (a view of fewer dims than its tensor) pick the slice;
+        // the rest are tile indices into it (ViewBase.h).
+        const size_t lead = v.getIndices().size() - size_t(v.getType().getRank());
+        SmallVector<Value> fixed;
+        for (Value idx : v.getIndices().take_front(lead)) fixed.push_back(map_.lookup(idx));
+        ViewInfo info{kiln::sliceLeadingDims(b_, loc, map_.lookup(v.getTensor()), fixed), {}, v.getType().getShape()};
+        for (auto [d, idx] : llvm::enumerate(v.getIndices().drop_front(lead)))
           info.offsets.push_back(
               b_.create<arith::MulIOp>(loc, map_.lookup(idx), cidx(loc, info.shape[d])));
         views_[v.getResult()] = info;

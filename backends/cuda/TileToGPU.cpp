@@ -14,7 +14,7 @@
 // a change of layout) stage them in one dynamic shared-memory scratch buffer between two
 // barriers.
 #include "Transforms/Passes.h"
-#include "Transforms/Passes.h"
+#include "Transforms/ViewBase.h"
 #include "portable/Lowering.h"
 
 namespace kiln {
@@ -62,6 +62,19 @@ Slot GpuKernelLowering::mmaSlot(int64_t k, const Layout& l) {
   s.coords = {row, col};
   s.flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(l.wn * l.tn * 8)), col);
   return s;
+}
+
+ViewInfo GpuKernelLowering::viewOf(ViewOp v, llvm::function_ref<Value(Value)> index) {
+  // Leading element indices (a view of fewer dims than its tensor) pick the slice; the rest
+  // are tile indices into it (ViewBase.h).
+  const size_t lead = v.getIndices().size() - size_t(v.getType().getRank());
+  SmallVector<Value> fixed;
+  for (Value idx : v.getIndices().take_front(lead)) fixed.push_back(index(idx));
+  ViewInfo info{kiln::sliceLeadingDims(b_, loc_, map_.lookup(v.getTensor()), fixed), {},
+                llvm::to_vector(v.getType().getShape())};
+  for (auto [d, idx] : llvm::enumerate(v.getIndices().drop_front(lead)))
+    info.offsets.push_back(b_.create<arith::MulIOp>(loc_, index(idx), cidx(info.shape[d])));
+  return info;
 }
 
 Value GpuKernelLowering::linearize(ArrayRef<Value> coords, ArrayRef<int64_t> shape) {
@@ -146,10 +159,7 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
       })
       .Case<LoopOp>([&](LoopOp l) { return lowerLoop(l); })
       .Case<ViewOp>([&](ViewOp v) {
-        ViewInfo info{map_.lookup(v.getTensor()), {}, llvm::to_vector(v.getType().getShape())};
-        for (auto [d, idx] : llvm::enumerate(v.getIndices()))
-          info.offsets.push_back(b_.create<arith::MulIOp>(loc_, map_.lookup(idx), cidx(info.shape[d])));
-        views_[v.getResult()] = info;
+        views_[v.getResult()] = viewOf(v, [&](Value idx) { return map_.lookup(idx); });
         return success();
       })
       .Case<LoadOp>([&](LoadOp l) { return lowerLoad(l); })

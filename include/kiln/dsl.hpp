@@ -59,6 +59,8 @@ public:
   friend KILN_API Index operator*(Index a, Index b);
   friend KILN_API Index operator+(Index a, int64_t b);
   friend KILN_API Index operator*(Index a, int64_t b);
+  /// floor(a / b), b > 0: e.g. the K/V head a query head h shares, h / group (GQA).
+  friend KILN_API Index operator/(Index a, int64_t b);
 private:
   uint64_t trace_ = 0;
   void* v_ = nullptr;
@@ -131,7 +133,11 @@ public:
   Tensor() = default;
   Tensor(uint64_t trace, unsigned arg, DType dtype, size_t rank)
       : trace_(trace), arg_(arg), dtype_(dtype), rank_(rank) {}
-  /// The window of `shape` at tile index `index` (tile units, not elements).
+  /// The window of `shape` at tile index `index` (tile units, not elements). A tile of
+  /// fewer dims than the tensor fixes its leading dims: their indices are element indices
+  /// and the rest tile indices, so Q of [B, H, S, D] gives head h of batch b's rows by
+  /// `Q.tile({b, h, i, k.constant(0)}, {64, D})` (masked off whole where b or h is past its
+  /// dim).
   View tile(std::vector<Index> index, Shape shape, Where w = Where::current()) const;
   DType dtype() const { return dtype_; }
   uint64_t trace() const { return trace_; }

@@ -3,6 +3,7 @@
 // test_dsl_masks.cpp (CPU), test_cuda_compile.cpp (no GPU) and test_gpu_kernels.cpp (H200),
 // with the host references they are checked against.
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -43,57 +44,86 @@ inline Kernel transposeCopy(DType dt) {
   });
 }
 
-/// One head of attention, O = softmax(Q K^T / sqrt(D) [+ causal mask]) V, Q, K, V and O of
-/// S x D in `dt`: an online softmax over key tiles of `tile` rows, the loop carrying the
-/// running max, the running sum and the output's accumulator; keys past S are masked.
+/// Query tile `i` of one head: softmax(Q K^T / sqrt(D) [+ causal mask]) V by an online
+/// softmax over key tiles of `tile` rows, the loop carrying the running max, the running sum
+/// and the output's accumulator; keys past S are masked. `q`, `kAt(j)`, `vAt(j)`: the views.
+inline dsl::Tile attentionTile(dsl::Builder& b, const dsl::View& q, const std::function<dsl::View(dsl::Index)>& kAt,
+                               const std::function<dsl::View(dsl::Index)>& vAt, dsl::Index S, dsl::Index i, DType dt,
+                               int64_t D, bool causal, int64_t tile) {
+  using namespace kiln::dsl;
+  const double scale = 1.0 / std::sqrt(double(D));
+  Tile qt = b.load(q);
+  Tile row = b.iota({tile, tile}, 0) + b.splat(i * tile, {tile, tile});
+  Tile keys = b.splat(S, {tile, tile});
+  auto out = b.loop(cdiv(S, tile), 1, {b.full({tile}, -INFINITY), b.zeros({tile}), b.zeros({tile, D})},
+                    [&](Index j, const std::vector<Tile>& c) {
+    Tile k = b.load(kAt(j)), v = b.load(vAt(j));
+    Tile s = dot(qt, transpose(k), b.zeros({tile, tile})) * scale;
+    Tile col = b.iota({tile, tile}, 1) + b.splat(j * tile, {tile, tile});
+    Tile keep = causal ? (col < keys) * (col <= row) : col < keys;
+    s = where(keep, s, b.full({tile, tile}, -INFINITY));
+    Tile m = max(c[0], row_max(s));
+    Tile p = exp(s - cols(m));
+    Tile alpha = exp(c[0] - m);
+    Tile l = c[1] * alpha + row_sum(p);
+    Tile acc = dot(cast(p, dt), v, c[2] * cols(alpha));
+    return std::vector<Tile>{m, l, acc};
+  });
+  return cast(out[2] / cols(out[1]), dt);
+}
+
+/// One head of attention, Q, K, V and O of S x D in `dt` (attentionTile over every query tile).
 inline Kernel attention(DType dt, int64_t D, bool causal, int64_t tile = 64) {
   using namespace kiln::dsl;
   return kernel(causal ? "attention_causal" : "attention", [=](Builder& b) {
     auto [S] = b.dims("S");
     auto Q = b.input("Q", {S, D}, dt), K = b.input("K", {S, D}, dt), V = b.input("V", {S, D}, dt);
     auto O = b.output("O", {S, D}, dt);
-    const double scale = 1.0 / std::sqrt(double(D));
     b.grid({cdiv(S, tile)}, [&](Index i) {
-      Tile q = b.load(Q.tile({i, b.constant(0)}, {tile, D}));
-      Tile row = b.iota({tile, tile}, 0) + b.splat(i * tile, {tile, tile});
-      Tile keys = b.splat(S, {tile, tile});
-      auto out = b.loop(cdiv(S, tile), 1, {b.full({tile}, -INFINITY), b.zeros({tile}), b.zeros({tile, D})},
-                        [&](Index j, const std::vector<Tile>& c) {
-        Tile k = b.load(K.tile({j, b.constant(0)}, {tile, D}));
-        Tile v = b.load(V.tile({j, b.constant(0)}, {tile, D}));
-        Tile s = dot(q, transpose(k), b.zeros({tile, tile})) * scale;
-        Tile col = b.iota({tile, tile}, 1) + b.splat(j * tile, {tile, tile});
-        Tile keep = causal ? (col < keys) * (col <= row) : col < keys;
-        s = where(keep, s, b.full({tile, tile}, -INFINITY));
-        Tile m = max(c[0], row_max(s));
-        Tile p = exp(s - cols(m));
-        Tile alpha = exp(c[0] - m);
-        Tile l = c[1] * alpha + row_sum(p);
-        Tile acc = dot(cast(p, dt), v, c[2] * cols(alpha));
-        return std::vector<Tile>{m, l, acc};
-      });
-      b.store(O.tile({i, b.constant(0)}, {tile, D}), cast(out[2] / cols(out[1]), dt));
+      Index z = b.constant(0);
+      auto at = [&](const Tensor& T) { return [&, T](Index j) { return T.tile({j, z}, {tile, D}); }; };
+      b.store(O.tile({i, z}, {tile, D}), attentionTile(b, Q.tile({i, z}, {tile, D}), at(K), at(V), S, i, dt, D, causal, tile));
     });
   });
 }
 
-/// The attention above in double precision on the host, from the tensors' own elements.
+/// Batched multi-head attention with grouped K/V heads: Q and O of [B, H, S, D], K and V of
+/// [B, H / group, S, D] (query head h reads K/V head h / group); a grid of query tiles x
+/// heads x batches, each view fixing its batch and head.
+inline Kernel groupedAttention(DType dt, int64_t D, bool causal, int64_t group, int64_t tile = 64) {
+  using namespace kiln::dsl;
+  return kernel("grouped_attention", [=](Builder& b) {
+    auto [B, H, G, S] = b.dims("B", "H", "G", "S");
+    auto Q = b.input("Q", {B, H, S, D}, dt), K = b.input("K", {B, G, S, D}, dt), V = b.input("V", {B, G, S, D}, dt);
+    auto O = b.output("O", {B, H, S, D}, dt);
+    b.grid({cdiv(S, tile), H, B}, [&](Index i, Index h, Index n) {
+      Index z = b.constant(0), g = h / group;
+      auto kv = [&](const Tensor& T) { return [&, T](Index j) { return T.tile({n, g, j, z}, {tile, D}); }; };
+      b.store(O.tile({n, h, i, z}, {tile, D}),
+              attentionTile(b, Q.tile({n, h, i, z}, {tile, D}), kv(K), kv(V), S, i, dt, D, causal, tile));
+    });
+  });
+}
+
+/// The attention above in double precision on the host, from the tensors' own elements: one
+/// head of S x D matrices starting at elements qAt (Q, and the result) and kvAt (K, V).
 inline std::vector<double> attentionReference(const HostTensor& q, const HostTensor& k, const HostTensor& v,
-                                              bool causal) {
-  const int64_t S = q.dims()[0], D = q.dims()[1];
+                                              bool causal, int64_t S = -1, int64_t qAt = 0, int64_t kvAt = 0) {
+  const int64_t D = q.dims().back();
+  if (S < 0) S = q.dims()[0];
   std::vector<double> o(size_t(S * D), 0.0), p(static_cast<size_t>(S), 0.0);
   for (int64_t r = 0; r < S; ++r) {
     double m = -std::numeric_limits<double>::infinity(), sum = 0;
     const int64_t last = causal ? r : S - 1;
     for (int64_t c = 0; c <= last; ++c) {
       double s = 0;
-      for (int64_t d = 0; d < D; ++d) s += double(q.get(r * D + d)) * double(k.get(c * D + d));
+      for (int64_t d = 0; d < D; ++d) s += double(q.get(qAt + r * D + d)) * double(k.get(kvAt + c * D + d));
       p[size_t(c)] = s / std::sqrt(double(D));
       m = std::max(m, p[size_t(c)]);
     }
     for (int64_t c = 0; c <= last; ++c) sum += (p[size_t(c)] = std::exp(p[size_t(c)] - m));
     for (int64_t c = 0; c <= last; ++c)
-      for (int64_t d = 0; d < D; ++d) o[size_t(r * D + d)] += p[size_t(c)] / sum * double(v.get(c * D + d));
+      for (int64_t d = 0; d < D; ++d) o[size_t(r * D + d)] += p[size_t(c)] / sum * double(v.get(kvAt + c * D + d));
   }
   return o;
 }

@@ -167,7 +167,8 @@ TEST_CASE("masks, transposes and a DSL attention compile for sm_80 and sm_90a wi
   // all in registers, take 255 registers a thread and spill 32 bytes on sm_90a.
   for (const char* arch : {"sm_80", "sm_90a"})
     for (const auto& [k, warps] : {std::pair{test::causalMask(DType::bf16), 4}, {test::transposeCopy(DType::f16), 4},
-                                   {test::attention(DType::bf16, 64, true), 8}, {test::attention(DType::f16, 64, false), 8}}) {
+                                   {test::attention(DType::bf16, 64, true), 8}, {test::attention(DType::f16, 64, false), 8},
+                                   {test::groupedAttention(DType::bf16, 64, true, 4), 8}}) {
       CompiledKernel ck = offline(arch, warps).compile(k);
       INFO(arch << " " << k.name() << ": " << ck.report().str());
       CHECK(ck.report().spill_bytes == 0);

@@ -143,6 +143,44 @@ TEST_CASE("attention written with transpose, iota and where agrees with a double
   }
 }
 
+TEST_CASE("a tile of fewer dims than its tensor fixes the leading dims, and past them reads and writes nothing",
+          "[dsl][cpu]") {
+  // Y[b] = 2 X[b] for b < B, by 4 x 8 tiles, over a grid one batch too long.
+  Kernel k = kernel("batched_copy", [](Builder& b) {
+    auto [B, M, N] = b.dims("B", "M", "N");
+    auto X = b.input("X", {B, M, N}, f32);
+    auto Y = b.output("Y", {B, M, N}, f32);
+    b.grid({cdiv(M, 4), cdiv(N, 8), B + 1}, [&](Index i, Index j, Index n) {
+      b.store(Y.tile({n, i, j}, {4, 8}), b.load(X.tile({n, i, j}, {4, 8}), 5.0) * 2.0);
+    });
+  });
+  CHECK_THAT(k.tile_ir(), Contains("-> <4x8xf32>"));
+  auto ck = Runtime::create(Backend::cpu).compile(k);
+  HostTensor x(DType::f32, {3, 9, 13}), y(DType::f32, {3, 9, 13});
+  x.fill_random(11);
+  y.poison();
+  ck.launch({x.view(), y.view()});
+  for (int64_t e = 0; e < x.numel(); ++e) REQUIRE(y.get(e) == 2.0f * x.get(e));
+}
+
+TEST_CASE("batched attention with grouped K/V heads agrees with the reference head by head", "[dsl][cpu]") {
+  const int64_t B = 2, H = 4, group = 2, G = H / group, S = 45, D = 32;
+  auto ck = Runtime::create(Backend::cpu).compile(test::groupedAttention(DType::f32, D, true, group, 16));
+  HostTensor q(DType::f32, {B, H, S, D}), k(DType::f32, {B, G, S, D}), v(DType::f32, {B, G, S, D}), o(DType::f32, {B, H, S, D});
+  q.fill_random(1), k.fill_random(2), v.fill_random(3);
+  o.poison();
+  ck.launch({q.view(), k.view(), v.view(), o.view()});
+  for (int64_t n = 0; n < B; ++n)
+    for (int64_t h = 0; h < H; ++h) {
+      INFO("batch " << n << " head " << h);
+      const int64_t qAt = (n * H + h) * S * D, kvAt = (n * G + h / group) * S * D;
+      std::vector<double> want = test::attentionReference(q, k, v, true, S, qAt, kvAt);
+      double worst = 0;
+      for (int64_t e = 0; e < S * D; ++e) worst = std::max(worst, std::abs(double(o.get(qAt + e)) - want[size_t(e)]));
+      CHECK(worst < 1e-5);
+    }
+}
+
 TEST_CASE("masks and transposes refuse malformed tiles by name", "[dsl][errors]") {
   auto inKernel = [](const std::function<void(Builder&)>& body) {
     return [body] {

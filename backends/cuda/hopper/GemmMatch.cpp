@@ -177,6 +177,8 @@ private:
       auto view = ld.getView().getDefiningOp<ViewOp>();
       int arg = view ? argOf(view, m_.kernel) : -1;
       if (arg < 0) return fail("an epilogue load is not of a kernel argument's view");
+      if (view.getIndices().size() != size_t(cast<ViewType>(view.getType()).getRank()))
+        return fail("an epilogue view fixes leading dims of its tensor");
       if (cast<TileType>(ld.getType()).getElementType() != cast<ViewType>(view.getType()).getElementType())
         return fail("an epilogue load converts");
       for (size_t d = 0; d < axes.size(); ++d) {

@@ -121,11 +121,7 @@ Elems GpuKernelLowering::lowerLoopPipelined(LoopOp l, PipePlan p, const Elems& i
   int64_t stageBytes = aBytes + bBytes;
   Value count = map_.lookup(l.getCount());
   auto viewAt = [&](LoadOp ld, Value iv) {
-    auto view = ld.getView().getDefiningOp<ViewOp>();
-    ViewInfo info{map_.lookup(view.getTensor()), {}, llvm::to_vector(view.getType().getShape())};
-    for (auto [d, idx] : llvm::enumerate(view.getIndices()))
-      info.offsets.push_back(b_.create<arith::MulIOp>(loc_, remat(idx, l, iv), cidx(info.shape[d])));
-    return info;
+    return viewOf(ld.getView().getDefiningOp<ViewOp>(), [&](Value idx) { return remat(idx, l, iv); });
   };
   auto buffers = [&](Value iter) {
     Value slot = b_.create<arith::RemUIOp>(loc_, iter, cidx(S));

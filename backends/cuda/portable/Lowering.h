@@ -115,6 +115,8 @@ private:
   Dist dotMma(DotOp d, const Layout& l);
   Dist dotSimt(DotOp d);
   Value linearize(ArrayRef<Value> coords, ArrayRef<int64_t> shape);
+  /// Where view `v` reads, its indices lowered by `index` (a loop may recompute them).
+  ViewInfo viewOf(ViewOp v, llvm::function_ref<Value(Value)> index);
   Value toF32(Value v) {
     return v.getType().isF32() ? v : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), v);
   }

@@ -297,9 +297,8 @@ LogicalResult ViewOp::verify() {
   if ((int64_t)getIndices().size() != t.getRank())
     return emitOpError("needs ") << t.getRank() << " tile indices for a rank-" << t.getRank()
                                  << " tensor, got " << getIndices().size();
-  if (v.getRank() != t.getRank())
-    return emitOpError("view rank ") << v.getRank() << " does not match tensor rank "
-                                     << t.getRank();
+  if (v.getRank() > t.getRank())
+    return emitOpError("view rank ") << v.getRank() << " is more than the tensor's rank " << t.getRank();
   if (v.getElementType() != t.getElementType())
     return emitOpError("view element type ") << v.getElementType()
                                              << " does not match tensor element type "

@@ -127,7 +127,10 @@ def Tile_ViewOp : Tile_Op<"view", [Pure]> {
   let summary = "the tile-sized window of a tensor at a tile index";
   let description = [{
     `%v = tile.view %A[%i, %k] : !tile.tensor<[M, K], bf16> -> !tile.view<128x64xbf16>`
-    covers elements [%i*128, %i*128+128) x [%k*64, %k*64+64) of %A.
+    covers elements [%i*128, %i*128+128) x [%k*64, %k*64+64) of %A. A view of fewer dims
+    than its tensor fixes the leading ones at element indices: `tile.view %Q[%b, %h, %i, %c0]
+    : !tile.tensor<[B, H, S, 64], bf16> -> !tile.view<64x64xbf16>` covers rows
+    [%i*64, %i*64+64) of Q[%b, %h] (nothing when %b or %h is past its dim).
   }];
   let arguments = (ins Tile_AnyTensor:$tensor, Variadic<Index>:$indices);
   let results = (outs Tile_AnyView:$result);

@@ -314,11 +314,11 @@ tile.kernel @view_index_count(in %A : !tile.tensor<[M, K], f32>, out %B : !tile.
 
 // -----
 
-tile.kernel @view_rank(in %A : !tile.tensor<[M, K], f32>, out %B : !tile.tensor<[M], f32>) {
+tile.kernel @view_rank(in %A : !tile.tensor<[M], f32>, out %B : !tile.tensor<[M], f32>) {
   %m = tile.dim "M"
   tile.grid (%i) in (%m) {
-    // expected-error @+1 {{'tile.view' op view rank 1 does not match tensor rank 2}}
-    %v = tile.view %A[%i, %i] : !tile.tensor<[M, K], f32> -> !tile.view<16xf32>
+    // expected-error @+1 {{'tile.view' op view rank 2 is more than the tensor's rank 1}}
+    %v = tile.view %A[%i] : !tile.tensor<[M], f32> -> !tile.view<16x16xf32>
   }
 }
 

@@ -244,3 +244,17 @@ tile.kernel @masks(in %X : !tile.tensor<[N, N], f32>, out %Y : !tile.tensor<[N, 
     tile.store %s, %w : !tile.tile<32x16xf32>, !tile.view<32x16xf32>
   }
 }
+
+// A view of fewer dims than its tensor: the leading indices are element indices.
+// CHECK-LABEL: tile.kernel @leading
+// CHECK: tile.view %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : <[B, M, N], f32> -> <4x8xf32>
+tile.kernel @leading(in %X : !tile.tensor<[B, M, N], f32>, out %Y : !tile.tensor<[B, M, N], f32>) {
+  %b = tile.dim "B"
+  tile.grid (%n) in (%b) {
+    %c0 = arith.constant 0 : index
+    %v = tile.view %X[%n, %c0, %c0] : !tile.tensor<[B, M, N], f32> -> !tile.view<4x8xf32>
+    %x = tile.load %v : !tile.view<4x8xf32> -> !tile.tile<4x8xf32>
+    %w = tile.view %Y[%n, %c0, %c0] : !tile.tensor<[B, M, N], f32> -> !tile.view<4x8xf32>
+    tile.store %x, %w : !tile.tile<4x8xf32>, !tile.view<4x8xf32>
+  }
+}

@@ -432,6 +432,24 @@ tile.kernel @masks(in %X : !tile.tensor<[N, N], f32>, out %Y : !tile.tensor<[N, 
   }
 }
 
+// A view that fixes a leading dim reads through the slice at that index: an offset moved by
+// the index times its stride, the kept dims' sizes 0 when the index is past its dim.
+// CHECK-LABEL: func.func @leading
+// CHECK: memref.extract_strided_metadata
+// CHECK: arith.cmpi ult
+// CHECK: arith.select
+// CHECK: memref.reinterpret_cast {{.*}} to memref<?x?xf32, strided<[?, ?], offset: ?>>
+tile.kernel @leading(in %X : !tile.tensor<[B, M, N], f32>, out %Y : !tile.tensor<[B, M, N], f32>) {
+  %b = tile.dim "B"
+  tile.grid (%n) in (%b) {
+    %c0 = arith.constant 0 : index
+    %v = tile.view %X[%n, %c0, %c0] : !tile.tensor<[B, M, N], f32> -> !tile.view<4x8xf32>
+    %x = tile.load %v : !tile.view<4x8xf32> -> !tile.tile<4x8xf32>
+    %w = tile.view %Y[%n, %c0, %c0] : !tile.tensor<[B, M, N], f32> -> !tile.view<4x8xf32>
+    tile.store %x, %w : !tile.tile<4x8xf32>, !tile.view<4x8xf32>
+  }
+}
+
 //--- errors.mlir
 
 // kiln-lower-to-loops alone: composites must be expanded first.

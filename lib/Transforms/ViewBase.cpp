@@ -1,0 +1,38 @@
+#include "Transforms/ViewBase.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace kiln {
+
+using namespace mlir;
+
+Value sliceLeadingDims(OpBuilder& b, Location loc, Value tensor, ValueRange leading) {
+  if (leading.empty()) return tensor;
+  auto type = cast<MemRefType>(tensor.getType());
+  const int64_t rank = type.getRank(), lead = int64_t(leading.size()), kept = rank - lead;
+  auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, tensor);
+  // In range: every leading index below its dim (an index below 0 compares as a huge one).
+  Value inRange;
+  for (int64_t d = 0; d < lead; ++d) {
+    Value ok = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, leading[size_t(d)], meta.getSizes()[size_t(d)]);
+    inRange = inRange ? b.create<arith::AndIOp>(loc, inRange, ok).getResult() : ok;
+  }
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value offset = meta.getOffset();
+  for (int64_t d = 0; d < lead; ++d) {
+    Value at = b.create<arith::SelectOp>(loc, inRange, leading[size_t(d)], zero);
+    offset = b.create<arith::AddIOp>(loc, offset, b.create<arith::MulIOp>(loc, at, meta.getStrides()[size_t(d)]));
+  }
+  SmallVector<OpFoldResult> sizes, strides;
+  for (int64_t d = lead; d < rank; ++d) {
+    sizes.push_back(b.create<arith::SelectOp>(loc, inRange, meta.getSizes()[size_t(d)], zero).getResult());
+    strides.push_back(meta.getStrides()[size_t(d)]);
+  }
+  SmallVector<int64_t> dyn(size_t(kept), ShapedType::kDynamic);
+  auto sliceType = MemRefType::get(dyn, type.getElementType(),
+                                   StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, dyn), type.getMemorySpace());
+  return b.create<memref::ReinterpretCastOp>(loc, sliceType, meta.getBaseBuffer(), OpFoldResult(offset), sizes, strides);
+}
+
+} // namespace kiln

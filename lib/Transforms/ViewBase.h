@@ -1,0 +1,17 @@
+#pragma once
+// Internal: the memref a tile.view reads through, for every backend. A view of a rank-R
+// tensor with a rank-r tile (r < R) fixes the tensor's R - r leading dims at the element
+// indices it names (a batch, a head) and tiles the rest; its base is the rank-r slice there.
+#include "Dialect/Tile/TileDialect.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace kiln {
+
+/// `tensor` (a strided memref of the view's tensor) with the view's leading dims fixed at
+/// `leading` (index values, one per fixed dim): a rank-r strided memref of the trailing dims.
+/// Where a leading index lies outside its dim the slice has no elements (sizes 0), so every
+/// access through it is masked off. `tensor` itself when nothing is fixed.
+mlir::Value sliceLeadingDims(mlir::OpBuilder& b, mlir::Location loc, mlir::Value tensor, mlir::ValueRange leading);
+
+} // namespace kiln
