@@ -174,6 +174,23 @@ TEST_CASE("masks, transposes and a DSL attention compile for sm_80 and sm_90a wi
       CHECK(ck.report().spill_bytes == 0);
       CHECK(ck.binary().substr(0, 4) == "\x7f" "ELF");
     }
+  // A mask with two users (over two dots' results) is made again for each.
+  Kernel twice = dsl::kernel("mask_twice", [](dsl::Builder& b) {
+    auto [M, N] = b.dims("M", "N");
+    auto A = b.input("A", {M, N}, DType::bf16);
+    auto C = b.output("C", {M, N}, DType::f32);
+    b.grid({cdiv(M, 32), cdiv(N, 32)}, [&](dsl::Index i, dsl::Index j) {
+      dsl::Tile a = b.load(A.tile({i, j}, {32, 32}));
+      dsl::Tile d = dsl::dot(a, a, b.zeros({32, 32})), e = dsl::dot(a, dsl::transpose(a), b.zeros({32, 32}));
+      dsl::Tile keep = b.iota({32, 32}, 1) <= b.iota({32, 32}, 0);
+      b.store(C.tile({i, j}, {32, 32}), dsl::where(keep, d, e) + dsl::where(keep, e, d));
+    });
+  });
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    std::string layouts = offline(arch).emit(twice, Stage::layouts);
+    CHECK_THAT(layouts, Contains("tile.iota dim 1 : <32x32xf32, #tile.mma"));
+    CHECK(offline(arch).compile(twice).report().spill_bytes == 0);
+  }
   // The mask over the scores is made in the tensor cores' layout, not moved into it.
   std::string layouts = offline("sm_80").emit(test::attention(DType::bf16, 64, true), Stage::layouts);
   CHECK_THAT(layouts, Contains("tile.iota dim 1 : <64x64xf32, #tile.mma"));

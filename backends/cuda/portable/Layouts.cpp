@@ -76,7 +76,7 @@ public:
   }
 
   /// Erases what remake() left without users (the values it made again), and what only they
-  /// used.
+  /// used. Each op is in the list once: it is erased at most once.
   void eraseRemade() {
     while (!remade_.empty()) {
       Operation* op = remade_.pop_back_val();
@@ -125,7 +125,7 @@ private:
     OpBuilder b(user);
     if (e)
       if (Value r = remake(v, e, b)) {
-        if (Operation* def = v.getDefiningOp()) remade_.push_back(def);
+        if (Operation* def = v.getDefiningOp(); def && !llvm::is_contained(remade_, def)) remade_.push_back(def);
         return user->setOperand(i, r);
       }
     auto cvt = b.create<ConvertLayoutOp>(user->getLoc(), cast<TileType>(v.getType()).withEncoding(e), v);

@@ -152,3 +152,31 @@ tile.kernel @mask(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N],
     tile.store %s, %vc : <32x32xf32>, <32x32xf32>
   }
 }
+
+// -----
+
+// A mask with two users is made again for each and its original erased once.
+// CHECK-LABEL: tile.kernel @mask_twice
+// CHECK-COUNT-2: tile.cmp "le", %{{.*}}, %{{.*}} : <32x32xf32, #tile.mma<warps = [2, 2], frags = [1, 2]>>
+// CHECK-NOT: tile.cmp
+tile.kernel @mask_twice(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[K, N], bf16>, out %C: !tile.tensor<[M, N], f32>) {
+  %M = tile.dim "M"
+  %N = tile.dim "N"
+  tile.grid (%i, %j) in (%M, %N) {
+    %va = tile.view %A[%i, %j] : <[M, K], bf16> -> <32x32xbf16>
+    %a = tile.load %va : <32x32xbf16> -> <32x32xbf16>
+    %vb = tile.view %B[%i, %j] : <[K, N], bf16> -> <32x32xbf16>
+    %b = tile.load %vb : <32x32xbf16> -> <32x32xbf16>
+    %z = tile.full 0.000000e+00 : <32x32xf32>
+    %d = tile.dot %a, %b, %z : <32x32xbf16>, <32x32xbf16> -> <32x32xf32>
+    %e = tile.dot %a, %b, %d : <32x32xbf16>, <32x32xbf16> -> <32x32xf32>
+    %c = tile.iota dim 1 : <32x32xf32>
+    %r = tile.iota dim 0 : <32x32xf32>
+    %k = tile.cmp "le", %c, %r : <32x32xf32>
+    %inf = tile.full 0xFF800000 : <32x32xf32>
+    %s = tile.select %k, %d, %inf : <32x32xf32>
+    %t = tile.select %k, %e, %s : <32x32xf32>
+    %vc = tile.view %C[%i, %j] : <[M, N], f32> -> <32x32xf32>
+    tile.store %t, %vc : <32x32xf32>, <32x32xf32>
+  }
+}
