@@ -3,6 +3,7 @@
 // test_dsl_masks.cpp (CPU), test_cuda_compile.cpp (no GPU) and test_gpu_kernels.cpp (H200),
 // with the host references they are checked against.
 #include <cmath>
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <string>
@@ -126,6 +127,27 @@ inline std::vector<double> attentionReference(const HostTensor& q, const HostTen
       for (int64_t d = 0; d < D; ++d) o[size_t(r * D + d)] += p[size_t(c)] / sum * double(v.get(kvAt + c * D + d));
   }
   return o;
+}
+
+/// The largest |o - want| over one head of `o` (S x D elements from element `at`).
+inline double worstError(const HostTensor& o, const std::vector<double>& want, int64_t at = 0) {
+  double worst = 0;
+  for (size_t e = 0; e < want.size(); ++e) worst = std::max(worst, std::abs(double(o.get(at + int64_t(e))) - want[e]));
+  return worst;
+}
+
+/// For groupedAttention's output `o` (q, k, v its inputs, [B, H, S, D] and [B, H / group, S,
+/// D]): the worst error of each head against attentionReference, batch-major.
+inline std::vector<double> groupedAttentionErrors(const HostTensor& q, const HostTensor& k, const HostTensor& v,
+                                                  const HostTensor& o, int64_t group, bool causal) {
+  const int64_t B = q.dims()[0], H = q.dims()[1], S = q.dims()[2], D = q.dims()[3], G = k.dims()[1];
+  std::vector<double> worst;
+  for (int64_t n = 0; n < B; ++n)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t qAt = (n * H + h) * S * D, kvAt = (n * G + h / group) * S * D;
+      worst.push_back(worstError(o, attentionReference(q, k, v, causal, S, qAt, kvAt), qAt));
+    }
+  return worst;
 }
 
 } // namespace kiln::test

@@ -442,6 +442,7 @@ LogicalResult IotaOp::verify() {
   int64_t dim = getDim();
   if (dim < 0 || dim >= t.getRank())
     return emitOpError("dim ") << dim << " is out of range for a rank-" << t.getRank() << " tile";
+  // Only a 16-bit type can fail: f32 holds every index of a tile (2^20 elements at most).
   if (t.getShape()[dim] - 1 > exactIntegers(t.getElementType()))
     return emitOpError("indexes up to ") << t.getShape()[dim] - 1 << " along dim " << dim << " are not exact in "
                                          << (t.getElementType().isBF16() ? "bf16" : "f16") << " (at most "
