@@ -180,6 +180,12 @@ private:
   /// `v` (an index computed in the loop body) recomputed with the induction variable
   /// replaced by `iv`.
   Value remat(Value v, LoopOp l, Value iv);
+  /// The loads of `l`'s body a plain loop issues one iteration ahead (Loops.cpp).
+  SmallVector<LoadOp> prefetchable(LoopOp l);
+  /// The elements load `ld` of loop `l`'s body reads at iteration `iv`.
+  Elems loadAt(LoadOp ld, LoopOp l, Value iv);
+  /// Loads lowered ahead by their loop (prefetchable): their tiles are set already.
+  llvm::DenseSet<Operation*> prefetched_;
 
   LogicalResult lowerBlock(Block& block);
   LogicalResult lowerOp(Operation* op);
