@@ -87,10 +87,7 @@ SmallVector<LoadOp> GpuKernelLowering::prefetchable(LoopOp l) {
 }
 
 Elems GpuKernelLowering::loadAt(LoadOp ld, LoopOp l, Value iv) {
-  auto view = ld.getView().getDefiningOp<ViewOp>();
-  ViewInfo v{map_.lookup(view.getTensor()), {}, llvm::to_vector(view.getType().getShape())};
-  for (auto [d, idx] : llvm::enumerate(view.getIndices()))
-    v.offsets.push_back(b_.create<arith::MulIOp>(loc_, remat(idx, l, iv), cidx(v.shape[d])));
+  ViewInfo v = viewOf(ld.getView().getDefiningOp<ViewOp>(), [&](Value idx) { return remat(idx, l, iv); });
   TileType t = ld.getType();
   SmallVector<Value> dims = dimsOf(v.base, v.shape.size());
   Elems out;
