@@ -159,6 +159,14 @@ Index operator/(Index a, int64_t b) {
   Value c = s.b.create<arith::ConstantIndexOp>(s.b.getUnknownLoc(), b);
   return s.wrap(s.b.create<arith::FloorDivSIOp>(s.b.getUnknownLoc(), val(a), c).getResult());
 }
+Index operator/(Index a, Index b) {
+  BuilderState& s = st(a);
+  Location loc = s.b.getUnknownLoc();
+  Value one = s.b.create<arith::ConstantIndexOp>(loc, 1);
+  Value d = s.b.create<arith::MaxSIOp>(loc, val(b), one);
+  return s.wrap(s.b.create<arith::FloorDivSIOp>(loc, val(a), d).getResult());
+}
+Index min(Index a, Index b) { return indexBinary<arith::MinSIOp>(a, b); }
 
 // ---- Builder ----------------------------------------------------------------------
 

@@ -27,6 +27,11 @@ struct RowTiles {
   int64_t rows = 4, cols = 256;
 };
 
+/// Tile sizes of attention: `q` query rows per program, `kv` keys per step of its loop.
+struct AttentionTiles {
+  int64_t q = 64, kv = 64;
+};
+
 KILN_API Kernel gemm(DType dtype, GemmTiles t = {});
 KILN_API Kernel gemm_bias_relu(DType dtype, GemmTiles t = {});
 KILN_API Kernel gemm_bias_gelu(DType dtype, GemmTiles t = {});
@@ -35,12 +40,21 @@ KILN_API Kernel gemm_bias_residual(DType dtype, GemmTiles t = {});
 KILN_API Kernel softmax(DType dtype, RowTiles t = {});
 KILN_API Kernel add(DType dtype, RowTiles t = {});
 KILN_API Kernel rmsnorm(DType dtype, double eps = 1e-6, RowTiles t = {});
+/// O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per batch and query head: Q and O
+/// [B, H, S, D], K and V [B, G, S, D], query head h reading K/V head h / (H / G) (G = H:
+/// multi-head; G < H: grouped-query attention, H a multiple of G). The head dim D is fixed
+/// when the kernel is traced; B, H, G and S are launch values.
+KILN_API Kernel attention(DType dtype, int64_t head_dim, bool causal, AttentionTiles t = {});
 
 /// Inputs on fresh random data, the output poisoned (NaN), and the reference.
 struct KILN_API Problem {
   std::vector<HostTensor> args; ///< in signature order
   size_t output = 0;            ///< index of the output argument
   std::vector<double> reference;
+  /// Empty: `reference` holds every output element, row-major. Otherwise the (row-major)
+  /// indices of the output elements it holds, in its order: a large problem whose whole
+  /// f64 host reference would take minutes is checked on a sample spread over it.
+  std::vector<int64_t> checked;
   double flops = 0;
   std::vector<TensorView> views();
 };
@@ -92,7 +106,18 @@ struct KILN_API Entry {
   /// host reference would take minutes (8192^3 is 5.5e11 multiply-adds). Empty otherwise;
   /// kiln::Error(Unsupported) off CUDA.
   std::function<Problem(const Runtime& rt, const std::vector<int64_t>& shape, DType, uint64_t seed)> gpu_problem;
+  /// Kernels specialised on some of the shape's dims (attention's head dim): the kernel for
+  /// `shape`, and `make` gives the one for a default shape. Empty when every dim is a launch
+  /// value. Use kernel_for(), which picks.
+  std::function<Kernel(DType, const std::vector<int64_t>& shape)> make_for_shape;
+  /// With make_for_shape: a name for what the kernel is specialised on ("D=128"); kernels
+  /// of equal names serve the same shapes.
+  std::function<std::string(const std::vector<int64_t>& shape)> specialisation;
 };
+
+/// The entry's kernel for problems of `shape`: make_for_shape's where the entry has it,
+/// else make's (which serves every shape).
+KILN_API Kernel kernel_for(const Entry& entry, DType dtype, const std::vector<int64_t>& shape);
 
 KILN_API const std::vector<Entry>& all();
 /// Throws kiln::Error(NotFound) listing the catalogue when `name` is unknown.

@@ -61,6 +61,11 @@ public:
   friend KILN_API Index operator*(Index a, int64_t b);
   /// floor(a / b), b > 0: e.g. the K/V head a query head h shares, h / group (GQA).
   friend KILN_API Index operator/(Index a, int64_t b);
+  /// floor(a / b) for b >= 1, both runtime values: e.g. the query heads per K/V head, H / G.
+  /// A divisor below 1 divides by 1 (a kernel must not trap its host process on a zero).
+  friend KILN_API Index operator/(Index a, Index b);
+  /// The smaller of a and b: e.g. a causal loop's bound, min(cdiv(S, t), i + 1).
+  friend KILN_API Index min(Index a, Index b);
 private:
   uint64_t trace_ = 0;
   void* v_ = nullptr;

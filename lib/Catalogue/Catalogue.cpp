@@ -1,5 +1,6 @@
 #include "kiln/catalogue.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
@@ -63,6 +64,39 @@ Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, refe
   return p;
 }
 
+// Arguments Q, K, V, O for a shape B x H x G x S x D. Every output row is checked against
+// the f64 host reference while that costs at most 2^31 multiply-adds; past that, 256 rows
+// spread over every batch, head and position (the first and last rows of the sequence
+// among them), the whole reference taking minutes at the benchmark's sizes.
+Problem attentionProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, bool causal) {
+  const int64_t B = s[0], H = s[1], G = s[2], S = s[3], D = s[4];
+  if (H % G != 0)
+    throw Error(ErrorKind::InvalidArgument, "attention: the query heads H (" + std::to_string(H) +
+                                                ") must be a multiple of the K/V heads G (" + std::to_string(G) + ")");
+  if (D != 32 && D != 64 && D != 128)
+    throw Error(ErrorKind::Unsupported, "attention: head dim D = " + std::to_string(D) + " (the catalogue's "
+                                        "attention is built for D = 32, 64 or 128)");
+  Problem p;
+  p.args.push_back(random(dt, {B, H, S, D}, seed));
+  p.args.push_back(random(dt, {B, G, S, D}, seed + 1));
+  p.args.push_back(random(dt, {B, G, S, D}, seed + 2));
+  p.args.push_back(poisoned(dt, {B, H, S, D}));
+  p.output = 3;
+  // Q K^T and P V: 2 * S * S * D multiply-adds per head, half of them under the causal mask.
+  p.flops = 4.0 * B * H * S * S * D * (causal ? 0.5 : 1.0);
+  const int64_t rows = B * H * S;
+  std::vector<int64_t> sample;
+  if (2.0 * double(rows) * double(S) * double(D) > double(int64_t(1) << 31)) {
+    const int64_t n = std::min<int64_t>(rows, 256);
+    for (int64_t k = 0; k < n; ++k) sample.push_back(k * (rows - 1) / std::max<int64_t>(n - 1, 1));
+    sample.push_back(S - 1); // the first head's last query row, under causal its longest
+    for (int64_t r : sample)
+      for (int64_t d = 0; d < D; ++d) p.checked.push_back(r * D + d);
+  }
+  p.reference = reference::attention(p.args[0].view(), p.args[1].view(), p.args[2].view(), causal, sample);
+  return p;
+}
+
 std::vector<Entry> makeAll() {
   using reference::Epilogue;
   std::vector<Entry> e;
@@ -119,6 +153,18 @@ std::vector<Entry> makeAll() {
                  p.flops = 4.0 * s[0] * s[1];
                  return p;
                }});
+  for (bool causal : {false, true}) {
+    Entry a{causal ? "attention_causal" : "attention",
+            causal ? "O = softmax(Q K^T / sqrt(D), causal) V per head (flash, online softmax; GQA when G < H)"
+                   : "O = softmax(Q K^T / sqrt(D)) V per head (flash, online softmax; GQA when G < H)",
+            "BxHxGxSxD", 5, [causal](DType d) { return attention(d, 128, causal); },
+            [causal](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+              return attentionProblem(s, d, seed, causal);
+            }};
+    a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s) { return attention(d, s.at(4), causal); };
+    a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
+    e.push_back(std::move(a));
+  }
   return e;
 }
 
@@ -138,13 +184,17 @@ const Entry& find(const std::string& name) {
   throw Error(ErrorKind::NotFound, "unknown kernel '" + name + "' (the catalogue has: " + names + ")");
 }
 
+Kernel kernel_for(const Entry& entry, DType dtype, const std::vector<int64_t>& shape) {
+  return entry.make_for_shape ? entry.make_for_shape(dtype, shape) : entry.make(dtype);
+}
+
 std::vector<int64_t> parse_shape(const std::string& text, const Entry& entry) {
   std::vector<int64_t> out;
   size_t pos = 0;
   auto bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::InvalidArgument, "kernel '" + entry.name + "': shape '" + text +
                                                  "' " + why + " (expected " + entry.shape_help +
-                                                 ", e.g. " + (entry.shape_rank == 3 ? "257x129x65" : "127x1000") + ")");
+                                                 ", e.g. " + (entry.shape_rank == 5 ? "2x8x2x1000x128" : entry.shape_rank == 3 ? "257x129x65" : "127x1000") + ")");
   };
   while (pos <= text.size()) {
     size_t x = text.find('x', pos);
@@ -169,7 +219,7 @@ RunResult run_and_verify(const Runtime& rt, const Entry& entry, const std::vecto
   r.seed = seed;
   for (size_t i = 0; i < shape.size(); ++i) r.shape += (i ? "x" : "") + std::to_string(shape[i]);
   auto t0 = std::chrono::steady_clock::now();
-  Kernel k = entry.make(dtype);
+  Kernel k = kernel_for(entry, dtype, shape);
   r.trace_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   CompiledKernel ck = rt.compile(k);
   r.compile = ck.times();
@@ -198,7 +248,19 @@ DeviceProblem upload(const Runtime& rt, const Problem& p) {
 verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p) {
   HostTensor& out = p.args.at(p.output);
   rt.download(d.tensors.at(p.output), out);
-  return verify::compare(out.view(), p.reference, verify::Tolerance::for_dtype(out.dtype()));
+  const verify::Tolerance tol = verify::Tolerance::for_dtype(out.dtype());
+  if (p.checked.empty()) return verify::compare(out.view(), p.reference, tol);
+  if (p.checked.size() != p.reference.size())
+    throw Error(ErrorKind::InvalidArgument, "verify_output: the problem checks " + std::to_string(p.checked.size()) +
+                                                " elements but its reference holds " + std::to_string(p.reference.size()));
+  HostTensor sample(out.dtype(), {int64_t(p.checked.size())});
+  for (size_t i = 0; i < p.checked.size(); ++i) {
+    if (p.checked[i] < 0 || p.checked[i] >= out.numel())
+      throw Error(ErrorKind::InvalidArgument, "verify_output: checked element " + std::to_string(p.checked[i]) +
+                                                  " is outside the output's " + std::to_string(out.numel()));
+    sample.set(int64_t(i), out.get(p.checked[i]));
+  }
+  return verify::compare(sample.view(), p.reference, tol);
 }
 
 } // namespace kiln::catalogue

@@ -2,6 +2,7 @@
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 
+#include <cmath>
 #include <limits>
 
 namespace kiln::catalogue {
@@ -111,6 +112,45 @@ Kernel rmsnorm(DType dt, double eps, RowTiles t) {
         k.store(Y.tile({i, j}, {t.rows, t.cols}), cast(x * cols(inv) * rows(w), dt));
         return std::vector<Tile>{};
       });
+    });
+  });
+}
+
+// O = softmax(Q K^T / sqrt(D)) V, FlashAttention's way: each program owns t.q query rows of
+// one head and walks the keys t.kv at a time with an online softmax. The loop carries the
+// rows' running max m, their running sum l of exp(s - m), and the output's accumulator,
+// rescaled by exp(m_old - m_new) whenever the max grows; one division at the end. The
+// softmax runs in base 2 with 1/sqrt(D) folded into log2(e) (exp2 is the GPU's native
+// exponential). Keys past S, and under `causal` keys after the query, score -inf; a causal
+// program stops at the key tile holding its last query row.
+Kernel attention(DType dt, int64_t D, bool causal, AttentionTiles t) {
+  return kernel(causal ? "attention_causal" : "attention", [=](Builder& k) {
+    auto [B, H, G, S] = k.dims("B", "H", "G", "S");
+    auto Q = k.input("Q", {B, H, S, D}, dt);
+    auto K = k.input("K", {B, G, S, D}, dt), V = k.input("V", {B, G, S, D}, dt);
+    auto O = k.output("O", {B, H, S, D}, dt);
+    const double c = std::log2(std::exp(1.0)) / std::sqrt(double(D));
+    const double neg_inf = -std::numeric_limits<double>::infinity();
+    const Shape st = {t.q, t.kv};
+    k.grid({cdiv(S, t.q), H, B}, [&](Index i, Index h, Index b) {
+      Index z = k.constant(0), g = h / (H / G);
+      Tile q = k.load(Q.tile({b, h, i, z}, {t.q, D}));
+      Tile row = k.iota(st, 0) + k.splat(i * t.q, st);
+      Index steps = causal ? min(cdiv(S, t.kv), cdiv(i * t.q + t.q, t.kv)) : cdiv(S, t.kv);
+      auto r = k.loop(steps, 1, {k.full({t.q}, neg_inf), k.zeros({t.q}), k.zeros({t.q, D})},
+                      [&](Index j, const std::vector<Tile>& run) {
+        Tile s = dot(q, transpose(k.load(K.tile({b, g, j, z}, {t.kv, D}))), k.zeros(st)) * c;
+        Tile col = k.iota(st, 1) + k.splat(j * t.kv, st);
+        Tile keep = causal ? (col < k.splat(S, st)) * (col <= row) : col < k.splat(S, st);
+        s = where(keep, s, k.full(st, neg_inf));
+        Tile m = max(run[0], row_max(s));
+        Tile p = exp2(s - cols(m));
+        Tile alpha = exp2(run[0] - m);
+        Tile l = run[1] * alpha + row_sum(p);
+        Tile acc = dot(cast(p, dt), k.load(V.tile({b, g, j, z}, {t.kv, D})), run[2] * cols(alpha));
+        return std::vector<Tile>{m, l, acc};
+      });
+      k.store(O.tile({b, h, i, z}, {t.q, D}), cast(r[2] / cols(r[1]), dt));
     });
   });
 }

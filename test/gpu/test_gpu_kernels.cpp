@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "kiln/catalogue.hpp"
@@ -48,6 +49,11 @@ const std::vector<std::vector<int64_t>> kGemmShapes = {
     {129, 64, 16}, {1000, 1000, 1000}, {65, 40, 4096}, {3, 8, 8}};
 const std::vector<std::vector<int64_t>> kRowShapes = {
     {1, 1}, {7, 1000}, {129, 127}, {1000, 129}, {4097, 7}, {3, 4097}, {5, 257}};
+// B x H x G x S x D: each head dim the catalogue builds, GQA 4:1 and 2:1, S ragged past
+// several key tiles, one row; the last is sampled against the reference, not checked whole.
+const std::vector<std::vector<int64_t>> kAttentionShapes = {
+    {1, 1, 1, 1, 64},   {2, 4, 2, 77, 64},   {1, 2, 2, 129, 128},  {2, 8, 2, 200, 32},
+    {1, 4, 1, 1000, 128}, {3, 2, 2, 513, 64}, {1, 8, 2, 8200, 128}};
 
 
 verify::Report runOnGpu(const CompiledKernel& ck, catalogue::Problem& p) {
@@ -59,9 +65,13 @@ verify::Report runOnGpu(const CompiledKernel& ck, catalogue::Problem& p) {
 void checkOnShapes(const std::string& name) {
   const catalogue::Entry& e = catalogue::find(name);
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
-    CompiledKernel ck = gpu().compile(e.make(dt)); // one compile serves every shape
+    CompiledKernel one = gpu().compile(e.make(dt)); // one compile serves every shape...
     uint64_t seed = 100;
-    for (const auto& s : e.shape_rank == 3 ? kGemmShapes : kRowShapes) {
+    for (const auto& s : e.shape_rank == 5 ? kAttentionShapes : e.shape_rank == 3 ? kGemmShapes : kRowShapes) {
+      // ...but attention's, built per head dim (the runtime's cache serves repeats)
+      std::optional<CompiledKernel> own;
+      if (e.make_for_shape) own.emplace(gpu().compile(catalogue::kernel_for(e, dt, s)));
+      const CompiledKernel& ck = own ? *own : one;
       catalogue::Problem p = e.problem(s, dt, seed++);
       verify::Report r = runOnGpu(ck, p);
       INFO(name << " " << to_string(dt) << " " << str(s) << ": " << r.summary() << " [" << ck.report().str() << "]");
@@ -78,6 +88,12 @@ TEST_CASE("gpu: gemm_bias_gelu is correct on ragged shapes in f32, bf16 and f16"
 TEST_CASE("gpu: gemm_bias_residual is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("gemm_bias_residual"); }
 TEST_CASE("gpu: softmax is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("softmax"); }
 TEST_CASE("gpu: add is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("add"); }
+TEST_CASE("gpu: the catalogue's attention is correct on ragged shapes, head dims and head groups", "[gpu]") {
+  checkOnShapes("attention");
+}
+TEST_CASE("gpu: the catalogue's causal attention is correct on ragged shapes, head dims and head groups", "[gpu]") {
+  checkOnShapes("attention_causal");
+}
 TEST_CASE("gpu: rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("rmsnorm"); }
 
 TEST_CASE("gpu: tile configurations and warp counts give the same answers", "[gpu]") {

@@ -3,6 +3,7 @@
 
 #include "kiln/catalogue.hpp"
 #include "kiln/error.hpp"
+#include "kiln/reference.hpp"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
@@ -11,7 +12,61 @@ TEST_CASE("the catalogue has the foundation kernels and the MLP's residual GEMM"
   std::vector<std::string> names;
   for (const auto& e : catalogue::all()) names.push_back(e.name);
   CHECK(names == std::vector<std::string>{"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual",
-                                          "softmax", "add", "rmsnorm"});
+                                          "softmax", "add", "rmsnorm", "attention", "attention_causal"});
+}
+
+TEST_CASE("attention's shapes name batch, query heads, K/V heads, sequence and head dim", "[catalogue]") {
+  const auto& a = catalogue::find("attention");
+  CHECK(catalogue::parse_shape("4x32x8x4096x128", a) == std::vector<int64_t>{4, 32, 8, 4096, 128});
+  CHECK_THROWS_AS(catalogue::parse_shape("4x32x4096x128", a), Error);
+  try {
+    a.problem({1, 6, 4, 16, 64}, DType::bf16, 1);
+    FAIL("6 query heads over 4 K/V heads made a problem");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidArgument);
+    CHECK_THAT(std::string(e.what()), Contains("multiple of the K/V heads G (4)"));
+  }
+  CHECK_THROWS_AS(a.problem({1, 1, 1, 16, 96}, DType::bf16, 1), Error);
+  CHECK(a.specialisation({1, 1, 1, 16, 64}) == "D=64");
+  CHECK(catalogue::kernel_for(a, DType::bf16, {1, 1, 1, 16, 64}).signature().args.at(0).dims.back().extent == 64);
+}
+
+TEST_CASE("a large attention problem is verified on a sample of rows spread over every head", "[catalogue]") {
+  const auto& a = catalogue::find("attention_causal");
+  catalogue::Problem small = a.problem({1, 2, 1, 40, 32}, DType::f32, 1);
+  CHECK(small.checked.empty());
+  CHECK(small.reference.size() == 2 * 40 * 32);
+  CHECK(small.flops == 4.0 * 2 * 40 * 40 * 32 * 0.5);
+  catalogue::Problem big = a.problem({2, 4, 2, 2048, 64}, DType::bf16, 1);
+  REQUIRE_FALSE(big.checked.empty());
+  CHECK(big.checked.size() == big.reference.size());
+  CHECK(big.checked.size() == 257 * 64);
+  const int64_t last = 2 * 4 * 2048 - 1;
+  CHECK(big.checked[255 * 64 + 63] == last * 64 + 63); // the last row of the last head
+  CHECK(big.checked.back() == 2047 * 64 + 63);          // the first head's last row
+  // The sample's reference is the whole reference's, row for row.
+  auto some = reference::attention(big.args[0].view(), big.args[1].view(), big.args[2].view(), true, {0, last});
+  REQUIRE(some.size() == 2 * 64);
+  for (int d = 0; d < 64; ++d) {
+    CHECK(some[size_t(d)] == big.reference[size_t(d)]);
+    CHECK(some[size_t(64 + d)] == big.reference[size_t(255 * 64 + d)]);
+  }
+}
+
+TEST_CASE("verify_output on a sampled problem compares only the sampled elements", "[catalogue]") {
+  auto rt = Runtime::create(Backend::cpu);
+  catalogue::Problem p = catalogue::find("attention").problem({1, 1, 1, 6000, 32}, DType::f32, 4);
+  REQUIRE_FALSE(p.checked.empty());
+  catalogue::DeviceProblem d = catalogue::upload(rt, p);
+  CHECK_FALSE(catalogue::verify_output(rt, d, p).ok); // still poisoned
+  rt.compile(catalogue::kernel_for(catalogue::find("attention"), DType::f32, {1, 1, 1, 6000, 32})).launch(d.views);
+  auto r = catalogue::verify_output(rt, d, p);
+  INFO(r.summary());
+  CHECK(r.ok);
+  CHECK(r.numel == int64_t(p.checked.size()));
+  // An element outside the sample is not looked at; one inside it is.
+  p.checked[0] = -1;
+  CHECK_THROWS_AS(catalogue::verify_output(rt, d, p), Error);
 }
 
 TEST_CASE("an unknown kernel name lists the catalogue", "[catalogue][errors]") {

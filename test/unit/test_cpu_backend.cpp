@@ -47,6 +47,11 @@ TEST_CASE("rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
   for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("rmsnorm"), d);
 }
 
+TEST_CASE("attention, plain and causal, is correct on ragged shapes and head groups in f32, bf16 and f16", "[cpu]") {
+  for (const char* name : {"attention", "attention_causal"})
+    for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find(name), d);
+}
+
 TEST_CASE("small and odd tile configurations give the same answers", "[cpu]") {
   for (catalogue::GemmTiles t : {catalogue::GemmTiles{16, 8, 4, 1}, catalogue::GemmTiles{1, 1, 1, 2},
                                  catalogue::GemmTiles{3, 5, 7, 4}}) {

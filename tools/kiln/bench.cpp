@@ -204,6 +204,13 @@ int cmdBench(const BenchOptions& o) {
     throw kiln::Error(kiln::ErrorKind::InvalidArgument, "kiln bench: no shapes (give --shape or --shapes-file)");
   std::vector<std::vector<int64_t>> parsed;
   for (const auto& s : shapes) parsed.push_back(kiln::catalogue::parse_shape(s, entry)); // all errors up front
+  if (entry.specialisation) // one kernel serves the run's shapes: they must agree on what it is built for
+    for (size_t i = 1; i < parsed.size(); ++i)
+      if (entry.specialisation(parsed[i]) != entry.specialisation(parsed[0]))
+        throw kiln::Error(kiln::ErrorKind::InvalidArgument,
+                          "kiln bench: '" + o.kernel + "' is built for one " + entry.specialisation(parsed[0]) +
+                              ", and shape '" + shapes[i] + "' needs " + entry.specialisation(parsed[i]) +
+                              " (bench each in its own run)");
 
   // The first runtime pays for the driver (and context): every GPU route in a fresh
   // process would, so it is part of each route's import.
@@ -315,7 +322,7 @@ int cmdBench(const BenchOptions& o) {
         // (setup: the compiler's first use in this process, checks, bookkeeping).
         if (route.first && (route.name == "kiln" || route.name == "kiln-cpu")) {
           auto c0 = Clock::now();
-          kiln::Kernel k = entry.make(dt);
+          kiln::Kernel k = kiln::catalogue::kernel_for(entry, dt, parsed[si]);
           const double traceMs = msSince(c0);
           route.kernel.emplace(rt.compile(k));
           row.compile_ms = msSince(c0);
