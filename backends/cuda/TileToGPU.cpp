@@ -26,6 +26,7 @@ namespace kiln::portable {
 
 Slot GpuKernelLowering::slot(ArrayRef<int64_t> shape, int64_t k, const Layout& l) {
   if (l.kind == Layout::Mma) return mmaSlot(k, l);
+  if (l.kind == Layout::MmaRows) return mmaRowSlot(k, l);
   int64_t n = numel(shape);
   Slot s;
   s.flat = b_.create<arith::AddIOp>(loc_, tid_, cidx(k * T_));
@@ -61,6 +62,17 @@ Slot GpuKernelLowering::mmaSlot(int64_t k, const Layout& l) {
   Slot s;
   s.coords = {row, col};
   s.flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(l.wn * l.tn * 8)), col);
+  return s;
+}
+
+Slot GpuKernelLowering::mmaRowSlot(int64_t k, const Layout& l) {
+  Value wmI = b_.create<arith::DivUIOp>(loc_, warp(), cidx(l.wn));
+  Value row = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, wmI, cidx(l.tm * 16)),
+                                       b_.create<arith::AddIOp>(loc_, b_.create<arith::DivUIOp>(loc_, lane(), cidx(4)),
+                                                                cidx((k / 2) * 16 + (k % 2) * 8)));
+  Slot s;
+  s.coords = {row};
+  s.flat = row;
   return s;
 }
 

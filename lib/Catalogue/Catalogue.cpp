@@ -97,6 +97,10 @@ Problem attentionProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed,
   return p;
 }
 
+// f32 has no tensor-core path: its products run on the CUDA cores, and 64 x 64 tiles would
+// not fit the registers (16 x 16 leaves a margin: 32 x 32 spills).
+AttentionTiles attentionTiles(DType d) { return d == DType::f32 ? AttentionTiles{16, 16} : AttentionTiles{}; }
+
 std::vector<Entry> makeAll() {
   using reference::Epilogue;
   std::vector<Entry> e;
@@ -157,11 +161,13 @@ std::vector<Entry> makeAll() {
     Entry a{causal ? "attention_causal" : "attention",
             causal ? "O = softmax(Q K^T / sqrt(D), causal) V per head (flash, online softmax; GQA when G < H)"
                    : "O = softmax(Q K^T / sqrt(D)) V per head (flash, online softmax; GQA when G < H)",
-            "BxHxGxSxD", 5, [causal](DType d) { return attention(d, 128, causal); },
+            "BxHxGxSxD", 5, [causal](DType d) { return attention(d, 128, causal, attentionTiles(d)); },
             [causal](const std::vector<int64_t>& s, DType d, uint64_t seed) {
               return attentionProblem(s, d, seed, causal);
             }};
-    a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s) { return attention(d, s.at(4), causal); };
+    a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s) {
+      return attention(d, s.at(4), causal, attentionTiles(d));
+    };
     a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
     e.push_back(std::move(a));
   }

@@ -13,7 +13,7 @@ LogicalResult GpuKernelLowering::lowerConvertLayout(ConvertLayoutOp c) {
     tiles_[c.getResult()] = src;
     return success();
   }
-  Layout l = layoutFrom(c.getType().getEncoding());
+  Layout l = layoutOf(c.getType());
   tiles_[c.getResult()] = Dist{as(src, c.getType(), l), l, false};
   return success();
 }
@@ -23,6 +23,16 @@ LogicalResult GpuKernelLowering::lowerBroadcast(BroadcastOp bc) {
   const Dist& src = tiles_.at(bc.getInput());
   if (src.uniform) {
     tiles_[bc.getResult()] = src;
+    return success();
+  }
+  // Rows broadcast over an mma tile of the same warps and row fragments: each thread holds
+  // its rows already.
+  Layout want = layoutOf(out);
+  if (src.layout.kind == Layout::MmaRows && want.kind == Layout::Mma && bc.getDims().size() == 1 &&
+      bc.getDims()[0] == 0 && src.layout == Layout{Layout::MmaRows, want.wm, want.wn, want.tm, want.tn}) {
+    Elems res;
+    for (int64_t k = 0; k < perThread(out.getShape(), want); ++k) res.push_back(src.v[size_t(rowOfMma(k, want))]);
+    tiles_[bc.getResult()] = Dist{res, want, false};
     return success();
   }
   Value buf = stage(src, in, 0);
@@ -41,7 +51,7 @@ LogicalResult GpuKernelLowering::lowerIota(IotaOp io) {
   // Each thread's own coordinates, in the layout the layout pass gave the tile (an mask on an
   // mma accumulator is made in the accumulator's layout: no trip through shared memory).
   TileType t = io.getType();
-  Layout l = layoutFrom(t.getEncoding());
+  Layout l = layoutOf(t);
   Elems res;
   for (int64_t k = 0; k < perThread(t.getShape(), l); ++k) {
     Value c = slot(t.getShape(), k, l).coords[size_t(io.getDim())];
@@ -82,7 +92,7 @@ LogicalResult GpuKernelLowering::lowerElementwise(Operation* e) {
   bool uniform = llvm::all_of(ins, [](const Dist* d) { return d->uniform; });
   Layout layout; // tensor-core results stay in their layout; others meet them there
   for (const Dist* d : ins)
-    if (!d->uniform && (d->layout.kind == Layout::Mma || layout.kind != Layout::Mma)) layout = d->layout;
+    if (!d->uniform && (d->layout.isMma() || !layout.isMma())) layout = d->layout;
   SmallVector<Elems> xs;
   for (size_t i = 0; i < ins.size(); ++i)
     xs.push_back(uniform ? ins[i]->v : as(*ins[i], cast<TileType>(e->getOperand(i).getType()), layout));

@@ -7,6 +7,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cstdlib>
+#include <functional>
 #include <optional>
 
 namespace kiln {
@@ -19,17 +20,44 @@ namespace kiln::portable {
 using namespace mlir;
 using namespace kiln::tile;
 
+namespace {
+/// Whether `d` works on whole rows: its result (through elementwise ops) is reduced along
+/// its rows, or its accumulator is scaled by a row broadcast (attention's two products).
+/// Such a dot keeps each row in one warp (wn = 1): its row reductions are shuffles within
+/// the warp and its row broadcasts stay in registers.
+bool worksOnRows(DotOp d) {
+  std::function<bool(Value, int)> reducedByRows = [&](Value v, int depth) {
+    if (depth > 16) return false;
+    for (Operation* u : v.getUsers()) {
+      if (isa<ReduceSumOp, ReduceMaxOp>(u) && u->getAttrOfType<IntegerAttr>("dim").getInt() == 1) return true;
+      if (u->hasTrait<OpTrait::Elementwise>() && u->getNumResults() == 1 && reducedByRows(u->getResult(0), depth + 1))
+        return true;
+    }
+    return false;
+  };
+  std::function<bool(Value, int)> rowBroadcast = [&](Value v, int depth) {
+    Operation* def = v.getDefiningOp();
+    if (!def || depth > 16) return false;
+    if (auto bc = dyn_cast<BroadcastOp>(def)) return bc.getDims().size() == 1 && bc.getDims()[0] == 0;
+    if (!def->hasTrait<OpTrait::Elementwise>()) return false;
+    return llvm::any_of(def->getOperands(), [&](Value o) { return rowBroadcast(o, depth + 1); });
+  };
+  return reducedByRows(d.getResult(), 0) || rowBroadcast(d.getAcc(), 0);
+}
+} // namespace
+
 MmaLayoutAttr mmaLayoutFor(DotOp d, int64_t warps) {
   TileType a = d.getLhs().getType(), c = d.getType();
   Type e = a.getElementType();
   if (!(e.isBF16() || e.isF16())) return {};
   int64_t M = c.getShape()[0], N = c.getShape()[1], K = a.getShape()[1], W = warps;
   if (M % 16 || N % 8 || K % 16) return {};
+  const bool rows = worksOnRows(d) && M % (16 * W) == 0;
   std::optional<std::array<int64_t, 4>> best; // warps M, N; fragments M, N
   for (int64_t wm = 1; wm <= W; ++wm) {
     if (W % wm) continue;
     int64_t wn = W / wm;
-    if (M % (16 * wm) || N % (8 * wn)) continue;
+    if (M % (16 * wm) || N % (8 * wn) || (rows && wn != 1)) continue;
     std::array<int64_t, 4> l{wm, wn, M / (16 * wm), N / (8 * wn)};
     // Prefer square warp tiles: fewest fragment loads per mma.
     auto cost = [](const std::array<int64_t, 4>& x) { return std::abs(x[2] * 16 - x[3] * 8); };
@@ -40,10 +68,34 @@ MmaLayoutAttr mmaLayoutFor(DotOp d, int64_t warps) {
 }
 
 namespace {
+/// The mma layout of shape `shape` (rank 2) whose rows are those of `rows` (an mma layout):
+/// the same warps and row fragments, as many column fragments as N takes. Null when N does
+/// not split so.
+MmaLayoutAttr withRowsOf(MmaLayoutAttr rows, ArrayRef<int64_t> shape) {
+  const int64_t wn = rows.getWarpsN();
+  if (shape.size() != 2 || shape[1] % (8 * wn) || shape[0] != rows.getWarpsM() * rows.getFragsM() * 16) return {};
+  return MmaLayoutAttr::get(rows.getContext(), rows.getWarpsM(), wn, rows.getFragsM(), shape[1] / (8 * wn));
+}
+
+/// A row reduction of an mma tile: its rows layout (the same attribute on the rank-1 result).
+bool isRowReduce(Operation* op) {
+  return isa<ReduceSumOp, ReduceMaxOp>(op) && op->getAttrOfType<IntegerAttr>("dim").getInt() == 1 &&
+         cast<TileType>(op->getOperand(0).getType()).getRank() == 2;
+}
+/// A rank-1 tile repeated along the columns: [R] -> [R, C].
+bool isRowBroadcast(BroadcastOp bc) {
+  return bc.getDims().size() == 1 && bc.getDims()[0] == 0 && bc.getInput().getType().getRank() == 1 &&
+         bc.getType().getRank() == 2;
+}
+
 Attribute predict(Value v, int64_t warps, int depth) {
   Operation* def = v.getDefiningOp();
   if (depth > 64 || !def) return {};
   if (auto d = dyn_cast<DotOp>(def)) return mmaLayoutFor(d, warps);
+  if (isRowReduce(def)) return dyn_cast_or_null<MmaLayoutAttr>(predict(def->getOperand(0), warps, depth + 1));
+  if (auto bc = dyn_cast<BroadcastOp>(def); bc && isRowBroadcast(bc))
+    if (auto m = dyn_cast_or_null<MmaLayoutAttr>(predict(bc.getInput(), warps, depth + 1)))
+      return withRowsOf(m, bc.getType().getShape());
   if (def->hasTrait<OpTrait::Elementwise>())
     for (Value o : def->getOperands())
       if (Attribute l = predict(o, warps, depth + 1)) return l;
@@ -139,6 +191,14 @@ private:
         for (Block& b : r) block(b);
       return;
     }
+    // A row reduction of an mma tile stays in its rows (shuffles, no trip through shared
+    // memory), and a rank-1 tile in rows broadcast along the columns is an mma tile again.
+    if (isRowReduce(op))
+      if (auto m = dyn_cast_or_null<MmaLayoutAttr>(encodingOf(op->getOperand(0))))
+        return setEncoding(op->getResult(0), m);
+    if (auto bc = dyn_cast<BroadcastOp>(op); bc && isRowBroadcast(bc))
+      if (auto m = dyn_cast_or_null<MmaLayoutAttr>(encodingOf(bc.getInput())))
+        if (MmaLayoutAttr r = withRowsOf(m, bc.getType().getShape())) return setEncoding(bc.getResult(), r);
     if (isa<LoadOp, ReduceSumOp, ReduceMaxOp, IotaOp>(op)) return setEncoding(op->getResult(0), blocked_);
     if (auto tr = dyn_cast<TransposeOp>(op))
       return setEncoding(tr.getResult(), encodingOf(tr.getInput()) ? blocked_ : Attribute());

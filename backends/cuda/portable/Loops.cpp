@@ -13,7 +13,7 @@ LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
     auto t = cast<TileType>(init.getType());
     // kiln-assign-layouts' decision: the carried tile's encoding.
     const Dist& d = tiles_.at(init);
-    Layout lay = layoutFrom(cast<TileType>(l.getCarried()[i].getType()).getEncoding());
+    Layout lay = layoutOf(l.getCarried()[i].getType());
     Elems e = as(d, t, lay);
     inits.append(e.begin(), e.end());
     sizes.push_back(e.size());
@@ -96,8 +96,34 @@ Elems GpuKernelLowering::loadAt(LoadOp ld, LoopOp l, Value iv) {
   return out;
 }
 
+// Attention's Q K^T: Q is loaded before the loop and multiplied by every key tile. Staged
+// once here into shared memory the loop's scratch does not reach (scratchBase_ moves past
+// it until the loop is lowered), the loop's dot then reads its fragments there and stages
+// only its B operand: no copy and no barrier pair for A per iteration, and no registers held
+// across the loop for it. Dots whose A comes from an accumulator of their rows
+// (aFragsFromAccumulator) or from the loop's own loads are left alone.
+int64_t GpuKernelLowering::hoistLoopInvariantA(LoopOp l) {
+  Block& body = l.getBody().front();
+  const int64_t before = scratchBase_;
+  for (Operation& op : body.without_terminator()) {
+    auto d = dyn_cast<DotOp>(op);
+    if (!d || !mmaLayoutFor(d)) continue;
+    Value a = d.getLhs();
+    auto at = cast<TileType>(a.getType());
+    if (a.getParentBlock() == &body || l->isAncestor(a.getParentBlock()->getParentOp()) || direct_.count(a) ||
+        !tiles_.count(a) || residentA_.count(d.getOperation()))
+      continue;
+    const Dist& src = tiles_.at(a);
+    if (!src.uniform && src.layout.kind == Layout::Mma) continue; // an accumulator: aFragsFromAccumulator's
+    residentA_[d.getOperation()] = stage(src, at, 0, pitchOf(at)); // at the current scratchBase_
+    scratchBase_ += stagedBytes(at);
+  }
+  return before;
+}
+
 FailureOr<Elems> GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, ArrayRef<Value> inits) {
   auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
+  const int64_t scratchBefore = hoistLoopInvariantA(l);
   // The prefetched loads' first tiles (iteration 0; past the tensor's edge a load reads its
   // padding, so a loop of no iterations reads nothing it may not) ride with the carried ones.
   SmallVector<LoadOp> ahead = prefetchable(l);
@@ -139,6 +165,7 @@ FailureOr<Elems> GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> l
   }
   yields.append(next.begin(), next.end());
   b_.create<scf::YieldOp>(loc_, yields);
+  scratchBase_ = scratchBefore; // the resident operands are dead past the loop
   return Elems(loop.getResults().take_front(inits.size()));
 }
 
@@ -181,8 +208,7 @@ Value GpuKernelLowering::remat(Value v, LoopOp l, Value iv) {
 Elems GpuKernelLowering::lowerLoopPipelined(LoopOp l, PipePlan p, const Elems& init) {
   int64_t S = l.getStages();
   TileType at = p.a.getType(), bt = p.b.getType(), ct = p.dot.getType();
-  int64_t aBytes = (at.getNumElements() * 2 + 15) / 16 * 16;
-  int64_t bBytes = (bt.getNumElements() * 2 + 15) / 16 * 16;
+  int64_t aBytes = stagedBytes(at), bBytes = stagedBytes(bt);
   int64_t stageBytes = aBytes + bBytes;
   Value count = map_.lookup(l.getCount());
   auto viewAt = [&](LoadOp ld, Value iv) {
@@ -191,8 +217,8 @@ Elems GpuKernelLowering::lowerLoopPipelined(LoopOp l, PipePlan p, const Elems& i
   auto buffers = [&](Value iter) {
     Value slot = b_.create<arith::RemUIOp>(loc_, iter, cidx(S));
     Value off = b_.create<arith::MulIOp>(loc_, slot, cidx(stageBytes));
-    Value bufA = sharedAt(at.getNumElements(), at.getElementType(), off, S * stageBytes);
-    Value bufB = sharedAt(bt.getNumElements(), bt.getElementType(),
+    Value bufA = sharedAt(at.getShape()[0] * pitchOf(at), at.getElementType(), off, S * stageBytes);
+    Value bufB = sharedAt(bt.getShape()[0] * pitchOf(bt), bt.getElementType(),
                           b_.create<arith::AddIOp>(loc_, off, cidx(aBytes)), S * stageBytes);
     return std::make_pair(bufA, bufB);
   };
@@ -203,8 +229,8 @@ Elems GpuKernelLowering::lowerLoopPipelined(LoopOp l, PipePlan p, const Elems& i
       OpBuilder::InsertionGuard guard(b_);
       b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
       auto [bufA, bufB] = buffers(iter);
-      asyncCopy(viewAt(p.a, iter), at, bufA);
-      asyncCopy(viewAt(p.b, iter), bt, bufB);
+      asyncCopy(viewAt(p.a, iter), at, bufA, pitchOf(at));
+      asyncCopy(viewAt(p.b, iter), bt, bufB, pitchOf(bt));
     }
     b_.create<NVVM::CpAsyncCommitGroupOp>(loc_);
   };

@@ -53,11 +53,17 @@ using Elems = SmallVector<Value>;
 
 /// How a tile's elements are spread over the CTA's threads.
 struct Layout {
-  enum Kind { Blocked, Mma } kind = Blocked;
+  /// MmaRows: a rank-1 tile holding the rows of an Mma layout (#tile.mma on a rank-1 tile):
+  /// each thread the 2 tm rows its accumulator fragments cover, copied over the quad and the
+  /// wn warps along N. Equal for every Mma layout of the same wm, wn and tm.
+  enum Kind { Blocked, Mma, MmaRows } kind = Blocked;
   int64_t wm = 1, wn = 1; ///< Mma: warps along M and N
   int64_t tm = 1, tn = 1; ///< Mma: 16x8 fragments per warp along M and N
+  bool isMma() const { return kind == Mma || kind == MmaRows; }
   bool operator==(const Layout& o) const {
-    return kind == o.kind && (kind == Blocked || (wm == o.wm && wn == o.wn && tm == o.tm && tn == o.tn));
+    if (kind != o.kind) return false;
+    if (kind == Blocked) return true;
+    return wm == o.wm && wn == o.wn && tm == o.tm && (kind == MmaRows || tn == o.tn);
   }
   bool operator!=(const Layout& o) const { return !(*this == o); }
 };
@@ -100,14 +106,25 @@ private:
   Location loc() const { return loc_; }
   Value cidx(int64_t v) { return b_.create<arith::ConstantIndexOp>(loc_, v); }
   int64_t perThread(ArrayRef<int64_t> shape, const Layout& l = {}) const {
-    return l.kind == Layout::Mma ? l.tm * l.tn * 4 : (numel(shape) + T_ - 1) / T_;
+    if (l.kind == Layout::Mma) return l.tm * l.tn * 4;
+    if (l.kind == Layout::MmaRows) return l.tm * 2;
+    return (numel(shape) + T_ - 1) / T_;
   }
   Slot slot(ArrayRef<int64_t> shape, int64_t k, const Layout& l = {});
   Slot mmaSlot(int64_t k, const Layout& l);
+  /// Element k of a thread in an MmaRows layout: row 16 (tm wmI + k / 2) + lane / 4 + 8 (k % 2).
+  Slot mmaRowSlot(int64_t k, const Layout& l);
+  /// This thread's row of element k of an Mma layout, as an index into its MmaRows elements.
+  static int64_t rowOfMma(int64_t k, const Layout& l) { return (k / 4 / l.tn) * 2 + (k % 4) / 2; }
   /// The tensor-core layout of `d` (portable/Layouts.h), if it runs on the tensor cores.
   std::optional<Layout> mmaLayoutFor(DotOp d);
-  /// A layout attribute (#tile.mma or #tile.blocked) as the lowering's Layout.
-  static Layout layoutFrom(Attribute a);
+  /// A layout attribute (#tile.mma or #tile.blocked) on a tile of rank `rank` as the
+  /// lowering's Layout (#tile.mma on rank 1: MmaRows).
+  static Layout layoutFrom(Attribute a, int64_t rank = 2);
+  static Layout layoutOf(Type tile) {
+    auto t = cast<TileType>(tile);
+    return layoutFrom(t.getEncoding(), t.getRank());
+  }
   /// `d` in layout `l` (materialising uniform tiles, converting through shared memory).
   Elems as(const Dist& d, TileType t, const Layout& l);
   Value lane() { return b_.create<arith::RemUIOp>(loc_, tid_, cidx(32)); }
@@ -134,15 +151,32 @@ private:
   /// A flat shared-memory array of `n` elements of `elt` at `byteOffset` of the scratch.
   Value shared(int64_t n, Type elt, int64_t byteOffset);
   void barrier() { b_.create<gpu::BarrierOp>(loc_); }
-  /// Writes a distributed tile into shared memory (row-major), fenced by barriers.
-  Value stage(const Dist& d, TileType t, int64_t byteOffset);
+  /// Writes a distributed tile into shared memory (row-major, rows `pitch` elements apart;
+  /// 0: packed), fenced by barriers.
+  Value stage(const Dist& d, TileType t, int64_t byteOffset, int64_t pitch = 0);
   /// The unfenced part of stage(): this thread's elements into `buf`.
-  void write(const Dist& d, TileType t, Value buf);
-  /// Stages a dot's operands: tiles loaded only for this dot go global -> shared directly
-  /// (cp.async, 16 bytes at a time), the rest from registers; one barrier pair for all.
+  void write(const Dist& d, TileType t, Value buf, int64_t pitch = 0);
+  /// The row pitch (in elements) of a dot operand staged in shared memory: 16-bit rows of a
+  /// multiple of 32 bytes get 16 bytes of padding, so the 8 rows an ldmatrix reads (16 bytes
+  /// each, at one column) fall in 8 different 4-bank groups instead of 2 to 8 colliding in
+  /// the same (a 256-byte row put all 8 in one: 8-way conflicts on every fragment load).
+  static int64_t pitchOf(TileType t) {
+    return t.getRank() == 2 ? pitchFor(t.getShape()[1], t.getElementType()) : t.getShape().back();
+  }
+  static int64_t pitchFor(int64_t cols, Type elt) {
+    return elt.getIntOrFloatBitWidth() == 16 && cols % 16 == 0 ? cols + 8 : cols;
+  }
+  /// Bytes of a dot operand staged at pitchOf, rounded up to 16.
+  static int64_t stagedBytes(TileType t) {
+    const int64_t rows = t.getRank() == 2 ? t.getShape()[0] : 1;
+    return (rows * pitchOf(t) * (t.getElementType().getIntOrFloatBitWidth() / 8) + 15) / 16 * 16;
+  }
+  /// Stages a dot's operands at their pitchOf: tiles loaded only for this dot go global ->
+  /// shared directly (cp.async, 16 bytes at a time), the rest from registers; one barrier
+  /// pair for all.
   SmallVector<Value> stageOperands(ArrayRef<Value> tiles, ArrayRef<int64_t> byteOffsets);
   /// Copies the window `v` of a tile of type `t` from global memory into `buf`.
-  void copyGlobalToShared(const ViewInfo& v, TileType t, Value buf);
+  void copyGlobalToShared(const ViewInfo& v, TileType t, Value buf, int64_t pitch);
   /// i1: the rows of `base` are 16-byte aligned (unit inner stride, row stride and base
   /// multiples of 16 bytes), so tiles of `t` can be copied 16 bytes at a time.
   Value rowsAligned(Value base, TileType t);
@@ -152,10 +186,32 @@ private:
   /// stride and base allow it, element by element elsewhere.
   void storeMmaPairs(const ViewInfo& v, TileType t, const Layout& layout, const Elems& src);
   /// Issues this thread's 16-byte cp.async copies of window `v` into `buf` (no commit).
-  void asyncCopy(const ViewInfo& v, TileType t, Value buf);
+  void asyncCopy(const ViewInfo& v, TileType t, Value buf, int64_t pitch);
   /// The k-loop of a tensor-core dot over operands already in shared memory; B row-major
   /// K x N, or with `bT` its transpose, N x K (the fragments mma's "col" operand wants).
-  Elems mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc, bool bT = false);
+  /// `buf`'s 32-bit address in the shared window.
+  Value sharedAddr32(Value buf);
+  /// ldmatrix .x`n` (.trans when `trans`) at this lane's shared address `addr`: n i32 registers.
+  SmallVector<Value> ldmatrix(int n, bool trans, Value addr);
+  /// A's fragment `tmi` of this warp at column `kStep`, A staged row-major at `aBase`.
+  SmallVector<Value> aFragShared(Value aBase, TileType at, const Layout& l, Value kStep, int64_t tmi);
+  /// A operand fragments in registers: [k-step][row fragment] -> mma's four A registers.
+  using AFrags = SmallVector<SmallVector<SmallVector<Value, 4>>>;
+  /// With `regs`, A's fragments are those (bufA unused) and the k-steps are unrolled.
+  Elems mmaLoop(Value bufA, Value bufB, TileType at, TileType ct, const Layout& l, ValueRange acc, bool bT = false,
+                const AFrags* regs = nullptr);
+  /// `a`'s elements as A fragments of a dot in layout `l`, when `a` is an accumulator of the
+  /// same rows (DotMma.cpp); empty otherwise.
+  AFrags aFragsFromAccumulator(const Dist& a, TileType at, const Layout& l);
+  /// Before loop `l`: the A operands of the tensor-core dots in its body that are made
+  /// outside it, staged once into shared memory the loop's scratch starts after (Loops.cpp).
+  /// Returns scratchBase_ as it was, for after the loop.
+  int64_t hoistLoopInvariantA(LoopOp l);
+  /// Dots whose A operand is staged already (hoistLoopInvariantA): its shared buffer.
+  DenseMap<Operation*, Value> residentA_;
+  /// Where the scratch starts in the dynamic shared memory: past operands kept resident for
+  /// the loop being lowered.
+  int64_t scratchBase_ = 0;
   /// The dot whose B operand `tr` is, when that dot runs on the tensor cores and reads
   /// tr's input in place of it (no transposed copy): tr's only use, in tr's block.
   DotOp foldsTranspose(TransposeOp tr);
@@ -199,7 +255,7 @@ private:
   LogicalResult lowerTranspose(TransposeOp tr);                        // Elementwise.cpp
   LogicalResult lowerReduce(Operation* op, Value input, int64_t dim, bool isMax); // Reductions.cpp
   /// The rows of `src` (rank 2) folded by shuffles, when its shape allows (Reductions.cpp).
-  std::optional<Elems> reduceRows(const Dist& src, TileType in, TileType out, bool isMax);
+  std::optional<Dist> reduceRows(const Dist& src, TileType in, TileType out, bool isMax);
   Value elementwise(Operation* op, ArrayRef<Value> x);
 
   KernelOp kernel_;

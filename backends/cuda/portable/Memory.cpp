@@ -4,6 +4,7 @@
 namespace kiln::portable {
 
 Value GpuKernelLowering::shared(int64_t n, Type elt, int64_t byteOffset) {
+  byteOffset += scratchBase_;
   int64_t bytes = n * (elt.getIntOrFloatBitWidth() / 8);
   smemBytes_ = std::max(smemBytes_, byteOffset + bytes);
   auto ws = gpu::AddressSpaceAttr::get(b_.getContext(), gpu::AddressSpace::Workgroup);
@@ -12,24 +13,28 @@ Value GpuKernelLowering::shared(int64_t n, Type elt, int64_t byteOffset) {
 }
 
 Value GpuKernelLowering::sharedAt(int64_t n, Type elt, Value byteOffset, int64_t maxEnd) {
-  smemBytes_ = std::max(smemBytes_, maxEnd);
+  byteOffset = b_.create<arith::AddIOp>(loc_, byteOffset, cidx(scratchBase_));
+  smemBytes_ = std::max(smemBytes_, maxEnd + scratchBase_);
   auto ws = gpu::AddressSpaceAttr::get(b_.getContext(), gpu::AddressSpace::Workgroup);
   auto type = MemRefType::get({n}, elt, MemRefLayoutAttrInterface{}, ws);
   return b_.create<memref::ViewOp>(loc_, type, smemBase_, byteOffset, ValueRange{});
 }
 
-Value GpuKernelLowering::stage(const Dist& d, TileType t, int64_t byteOffset) {
-  Value buf = shared(t.getNumElements(), t.getElementType(), byteOffset);
+Value GpuKernelLowering::stage(const Dist& d, TileType t, int64_t byteOffset, int64_t pitch) {
+  const int64_t n = pitch ? t.getShape()[0] * pitch : t.getNumElements();
+  Value buf = shared(n, t.getElementType(), byteOffset);
   barrier(); // earlier readers of the scratch are done
-  write(d, t, buf);
+  write(d, t, buf, pitch);
   barrier(); // every element written before anyone reads
   return buf;
 }
 
-void GpuKernelLowering::write(const Dist& d, TileType t, Value buf) {
+void GpuKernelLowering::write(const Dist& d, TileType t, Value buf, int64_t pitch) {
   Elems v = d.uniform ? as(d, t, d.layout) : d.v;
   for (int64_t k = 0; k < (int64_t)v.size(); ++k) {
     Slot s = slot(t.getShape(), k, d.layout);
+    if (pitch && t.getRank() == 2)
+      s.flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, s.coords[0], cidx(pitch)), s.coords[1]);
     if (!s.valid) {
       b_.create<memref::StoreOp>(loc_, v[k], buf, s.flat);
       continue;
@@ -47,12 +52,13 @@ SmallVector<Value> GpuKernelLowering::stageOperands(ArrayRef<Value> tiles, Array
   bool async = false;
   for (auto [v, off] : llvm::zip(tiles, offsets)) {
     auto t = cast<TileType>(v.getType());
-    Value buf = shared(t.getNumElements(), t.getElementType(), off);
+    const int64_t pitch = pitchOf(t);
+    Value buf = shared(t.getRank() == 2 ? t.getShape()[0] * pitch : t.getNumElements(), t.getElementType(), off);
     if (auto it = direct_.find(v); it != direct_.end()) {
-      copyGlobalToShared(it->second, t, buf);
+      copyGlobalToShared(it->second, t, buf, pitch);
       async = true;
     } else {
-      write(tiles_.at(v), t, buf);
+      write(tiles_.at(v), t, buf, pitch);
     }
     bufs.push_back(buf);
   }
@@ -92,7 +98,7 @@ Value GpuKernelLowering::maskedLoad(const ViewInfo& v, const Slot& s, ArrayRef<V
   return ifOp.getResult(0);
 }
 
-void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value buf) {
+void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value buf, int64_t pitch) {
   ArrayRef<int64_t> shape = t.getShape();
   int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8;
   int64_t vec = 16 / bytes, cols = shape.back();
@@ -101,6 +107,8 @@ void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value 
     for (int64_t k = 0; k < perThread(shape); ++k) {
       Slot s = slot(shape, k);
       Value val = maskedLoad(v, s, dims, t.getElementType(), 0.0);
+      if (shape.size() == 2)
+        s.flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, s.coords[0], cidx(pitch)), s.coords[1]);
       if (!s.valid) {
         b_.create<memref::StoreOp>(loc_, val, buf, s.flat);
       } else {
@@ -116,7 +124,7 @@ void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value 
   auto ifOp = b_.create<scf::IfOp>(loc_, rowsAligned(v.base, t), /*withElse=*/true);
   OpBuilder::InsertionGuard guard(b_);
   b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
-  asyncCopy(v, t, buf);
+  asyncCopy(v, t, buf, pitch);
   b_.create<NVVM::CpAsyncCommitGroupOp>(loc_);
   b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
   scalarCopy();
@@ -189,7 +197,7 @@ void GpuKernelLowering::storeMmaPairs(const ViewInfo& v, TileType t, const Layou
   for (int64_t k = 0; k < (int64_t)src.size(); ++k) scalar(k);
 }
 
-void GpuKernelLowering::asyncCopy(const ViewInfo& v, TileType t, Value buf) {
+void GpuKernelLowering::asyncCopy(const ViewInfo& v, TileType t, Value buf, int64_t pitch) {
   ArrayRef<int64_t> shape = t.getShape();
   int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8;
   int64_t vec = 16 / bytes, cols = shape.back();
@@ -217,7 +225,7 @@ void GpuKernelLowering::asyncCopy(const ViewInfo& v, TileType t, Value buf) {
     Value n = b_.create<arith::SelectOp>(loc_, rowIn, left, c0);
     Value srcRow = b_.create<arith::MinSIOp>(loc_, gr, lastRow);
     Value srcCol = b_.create<arith::SelectOp>(loc_, b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, n, c0), gc, c0);
-    Value dst = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, r, cidx(cols)), c);
+    Value dst = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, r, cidx(pitch)), c);
     auto copy = [&]() {
       b_.create<nvgpu::DeviceAsyncCopyOp>(loc_, nvgpu::DeviceAsyncTokenType::get(b_.getContext()), buf,
                                           ValueRange{dst}, src, ValueRange{srcRow, srcCol},
@@ -274,8 +282,15 @@ LogicalResult GpuKernelLowering::lowerStore(StoreOp st) {
     return success();
   }
   SmallVector<Value> dims = dimsOf(v.base, v.shape.size());
+  // A row held by a quad's 4 lanes and the wn warps along N is stored once, by lane 0 of the
+  // quad in the first of those warps.
+  Value owner;
+  if (layout.kind == Layout::MmaRows)
+    owner = andOf(b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, b_.create<arith::RemUIOp>(loc_, lane(), cidx(4)), cidx(0)),
+                  b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, b_.create<arith::RemUIOp>(loc_, warp(), cidx(layout.wn)), cidx(0)));
   for (int64_t k = 0; k < (int64_t)src.size(); ++k) {
     auto [g, inb] = globalSlot(v, slot(t.getShape(), k, layout), dims);
+    inb = andOf(inb, owner);
     auto ifOp = b_.create<scf::IfOp>(loc_, inb, /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPointToStart(&ifOp.getThenRegion().front());

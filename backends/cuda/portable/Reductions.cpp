@@ -24,7 +24,10 @@ Value combine(OpBuilder& b, Location loc, bool isMax, Value a, Value x) {
 //  - blocked, when the row length C and thread count T are powers of two and the tile fills
 //    whole steps of T: thread t holds elements t + kT, so a row lies on L = min(C, 32)
 //    neighbouring lanes of each of P = max(1, min(C, T) / 32) warps.
-std::optional<Elems> GpuKernelLowering::reduceRows(const Dist& src, TileType in, TileType out, bool isMax) {
+// An mma tile's rows wanted in its rows layout (MmaRows: kiln-assign-layouts' choice for a row
+// reduction of an accumulator) come out of the shuffles in place: with one warp along N
+// (wn = 1) nothing goes through shared memory and no barrier is needed.
+std::optional<Dist> GpuKernelLowering::reduceRows(const Dist& src, TileType in, TileType out, bool isMax) {
   const int64_t R = in.getShape()[0], C = in.getShape()[1], T = T_;
   struct Group {
     Value v, row;
@@ -59,17 +62,31 @@ std::optional<Elems> GpuKernelLowering::reduceRows(const Dist& src, TileType in,
       groups.push_back({v, slot(in.getShape(), g * perGroup).coords[0]});
     }
   }
-  Value buf = shared(R * P, b_.getF32Type(), 0);
-  barrier(); // earlier readers of the scratch are done
-  Value writer = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, b_.create<arith::RemUIOp>(loc_, lane(), cidx(lanes)),
-                                          cidx(0));
+  const Layout want = layoutOf(out);
+  const bool inRows = src.layout.kind == Layout::Mma && want == Layout{Layout::MmaRows, src.layout.wm, src.layout.wn,
+                                                                         src.layout.tm, src.layout.tn};
   Type i32 = b_.getI32Type();
-  for (Group& g : groups) {
+  auto shuffleFold = [&](Group& g) {
     for (int64_t off = lanes / 2; off >= 1; off /= 2) {
       auto sh = b_.create<gpu::ShuffleOp>(loc_, g.v, b_.create<arith::ConstantIntOp>(loc_, i32, off),
                                           b_.create<arith::ConstantIntOp>(loc_, i32, 32), gpu::ShuffleMode::XOR);
       g.v = combine(b_, loc_, isMax, g.v, sh.getShuffleResult());
     }
+  };
+  if (inRows && P == 1) { // groups are in MmaRows order: fragment tmi, then row h
+    Elems res;
+    for (Group& g : groups) {
+      shuffleFold(g);
+      res.push_back(fromF32(g.v, out.getElementType()));
+    }
+    return Dist{res, want, false};
+  }
+  Value buf = shared(R * P, b_.getF32Type(), 0);
+  barrier(); // earlier readers of the scratch are done
+  Value writer = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, b_.create<arith::RemUIOp>(loc_, lane(), cidx(lanes)),
+                                          cidx(0));
+  for (Group& g : groups) {
+    shuffleFold(g);
     auto ifOp = b_.create<scf::IfOp>(loc_, writer, /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
@@ -77,23 +94,24 @@ std::optional<Elems> GpuKernelLowering::reduceRows(const Dist& src, TileType in,
     b_.create<memref::StoreOp>(loc_, g.v, buf, at);
   }
   barrier(); // every partial written before anyone reads
+  const Layout resLayout = inRows ? want : Layout{};
   Elems res;
-  for (int64_t k = 0; k < perThread(out.getShape()); ++k) {
-    Value base = b_.create<arith::MulIOp>(loc_, slot(out.getShape(), k).coords[0], cidx(P));
+  for (int64_t k = 0; k < perThread(out.getShape(), resLayout); ++k) {
+    Value base = b_.create<arith::MulIOp>(loc_, slot(out.getShape(), k, resLayout).coords[0], cidx(P));
     Value v = b_.create<memref::LoadOp>(loc_, buf, base);
     for (int64_t p = 1; p < P; ++p)
       v = combine(b_, loc_, isMax, v, b_.create<memref::LoadOp>(loc_, buf, ValueRange{b_.create<arith::AddIOp>(loc_, base, cidx(p))}));
     res.push_back(fromF32(v, out.getElementType()));
   }
-  return res;
+  return Dist{res, resLayout, false};
 }
 
 LogicalResult GpuKernelLowering::lowerReduce(Operation* op, Value input, int64_t dim, bool isMax) {
   TileType in = cast<TileType>(input.getType()), out = cast<TileType>(op->getResult(0).getType());
   const Dist& src = tiles_.at(input);
   if (in.getRank() == 2 && dim == 1 && !src.uniform)
-    if (std::optional<Elems> res = reduceRows(src, in, out, isMax)) {
-      tiles_[op->getResult(0)] = Dist{*res, {}, false};
+    if (std::optional<Dist> res = reduceRows(src, in, out, isMax)) {
+      tiles_[op->getResult(0)] = *res;
       return success();
     }
   // Any other shape: the tile through shared memory, each result element folded by one

@@ -27,6 +27,13 @@ def Tile_MmaLayoutAttr : Tile_Attr<"MmaLayout", "mma"> {
     `#tile.mma<warps = [2, 2], frags = [2, 4]>`: the CTA's warps tile the result
     warps[0] x warps[1]; each warp holds frags[0] x frags[1] fragments of 16 x 8, four
     f32 per thread each.
+
+    On a rank-1 tile it is the rows of that layout (Triton's slice of an mma layout along
+    dim 1): a row reduction's result, a row broadcast's input. Lane l of warp w holds, for
+    each of its frags[0] fragments i, rows 16 (frags[0] (w / warps[1]) + i) + l / 4 and 8
+    below it: every row of the warp's accumulator, copied on the 4 lanes of a quad and on
+    the warps[1] warps along N, so broadcasting it over the accumulator, or folding a row
+    into it, never leaves the thread.
   }];
   let parameters = (ins "int64_t":$warpsM, "int64_t":$warpsN, "int64_t":$fragsM, "int64_t":$fragsN);
   let assemblyFormat = "`<` `warps` `=` `[` $warpsM `,` $warpsN `]` `,` `frags` `=` `[` $fragsM `,` $fragsN `]` `>`";

@@ -174,6 +174,12 @@ LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<int64_t> shape, Type elt, Attribute encoding) {
   if (encoding && !isa<BlockedLayoutAttr, MmaLayoutAttr>(encoding))
     return emitError() << "tile encoding must be #tile.blocked or #tile.mma<...>, got " << encoding;
+  if (auto m = dyn_cast_or_null<MmaLayoutAttr>(encoding)) {
+    if (shape.size() == 1 && shape[0] != m.getWarpsM() * m.getFragsM() * 16)
+      return emitError() << "a rank-1 tile in " << encoding << " holds its " << m.getWarpsM() * m.getFragsM() * 16
+                         << " rows, not " << shape[0];
+    if (shape.size() > 2) return emitError() << "an mma encoding is for rank 1 or 2 tiles, not rank " << shape.size();
+  }
   return verifyShape(emitError, shape, elt, "tile");
 }
 int64_t TileType::getNumElements() const {
