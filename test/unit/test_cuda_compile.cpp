@@ -71,7 +71,9 @@ void compilesWithoutSpills(const std::string& name) {
       CHECK(r.registers <= 255);
       CHECK(r.spill_bytes == 0);
       CHECK(r.threads == 128);
-      CHECK(r.shared_bytes <= 48 * 1024);
+      // Attention keeps Q and two slots of K and V in shared memory (85 KiB at D = 128): two
+      // CTAs still fit an H100/H200 SM. The rest stay under the 48 KiB of a default launch.
+      CHECK(r.shared_bytes <= (name.rfind("attention", 0) == 0 ? 100 : 48) * 1024);
       CHECK_THAT(r.compiler, Contains("nvJitLink"));
       CHECK(ck.times().codegen_ms > 0);
       CHECK(ck.times().assemble_ms > 0);

@@ -58,7 +58,7 @@ LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
 // had one small load at a time (the row kernels' 4 x 256 tiles). Safe for an input written in
 // place: allow_in_place promises each element is read before the program writes it, and the
 // next iteration's elements are not this one's.
-SmallVector<LoadOp> GpuKernelLowering::prefetchable(LoopOp l) {
+bool GpuKernelLowering::loadsAtIv(LoopOp l, LoadOp ld) {
   Block& body = l.getBody().front();
   std::function<bool(Value)> fromIv = [&](Value v) -> bool {
     Operation* def = v.getDefiningOp();
@@ -66,15 +66,28 @@ SmallVector<LoadOp> GpuKernelLowering::prefetchable(LoopOp l) {
     return def->getDialect()->getNamespace() == arith::ArithDialect::getDialectNamespace() &&
            llvm::all_of(def->getOperands(), fromIv);
   };
+  auto view = ld.getView().getDefiningOp<ViewOp>();
+  auto arg = view ? dyn_cast<BlockArgument>(view.getTensor()) : BlockArgument();
+  return ld->getBlock() == &body && view && view->getBlock() == &body && arg &&
+         arg.getOwner()->getParentOp() == kernel_ && !kernel_.isOutput(arg.getArgNumber()) &&
+         llvm::all_of(view.getIndices(), fromIv);
+}
+
+// The tensor-core dot that reads `ld` straight from shared memory (its only use, or through
+// a folded transpose), in the same block; null otherwise.
+static DotOp dotReading(LoadOp ld, llvm::function_ref<DotOp(TransposeOp)> folds) {
+  if (!ld->hasOneUse()) return {};
+  Operation* user = *ld->user_begin();
+  if (auto tr = dyn_cast<TransposeOp>(user)) return folds(tr);
+  auto d = dyn_cast<DotOp>(user);
+  return d && d.getAcc() != ld.getResult() && d->getBlock() == ld->getBlock() ? d : DotOp();
+}
+
+SmallVector<LoadOp> GpuKernelLowering::prefetchable(LoopOp l) {
   SmallVector<LoadOp> out;
-  for (Operation& op : body.without_terminator()) {
+  for (Operation& op : l.getBody().front().without_terminator()) {
     auto ld = dyn_cast<LoadOp>(op);
-    if (!ld) continue;
-    auto view = ld.getView().getDefiningOp<ViewOp>();
-    auto arg = view ? dyn_cast<BlockArgument>(view.getTensor()) : BlockArgument();
-    if (!view || view->getBlock() != &body || !arg || arg.getOwner()->getParentOp() != kernel_ ||
-        kernel_.isOutput(arg.getArgNumber()) || !llvm::all_of(view.getIndices(), fromIv))
-      continue;
+    if (!ld || !loadsAtIv(l, ld)) continue;
     // The loads a dot (or a dot through a folded transpose) copies to shared memory itself.
     if (ld->hasOneUse()) {
       Operation* user = *ld->user_begin();
@@ -82,6 +95,24 @@ SmallVector<LoadOp> GpuKernelLowering::prefetchable(LoopOp l) {
       if (isa<DotOp>(user)) continue;
     }
     out.push_back(ld);
+  }
+  return out;
+}
+
+// Attention's K and V tiles: loaded in the loop, each read only by a tensor-core dot. Copied
+// global -> shared by cp.async into two slots each, iteration j + 1's copies issued while
+// iteration j computes (one commit group per iteration), so their latency hides behind a
+// whole iteration of work instead of stalling each dot.
+SmallVector<GpuKernelLowering::Ring> GpuKernelLowering::ringLoads(LoopOp l) {
+  SmallVector<Ring> out;
+  for (Operation& op : l.getBody().front().without_terminator()) {
+    auto ld = dyn_cast<LoadOp>(op);
+    if (!ld || !ld.getPadding().isZero() || !loadsAtIv(l, ld)) continue;
+    DotOp d = dotReading(ld, [&](TransposeOp tr) { return foldsTranspose(tr); });
+    if (!d || !mmaLayoutFor(d)) continue;
+    TileType t = ld.getType();
+    if (t.getRank() != 2 || t.getShape()[1] % 8) continue;
+    out.push_back(Ring{ld, 0});
   }
   return out;
 }
@@ -124,6 +155,46 @@ int64_t GpuKernelLowering::hoistLoopInvariantA(LoopOp l) {
 FailureOr<Elems> GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> layouts, ArrayRef<Value> inits) {
   auto yield = cast<YieldOp>(l.getBody().front().getTerminator());
   const int64_t scratchBefore = hoistLoopInvariantA(l);
+  // The rings: two slots per ring load past the resident operands; the loop's scratch after.
+  SmallVector<Ring> rings = ringLoads(l);
+  int64_t ringBytes = 0;
+  for (Ring& r : rings) {
+    r.offset = scratchBase_ + ringBytes;
+    ringBytes += stagedBytes(r.ld.getType());
+  }
+  const int64_t ringStart = scratchBase_;
+  scratchBase_ += 2 * ringBytes;
+  Value count = map_.lookup(l.getCount());
+  // Slot (iter % 2) of every ring: its buffer.
+  auto slotBufs = [&](Value iter) {
+    Value slotOff = b_.create<arith::MulIOp>(loc_, b_.create<arith::RemUIOp>(loc_, iter, cidx(2)), cidx(ringBytes));
+    SmallVector<Value> bufs;
+    for (Ring& r : rings) {
+      TileType t = r.ld.getType();
+      bufs.push_back(sharedAbs(t.getShape()[0] * pitchOf(t), t.getElementType(),
+                               b_.create<arith::AddIOp>(loc_, slotOff, cidx(r.offset)), ringStart + 2 * ringBytes));
+    }
+    return bufs;
+  };
+  // Iteration `iter`'s copies (when it exists), then one commit group whether or not.
+  auto issue = [&](Value iter) {
+    Value exists = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, iter, count);
+    auto ifOp = b_.create<scf::IfOp>(loc_, exists, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      SmallVector<Value> bufs = slotBufs(iter);
+      for (auto [r, buf] : llvm::zip(rings, bufs)) {
+        ViewInfo v = viewOf(r.ld.getView().getDefiningOp<ViewOp>(), [&](Value idx) { return remat(idx, l, iter); });
+        copyGlobalToShared(v, r.ld.getType(), buf, pitchOf(r.ld.getType()), /*commit=*/false);
+      }
+    }
+    b_.create<NVVM::CpAsyncCommitGroupOp>(loc_);
+  };
+  if (!rings.empty()) {
+    barrier(); // earlier readers of the scratch the rings take are done
+    issue(cidx(0));
+  }
   // The prefetched loads' first tiles (iteration 0; past the tensor's edge a load reads its
   // padding, so a loop of no iterations reads nothing it may not) ride with the carried ones.
   SmallVector<LoadOp> ahead = prefetchable(l);
@@ -148,6 +219,16 @@ FailureOr<Elems> GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> l
   // The next iteration's tiles first, so they are in flight while this one computes.
   SmallVector<Value> next;
   Value iv1 = b_.create<arith::AddIOp>(loc_, loop.getInductionVar(), cidx(1));
+  if (!rings.empty()) {
+    barrier(); // everyone is done with iteration j - 1, whose slots iteration j + 1's copies take
+    issue(iv1);
+    b_.create<NVVM::CpAsyncWaitGroupOp>(loc_, 1); // this thread's copies for iteration j landed
+    barrier();                                    // and everyone's
+    for (auto [r, buf] : llvm::zip(rings, slotBufs(loop.getInductionVar()))) {
+      ringBuf_[r.ld.getResult()] = buf;
+      prefetched_.insert(r.ld);
+    }
+  }
   for (LoadOp ld : ahead) {
     size_t n = perThread(ld.getType().getShape());
     auto args = loop.getRegionIterArgs().slice(at, n);
@@ -165,6 +246,11 @@ FailureOr<Elems> GpuKernelLowering::lowerLoopSimple(LoopOp l, ArrayRef<Layout> l
   }
   yields.append(next.begin(), next.end());
   b_.create<scf::YieldOp>(loc_, yields);
+  b_.setInsertionPointAfter(loop);
+  if (!rings.empty()) { // the last iteration's (empty) group, before the scratch is reused
+    b_.create<NVVM::CpAsyncWaitGroupOp>(loc_, 0);
+    barrier();
+  }
   scratchBase_ = scratchBefore; // the resident operands are dead past the loop
   return Elems(loop.getResults().take_front(inits.size()));
 }

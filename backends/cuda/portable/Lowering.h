@@ -176,7 +176,8 @@ private:
   /// pair for all.
   SmallVector<Value> stageOperands(ArrayRef<Value> tiles, ArrayRef<int64_t> byteOffsets);
   /// Copies the window `v` of a tile of type `t` from global memory into `buf`.
-  void copyGlobalToShared(const ViewInfo& v, TileType t, Value buf, int64_t pitch);
+  /// With `commit`, the cp.async copies form a group of their own; else the caller commits.
+  void copyGlobalToShared(const ViewInfo& v, TileType t, Value buf, int64_t pitch, bool commit = true);
   /// i1: the rows of `base` are 16-byte aligned (unit inner stride, row stride and base
   /// multiples of 16 bytes), so tiles of `t` can be copied 16 bytes at a time.
   Value rowsAligned(Value base, TileType t);
@@ -223,6 +224,9 @@ private:
   SmallVector<Value> dimsOf(Value base, size_t rank);
   /// A shared-memory array at a run-time byte offset (the caller bounds it by `maxEnd`).
   Value sharedAt(int64_t n, Type elt, Value byteOffset, int64_t maxEnd);
+  /// As sharedAt, the offset counted from the start of the dynamic shared memory, not the
+  /// scratch.
+  Value sharedAbs(int64_t n, Type elt, Value byteOffset, int64_t maxEnd);
   struct PipePlan {
     DotOp dot;
     LoadOp a, b;
@@ -238,6 +242,18 @@ private:
   Value remat(Value v, LoopOp l, Value iv);
   /// The loads of `l`'s body a plain loop issues one iteration ahead (Loops.cpp).
   SmallVector<LoadOp> prefetchable(LoopOp l);
+  /// `ld` is in `l`'s body and reads an input tensor at a view computed from the induction
+  /// variable (by index arithmetic): it can be issued for another iteration.
+  bool loadsAtIv(LoopOp l, LoadOp ld);
+  /// A dot operand loaded in a plain loop, copied one iteration ahead into a two-slot ring
+  /// at byte `offset` of the dynamic shared memory (slot 1 a ring's total size later).
+  struct Ring {
+    LoadOp ld;
+    int64_t offset;
+  };
+  SmallVector<Ring> ringLoads(LoopOp l);
+  /// Ring loads' tiles in this iteration's slot: the dot reads them there (stageOperands).
+  DenseMap<Value, Value> ringBuf_;
   /// The elements load `ld` of loop `l`'s body reads at iteration `iv`.
   Elems loadAt(LoadOp ld, LoopOp l, Value iv);
   /// Loads lowered ahead by their loop (prefetchable): their tiles are set already.

@@ -13,8 +13,11 @@ Value GpuKernelLowering::shared(int64_t n, Type elt, int64_t byteOffset) {
 }
 
 Value GpuKernelLowering::sharedAt(int64_t n, Type elt, Value byteOffset, int64_t maxEnd) {
-  byteOffset = b_.create<arith::AddIOp>(loc_, byteOffset, cidx(scratchBase_));
-  smemBytes_ = std::max(smemBytes_, maxEnd + scratchBase_);
+  return sharedAbs(n, elt, b_.create<arith::AddIOp>(loc_, byteOffset, cidx(scratchBase_)), maxEnd + scratchBase_);
+}
+
+Value GpuKernelLowering::sharedAbs(int64_t n, Type elt, Value byteOffset, int64_t maxEnd) {
+  smemBytes_ = std::max(smemBytes_, maxEnd);
   auto ws = gpu::AddressSpaceAttr::get(b_.getContext(), gpu::AddressSpace::Workgroup);
   auto type = MemRefType::get({n}, elt, MemRefLayoutAttrInterface{}, ws);
   return b_.create<memref::ViewOp>(loc_, type, smemBase_, byteOffset, ValueRange{});
@@ -48,9 +51,18 @@ void GpuKernelLowering::write(const Dist& d, TileType t, Value buf, int64_t pitc
 
 SmallVector<Value> GpuKernelLowering::stageOperands(ArrayRef<Value> tiles, ArrayRef<int64_t> offsets) {
   SmallVector<Value> bufs;
+  // Operands in a loop's ring are in shared memory already, ready (lowerLoopSimple).
+  if (llvm::all_of(tiles, [&](Value v) { return ringBuf_.count(v); })) {
+    for (Value v : tiles) bufs.push_back(ringBuf_.at(v));
+    return bufs;
+  }
   barrier(); // earlier readers of the scratch are done
   bool async = false;
   for (auto [v, off] : llvm::zip(tiles, offsets)) {
+    if (auto it = ringBuf_.find(v); it != ringBuf_.end()) {
+      bufs.push_back(it->second);
+      continue;
+    }
     auto t = cast<TileType>(v.getType());
     const int64_t pitch = pitchOf(t);
     Value buf = shared(t.getRank() == 2 ? t.getShape()[0] * pitch : t.getNumElements(), t.getElementType(), off);
@@ -98,7 +110,7 @@ Value GpuKernelLowering::maskedLoad(const ViewInfo& v, const Slot& s, ArrayRef<V
   return ifOp.getResult(0);
 }
 
-void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value buf, int64_t pitch) {
+void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value buf, int64_t pitch, bool commit) {
   ArrayRef<int64_t> shape = t.getShape();
   int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8;
   int64_t vec = 16 / bytes, cols = shape.back();
@@ -125,7 +137,7 @@ void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value 
   OpBuilder::InsertionGuard guard(b_);
   b_.setInsertionPointToStart(&ifOp.getThenRegion().front());
   asyncCopy(v, t, buf, pitch);
-  b_.create<NVVM::CpAsyncCommitGroupOp>(loc_);
+  if (commit) b_.create<NVVM::CpAsyncCommitGroupOp>(loc_);
   b_.setInsertionPointToStart(&ifOp.getElseRegion().front());
   scalarCopy();
 }

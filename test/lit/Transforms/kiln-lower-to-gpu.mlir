@@ -41,12 +41,24 @@
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: gpu.barrier
 // CHECK: } else {
-// The plain loop: staged per iteration, cp.async when aligned, else masked element copies.
+// The plain loop: each operand in a two-slot ring, iteration j + 1's copies (cp.async when
+// aligned, else masked element copies) issued before waiting for iteration j's: one commit
+// group per iteration, the ring's first copies before the loop, the last drained after it.
+// CHECK: gpu.barrier
+// CHECK: nvvm.cp.async.commit.group
 // CHECK: scf.for
+// CHECK-NEXT: arith.constant 1
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: gpu.barrier
 // CHECK: scf.if %{{.*}} -> (bf16)
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-NEXT: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.mma.sync
+// CHECK: scf.yield
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: gpu.barrier
-// CHECK: nvvm.mma.sync
 // The mma accumulator is stored two adjacent columns at a time where C's rows allow it
 // (checked per launch), element by element otherwise; only where the tile is inside C.
 // CHECK: vector.store %{{.*}} : memref<?x?xf32, strided<[?, 1], offset: ?>, #gpu.address_space<global>>, vector<2xf32>
