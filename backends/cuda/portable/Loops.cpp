@@ -141,9 +141,20 @@ int64_t GpuKernelLowering::hoistLoopInvariantA(LoopOp l) {
     if (!d || !mmaLayoutFor(d)) continue;
     Value a = d.getLhs();
     auto at = cast<TileType>(a.getType());
-    if (a.getParentBlock() == &body || l->isAncestor(a.getParentBlock()->getParentOp()) || direct_.count(a) ||
-        !tiles_.count(a) || residentA_.count(d.getOperation()))
+    if (a.getParentBlock() == &body || l->isAncestor(a.getParentBlock()->getParentOp()) ||
+        residentA_.count(d.getOperation()))
       continue;
+    if (auto it = direct_.find(a); it != direct_.end()) { // global -> shared, no registers
+      Value buf = shared(at.getShape()[0] * pitchOf(at), at.getElementType(), 0);
+      barrier(); // earlier readers of the scratch are done
+      copyGlobalToShared(it->second, at, buf, pitchOf(at));
+      b_.create<NVVM::CpAsyncWaitGroupOp>(loc_, 0);
+      barrier();
+      residentA_[d.getOperation()] = buf;
+      scratchBase_ += stagedBytes(at);
+      continue;
+    }
+    if (!tiles_.count(a)) continue;
     const Dist& src = tiles_.at(a);
     if (!src.uniform && src.layout.kind == Layout::Mma) continue; // an accumulator: aFragsFromAccumulator's
     residentA_[d.getOperation()] = stage(src, at, 0, pitchOf(at)); // at the current scratchBase_

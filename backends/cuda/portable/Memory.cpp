@@ -114,22 +114,37 @@ void GpuKernelLowering::copyGlobalToShared(const ViewInfo& v, TileType t, Value 
   ArrayRef<int64_t> shape = t.getShape();
   int64_t bytes = t.getElementType().getIntOrFloatBitWidth() / 8;
   int64_t vec = 16 / bytes, cols = shape.back();
+  // The fallback, element by element and masked, as a loop over this thread's elements:
+  // unaligned rows are rare, and unrolled it was most of a kernel's code (and of its compile
+  // time: attention copies three tiles this way).
   auto scalarCopy = [&]() {
     SmallVector<Value> dims = dimsOf(v.base, shape.size());
-    for (int64_t k = 0; k < perThread(shape); ++k) {
-      Slot s = slot(shape, k);
-      Value val = maskedLoad(v, s, dims, t.getElementType(), 0.0);
-      if (shape.size() == 2)
-        s.flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, s.coords[0], cidx(pitch)), s.coords[1]);
-      if (!s.valid) {
-        b_.create<memref::StoreOp>(loc_, val, buf, s.flat);
-      } else {
-        auto w = b_.create<scf::IfOp>(loc_, s.valid, false);
-        OpBuilder::InsertionGuard guard(b_);
-        b_.setInsertionPointToStart(&w.getThenRegion().front());
-        b_.create<memref::StoreOp>(loc_, val, buf, s.flat);
-      }
+    const int64_t n = numel(shape), steps = perThread(shape);
+    auto loop = b_.create<scf::ForOp>(loc_, cidx(0), cidx(steps), cidx(1));
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    Slot s;
+    Value e = b_.create<arith::AddIOp>(loc_, tid_, b_.create<arith::MulIOp>(loc_, loop.getInductionVar(), cidx(T_)));
+    if (steps * T_ > n) { // the last step may run past the tile: clamp, and mark
+      s.valid = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, e, cidx(n));
+      e = b_.create<arith::MinUIOp>(loc_, e, cidx(n - 1));
     }
+    s.flat = e;
+    s.coords.resize(shape.size());
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      s.coords[size_t(d)] = d == 0 ? e : b_.create<arith::RemUIOp>(loc_, e, cidx(shape[size_t(d)])).getResult();
+      if (d > 0) e = b_.create<arith::DivUIOp>(loc_, e, cidx(shape[size_t(d)]));
+    }
+    Value val = maskedLoad(v, s, dims, t.getElementType(), 0.0);
+    if (shape.size() == 2)
+      s.flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, s.coords[0], cidx(pitch)), s.coords[1]);
+    if (!s.valid) {
+      b_.create<memref::StoreOp>(loc_, val, buf, s.flat);
+      return;
+    }
+    auto w = b_.create<scf::IfOp>(loc_, s.valid, false);
+    b_.setInsertionPointToStart(&w.getThenRegion().front());
+    b_.create<memref::StoreOp>(loc_, val, buf, s.flat);
   };
   if (shape.size() != 2 || cols % vec != 0) return scalarCopy();
   // The view's strides and base decide at run time which path this CTA takes.
@@ -269,6 +284,14 @@ LogicalResult GpuKernelLowering::lowerLoad(LoadOp l) {
     };
     if (dot && dot.getAcc() != l.getResult() && dot->getBlock() == l->getBlock() &&
         !writesBefore(dot)) {
+      direct_[l.getResult()] = v;
+      return success();
+    }
+    // A of a tensor-core dot in a loop right below: copied straight into the shared memory
+    // the loop keeps it in (hoistLoopInvariantA), never through registers.
+    auto loop = dot ? dyn_cast<LoopOp>(dot->getParentOp()) : LoopOp();
+    if (dot && dot.getLhs() == l.getResult() && loop && loop->getBlock() == l->getBlock() &&
+        dot->getBlock() == &loop.getBody().front() && mmaLayoutFor(dot) && !writesBefore(loop)) {
       direct_[l.getResult()] = v;
       return success();
     }
