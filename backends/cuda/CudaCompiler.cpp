@@ -205,10 +205,13 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     *dump = detail::printOp(m);
     return;
   }
-  // Math as polynomials in arith ops (accurate to f32 rounding): no libdevice needed.
+  // Math as polynomials in arith ops (accurate to f32 rounding): no libdevice needed. The
+  // index divisions (ceildiv & co.) as plain integer ops; not all of arith-expand, which
+  // would also turn maximumf into two compares and two selects where sm_80+ has max.NaN.
   for (auto gm : m.getOps<gpu::GPUModuleOp>()) {
     RewritePatternSet patterns(m.getContext());
     populateMathPolynomialApproximationPatterns(patterns);
+    arith::populateCeilFloorDivExpandOpsPatterns(patterns);
     if (failed(applyPatternsGreedily(gm, std::move(patterns))))
       diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': math approximation failed");
     // In the sm_90a twin's epilogue, an IEEE f32 division or square root becomes a call
@@ -224,7 +227,6 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
   }
   PassManager pm(m.getContext());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(arith::createArithExpandOpsPass()); // ceildiv & co. as plain integer ops
   if (failed(pm.run(m)))
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering loops failed");
   for (auto gm : m.getOps<gpu::GPUModuleOp>())

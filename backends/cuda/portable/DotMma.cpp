@@ -183,12 +183,35 @@ Elems GpuKernelLowering::mmaLoop(Value bufA, Value bufB, TileType at, TileType c
     Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(bPitch)), col);
     return ldmatrix(2, !bT, b_.create<arith::AddIOp>(loc_, bBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
   };
+  // Fragments tni and tni + 1 in one ldmatrix.x4 (half the shared-memory instructions):
+  // lanes 16-31 address the second fragment as lanes 0-15 do the first, 8 columns of N
+  // further (8 rows of the N x K transposed B further).
+  Value ln16 = b_.create<arith::DivUIOp>(loc_, ln, cidx(16));
+  auto bFragPair = [&](int64_t tni) {
+    Value n0 = b_.create<arith::AddIOp>(loc_, warpCol, cidx(tni * 8));
+    Value second = b_.create<arith::MulIOp>(loc_, ln16, cidx(8));
+    Value row = bT ? b_.create<arith::AddIOp>(loc_, b_.create<arith::AddIOp>(loc_, n0, second),
+                                              b_.create<arith::RemUIOp>(loc_, l16, cidx(8))).getResult()
+                   : b_.create<arith::AddIOp>(loc_, kStep, l16).getResult();
+    Value col = bT ? b_.create<arith::AddIOp>(loc_, kStep, b_.create<arith::MulIOp>(loc_, b_.create<arith::DivUIOp>(loc_, l16, cidx(8)), cidx(8))).getResult()
+                   : b_.create<arith::AddIOp>(loc_, n0, second).getResult();
+    Value flat = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, row, cidx(bPitch)), col);
+    return ldmatrix(4, !bT, b_.create<arith::AddIOp>(loc_, bBase, toI32(b_.create<arith::MulIOp>(loc_, flat, cidx(2)))));
+  };
   // nvvm.mma.sync m16n8k16, row x col, f32 accumulators. Its bf16 operands are i32 pairs
   // as ldmatrix gives them; its f16 ones are f16x2 vectors (the same bits).
   auto step = [&](ValueRange c, llvm::function_ref<SmallVector<Value>(int64_t)> aFrag) {
     Elems next(c.size());
     SmallVector<SmallVector<Value>> bfrag;
-    for (int64_t tni = 0; tni < l.tn; ++tni) bfrag.push_back(bFrag(tni));
+    for (int64_t tni = 0; tni < l.tn; ++tni) {
+      if (tni + 1 < l.tn) {
+        SmallVector<Value> four = bFragPair(tni++);
+        bfrag.push_back({four[0], four[1]});
+        bfrag.push_back({four[2], four[3]});
+      } else {
+        bfrag.push_back(bFrag(tni));
+      }
+    }
     for (int64_t tmi = 0; tmi < l.tm; ++tmi) {
       SmallVector<Value> a = aFrag(tmi);
       for (int64_t tni = 0; tni < l.tn; ++tni) {

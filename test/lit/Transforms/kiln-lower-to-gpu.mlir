@@ -32,9 +32,9 @@
 // CHECK-NEXT: gpu.barrier
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.commit.group
-// Fragments come from the stage's buffers with nvvm.ldmatrix (x2 transposed, "col", for B;
-// x4 for A), then nvvm.mma.sync m16n8k16 row x col on bf16 pairs.
-// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 2 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32)>
+// Fragments come from the stage's buffers with nvvm.ldmatrix (x4 transposed, "col", for two
+// 16x8 fragments of B at once; x4 for A), then nvvm.mma.sync m16n8k16 row x col on bf16 pairs.
+// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
 // CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
 // CHECK-COUNT-2: nvvm.mma.sync A[{{.*}}]  B[{{.*}}]  C[{{.*}}]  {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT: llvm.inline_asm
@@ -162,7 +162,8 @@ tile.kernel @rowsum_odd(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor
 }
 
 // Q K^T on the tensor cores reads K as it is: K's tile goes global -> shared by cp.async (no
-// transposed copy), B's fragments come from its rows by ldmatrix without .trans. The scores
+// transposed copy), B's fragments come from its rows by ldmatrix without .trans (two 16x8
+// fragments per x4). The scores
 // are reduced along their rows, so each row stays in one warp (warps 2 x 1): the row max folds
 // on the four lanes of a quad by shuffles and stays there (the rows layout, #tile.mma on the
 // rank-1 result), no shared memory, no barrier; one lane per quad stores it.
@@ -170,8 +171,8 @@ tile.kernel @rowsum_odd(in %X : !tile.tensor<[M, N], f32>, out %Y : !tile.tensor
 // CHECK-SAME: kiln.threads = 64
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: nvvm.cp.async.commit.group
-// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 2
-// CHECK-NOT: nvvm.mma_layout<col>, num = 2
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// CHECK-NOT: nvvm.mma_layout<col>
 // CHECK: nvvm.mma.sync
 // CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
