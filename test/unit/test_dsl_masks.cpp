@@ -160,6 +160,31 @@ TEST_CASE("a tile of fewer dims than its tensor fixes the leading dims, and past
   for (int64_t e = 0; e < x.numel(); ++e) REQUIRE(y.get(e) == 2.0f * x.get(e));
 }
 
+TEST_CASE("index division by an index rounds down, never traps on a zero, and min picks the smaller", "[dsl][cpu]") {
+  // Y[i] = i / (P - Q), Z[i] = min(i, P - Q): the divisor is a launch value, here 3, 1, 0 and -2.
+  Kernel k = kernel("index_math", [](Builder& b) {
+    auto [N, P, Q] = b.dims("N", "P", "Q");
+    b.input("A", {P}, f32), b.input("B", {Q}, f32);
+    auto Y = b.output("Y", {N}, f32), Z = b.output("Z", {N}, f32);
+    b.grid({N}, [&](Index i) {
+      b.store(Y.tile({i}, {1}), b.splat(i / (P - Q), {1}));
+      b.store(Z.tile({i}, {1}), b.splat(min(i, P - Q), {1}));
+    });
+  });
+  auto ck = Runtime::create(Backend::cpu).compile(k);
+  for (int64_t d : {3, 1, 0, -2}) {
+    const int64_t n = 10, p = 4 + (d < 0 ? 0 : d), q = p - d;
+    HostTensor a(DType::f32, {p}), bq(DType::f32, {q}), y(DType::f32, {n}), z(DType::f32, {n});
+    y.poison(), z.poison();
+    ck.launch({a.view(), bq.view(), y.view(), z.view()});
+    INFO("divisor " << d);
+    for (int64_t i = 0; i < n; ++i) {
+      CHECK(y.get(i) == float(d >= 1 ? i / d : i)); // below 1: divided by 1
+      CHECK(z.get(i) == float(std::min(i, d)));
+    }
+  }
+}
+
 TEST_CASE("batched attention with grouped K/V heads agrees with the reference head by head", "[dsl][cpu]") {
   const int64_t B = 2, H = 4, group = 2, G = H / group, S = 45, D = 32;
   auto ck = Runtime::create(Backend::cpu).compile(test::groupedAttention(DType::f32, D, true, group, 16));

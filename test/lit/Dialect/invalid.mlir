@@ -31,6 +31,17 @@ func.func private @tile_bad_encoding(!tile.tile<4x4xf32, 42>)
 
 // -----
 
+// A rank-1 tile in an mma layout holds that layout's rows: 4 warps x 1 fragment x 16 = 64.
+// expected-error @+1 {{a rank-1 tile in #tile.mma<warps = [4, 1], frags = [1, 8]> holds its 64 rows, not 32}}
+func.func private @tile_rows_length(!tile.tile<32xf32, #tile.mma<warps = [4, 1], frags = [1, 8]>>)
+
+// -----
+
+// expected-error @+1 {{an mma encoding is for rank 1 or 2 tiles, not rank 3}}
+func.func private @tile_mma_rank3(!tile.tile<2x64x64xf32, #tile.mma<warps = [4, 1], frags = [1, 8]>>)
+
+// -----
+
 tile.kernel @convert_changes_shape(in %X : !tile.tensor<[N], f32>, out %Y : !tile.tensor<[N], f32>) {
   %t = tile.full 1.0 : !tile.tile<4xf32>
   // expected-error @+1 {{'tile.convert_layout' op changes more than the encoding}}

@@ -180,3 +180,62 @@ tile.kernel @mask_twice(in %A: !tile.tensor<[M, K], bf16>, in %B: !tile.tensor<[
     tile.store %t, %vc : <32x32xf32>, <32x32xf32>
   }
 }
+
+// -----
+
+// Attention's loop: both products work on rows (the scores are reduced along rows, the
+// output's accumulator is scaled by a row broadcast), so each keeps its rows in one warp
+// (warps [4, 1]); the row max and sum are rank-1 tiles in the rows of the scores' layout,
+// and so are the loop's carried max and sum; broadcast back, they are mma tiles with the
+// output's column fragments. Nothing that varies is converted inside the loop (only the
+// uniform zero, which costs nothing).
+// CHECK-LABEL: tile.kernel @rows
+// CHECK: tile.loop {{.*}} carry(%{{.*}} = %{{.*}} : !tile.tile<64xf32, #tile.mma<warps = [4, 1], frags = [1, 8]>>, %{{.*}} = %{{.*}} : !tile.tile<64x64xf32, #tile.mma<warps = [4, 1], frags = [1, 8]>>)
+// CHECK-NOT: tile.convert_layout {{.*}}#tile.{{.*}} to
+// CHECK: tile.dot {{.*}} -> <64x64xf32, #tile.mma<warps = [4, 1], frags = [1, 8]>>
+// CHECK: tile.reduce_max {{.*}} -> <64xf32, #tile.mma<warps = [4, 1], frags = [1, 8]>>
+// CHECK: tile.broadcast {{.*}} -> <64x64xf32, #tile.mma<warps = [4, 1], frags = [1, 8]>>
+// CHECK: tile.dot {{.*}} -> <64x64xf32, #tile.mma<warps = [4, 1], frags = [1, 8]>>
+// CHECK: tile.yield
+// At 8 warps, 64 rows cannot give each warp whole rows: the squarest split stays, and the
+// row max is still in its rows layout (the warps along N fold through shared memory).
+// W8-LABEL: tile.kernel @rows
+// W8: tile.reduce_max {{.*}} -> <64xf32, #tile.mma<warps = [2, 4], frags = [2, 2]>>
+// Lowered: the row max by shuffles in the quads, nothing of f32 through shared memory between
+// the products (V, read by both, is staged for each from its registers).
+// LOWERED-LABEL: gpu.func @rows
+// LOWERED: scf.for
+// LOWERED: nvvm.mma.sync
+// LOWERED: gpu.shuffle  xor %{{.*}}, %c2_i32
+// LOWERED: gpu.shuffle  xor %{{.*}}, %c1_i32
+// LOWERED-NOT: memref.store {{.*}} : memref<{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
+// LOWERED: nvvm.mma.sync
+// LOWERED: scf.yield
+tile.kernel @rows(in %Q: !tile.tensor<[S, 64], bf16>, in %V: !tile.tensor<[S, 64], bf16>, out %O: !tile.tensor<[S, 64], f32>) {
+  %S = tile.dim "S"
+  %c64 = arith.constant 64 : index
+  %n = arith.ceildivsi %S, %c64 : index
+  tile.grid (%i) in (%n) {
+    %c0 = arith.constant 0 : index
+    %vq = tile.view %Q[%i, %c0] : <[S, 64], bf16> -> <64x64xbf16>
+    %q = tile.load %vq : <64x64xbf16> -> <64x64xbf16>
+    %m0 = tile.full 0xFF800000 : <64xf32>
+    %o0 = tile.full 0.000000e+00 : <64x64xf32>
+    %r:2 = tile.loop %j to %n stages 1 carry(%m = %m0 : !tile.tile<64xf32>, %o = %o0 : !tile.tile<64x64xf32>) {
+      %vv = tile.view %V[%j, %c0] : <[S, 64], bf16> -> <64x64xbf16>
+      %v = tile.load %vv : <64x64xbf16> -> <64x64xbf16>
+      %z = tile.full 0.000000e+00 : <64x64xf32>
+      %s = tile.dot %q, %v, %z : <64x64xbf16>, <64x64xbf16> -> <64x64xf32>
+      %rm = tile.reduce_max %s dim 1 : <64x64xf32> -> <64xf32>
+      %mn = tile.max %m, %rm : <64xf32>
+      %b = tile.broadcast %mn [0] : <64xf32> -> <64x64xf32>
+      %p = tile.sub %s, %b : <64x64xf32>
+      %pb = tile.cast %p : <64x64xf32> -> <64x64xbf16>
+      %ob = tile.mul %o, %b : <64x64xf32>
+      %on = tile.dot %pb, %v, %ob : <64x64xbf16>, <64x64xbf16> -> <64x64xf32>
+      tile.yield %mn, %on : !tile.tile<64xf32>, !tile.tile<64x64xf32>
+    }
+    %vo = tile.view %O[%i, %c0] : <[S, 64], f32> -> <64x64xf32>
+    tile.store %r#1, %vo : <64x64xf32>, <64x64xf32>
+  }
+}
