@@ -385,6 +385,26 @@ TEST_CASE("gpu: every elementwise math op agrees with the CPU backend", "[gpu]")
   }
 }
 
+TEST_CASE("gpu: row statistics of a product's scores, kept in their rows and stored as rows, agree with the CPU backend", "[gpu]") {
+  // Each warp holds whole rows of the scores: the row max and sum stay in registers across
+  // the loop (the rows layout), and one lane per quad stores each row.
+  const int64_t M = 200, N = 333, D = 64;
+  Kernel k = test::scoreRowStats(DType::bf16, D);
+  HostTensor q(DType::bf16, {M, D}), kk(DType::bf16, {N, D}), mx(DType::f32, {M}), sum(DType::f32, {M});
+  q.fill_random(4), kk.fill_random(5);
+  HostTensor gmx(DType::f32, {M}), gsum(DType::f32, {M});
+  mx.poison(), sum.poison(), gmx.poison(), gsum.poison();
+  Runtime::create(Backend::cpu).compile(k).launch({q.view(), kk.view(), mx.view(), sum.view()});
+  DeviceTensor dq = gpu().upload(q), dk = gpu().upload(kk), dm = gpu().upload(gmx), ds = gpu().upload(gsum);
+  gpu().compile(k).launch({dq.view(), dk.view(), dm.view(), ds.view()});
+  gpu().download(dm, gmx), gpu().download(ds, gsum);
+  for (int64_t r = 0; r < M; ++r) {
+    INFO("row " << r);
+    CHECK(std::abs(gmx.get(r) - mx.get(r)) <= 1e-4f * (1 + std::abs(mx.get(r))));
+    CHECK(std::abs(gsum.get(r) - sum.get(r)) <= 1e-3f * (1 + std::abs(sum.get(r))));
+  }
+}
+
 TEST_CASE("gpu: masks, transposes and attention written in the DSL agree with the CPU backend and the reference", "[gpu]") {
   Runtime cpu = Runtime::create(Backend::cpu);
   auto both = [&](const Kernel& k, std::vector<HostTensor>& in, HostTensor& want, HostTensor& got) {

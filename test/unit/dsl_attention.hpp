@@ -106,6 +106,31 @@ inline Kernel groupedAttention(DType dt, int64_t D, bool causal, int64_t group, 
   });
 }
 
+/// The row max and row sum of the scores S = Q K^T (M x N, Q and K of M x D and N x D in
+/// `dt`) by 64 x 64 tiles, stored as rank-1 tiles: Mx[i] = max_j S[i, j], Sum[i] = sum_j S[i, j]
+/// (f32). On the GPU the rows stay in the scores' registers and one lane per quad stores them.
+inline Kernel scoreRowStats(DType dt, int64_t D) {
+  using namespace kiln::dsl;
+  return kernel("score_row_stats", [=](Builder& b) {
+    auto [M, N] = b.dims("M", "N");
+    auto Q = b.input("Q", {M, D}, dt), K = b.input("K", {N, D}, dt);
+    auto Mx = b.output("Mx", {M}, DType::f32), Sum = b.output("Sum", {M}, DType::f32);
+    b.grid({cdiv(M, 64)}, [&](Index i) {
+      Index z = b.constant(0);
+      Tile q = b.load(Q.tile({i, z}, {64, D}));
+      auto r = b.loop(cdiv(N, 64), 1, {b.full({64}, -INFINITY), b.zeros({64})}, [&](Index j, const std::vector<Tile>& c) {
+        Tile s = dot(q, transpose(b.load(K.tile({j, z}, {64, D}))), b.zeros({64, 64}));
+        Tile col = b.iota({64, 64}, 1) + b.splat(j * 64, {64, 64});
+        Tile keep = col < b.splat(N, {64, 64});
+        return std::vector<Tile>{max(c[0], row_max(where(keep, s, b.full({64, 64}, -INFINITY)))),
+                                 c[1] + row_sum(where(keep, s, b.zeros({64, 64})))};
+      });
+      b.store(Mx.tile({i}, {64}), r[0]);
+      b.store(Sum.tile({i}, {64}), r[1]);
+    });
+  });
+}
+
 /// The attention above in double precision on the host, from the tensors' own elements: one
 /// head of S x D matrices starting at elements qAt (Q, and the result) and kvAt (K, V).
 inline std::vector<double> attentionReference(const HostTensor& q, const HostTensor& k, const HostTensor& v,

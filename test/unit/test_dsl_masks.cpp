@@ -160,6 +160,26 @@ TEST_CASE("a tile of fewer dims than its tensor fixes the leading dims, and past
   for (int64_t e = 0; e < x.numel(); ++e) REQUIRE(y.get(e) == 2.0f * x.get(e));
 }
 
+TEST_CASE("row statistics of a product's scores, carried by a loop and stored as rows, match the host", "[dsl][cpu]") {
+  const int64_t M = 70, N = 150, D = 32;
+  auto ck = Runtime::create(Backend::cpu).compile(test::scoreRowStats(DType::bf16, D));
+  HostTensor q(DType::bf16, {M, D}), k(DType::bf16, {N, D}), mx(DType::f32, {M}), sum(DType::f32, {M});
+  q.fill_random(4), k.fill_random(5);
+  mx.poison(), sum.poison();
+  ck.launch({q.view(), k.view(), mx.view(), sum.view()});
+  for (int64_t r = 0; r < M; ++r) {
+    double m = -INFINITY, t = 0;
+    for (int64_t c = 0; c < N; ++c) {
+      double s = 0;
+      for (int64_t d = 0; d < D; ++d) s += double(q.get(r * D + d)) * double(k.get(c * D + d));
+      m = std::max(m, s), t += s;
+    }
+    INFO("row " << r);
+    CHECK(std::abs(mx.get(r) - m) <= 1e-4 * (1 + std::abs(m)));
+    CHECK(std::abs(sum.get(r) - t) <= 1e-3 * (1 + std::abs(t)));
+  }
+}
+
 TEST_CASE("index division by an index rounds down, never traps on a zero, and min picks the smaller", "[dsl][cpu]") {
   // Y[i] = i / (P - Q), Z[i] = min(i, P - Q): the divisor is a launch value, here 3, 1, 0 and -2.
   Kernel k = kernel("index_math", [](Builder& b) {
