@@ -66,7 +66,9 @@ Dist GpuKernelLowering::dotMma(DotOp d, const Layout& l) {
     Value bufB = stageOperands({b}, {0})[0];
     return Dist{mmaLoop(it->second, bufB, at, ct, l, acc, bT), l, false};
   }
-  AFrags regs = aFragsFromAccumulator(tiles_.at(d.getLhs()), at, l);
+  // (A loaded only for this dot has no registers: direct_ copies it.)
+  auto lhs = tiles_.find(d.getLhs());
+  AFrags regs = lhs != tiles_.end() ? aFragsFromAccumulator(lhs->second, at, l) : AFrags();
   if (!regs.empty()) {
     Value bufB = stageOperands({b}, {0})[0];
     return Dist{mmaLoop(Value(), bufB, at, ct, l, acc, bT, &regs), l, false};
