@@ -1,13 +1,14 @@
 // kiln-lower-to-gpu: the CUDA backend's portable (sm_80+) lowering of tile kernels.
 //
 // A tile value is distributed over the CTA's T threads as plain SSA values (registers), in
-// one of two layouts:
+// one of these layouts:
 //  - blocked: thread t holds elements t, t+T, t+2T, ... of the row-major tile, so
 //    consecutive threads touch consecutive addresses (loads and stores coalesce).
 //    Elements past N on the last step are "phantoms": their coordinates are clamped into
 //    the tile so every address stays valid, and they are never written anywhere;
 //  - mma: the accumulator layout of the tensor cores' mma.sync.m16n8k16 — warps tile the
-//    result wm x wn, each warp holds tm x tn fragments of 16x8, four f32 per thread each.
+//    result wm x wn, each warp holds tm x tn fragments of 16x8, four f32 per thread each
+//    (on a rank-1 tile: the rows of that layout, portable/Lowering.h).
 // A dot of bf16/f16 tiles whose shape fits runs on the tensor cores and yields an mma tile;
 // elementwise ops keep their operands' layout; loop-carried tiles take the layout their
 // loop yields. Ops that need another thread's elements (dot operands, broadcast, reduce,

@@ -2,19 +2,24 @@
 // kiln-lower-to-gpu: the CUDA backend's portable (sm_80+) lowering of tile kernels.
 //
 // A tile value is distributed over the CTA's T threads as plain SSA values (registers), in
-// one of two layouts:
+// one of three layouts:
 //  - blocked: thread t holds elements t, t+T, t+2T, ... of the row-major tile, so
 //    consecutive threads touch consecutive addresses (loads and stores coalesce).
 //    Elements past N on the last step are "phantoms": their coordinates are clamped into
 //    the tile so every address stays valid, and they are never written anywhere;
 //  - mma: the accumulator layout of the tensor cores' mma.sync.m16n8k16 — warps tile the
-//    result wm x wn, each warp holds tm x tn fragments of 16x8, four f32 per thread each.
+//    result wm x wn, each warp holds tm x tn fragments of 16x8, four f32 per thread each;
+//  - mma rows (a rank-1 tile in #tile.mma): the rows of an mma layout, each thread holding
+//    the 2 tm rows its fragments cover; a row reduction of an accumulator lands there, and
+//    broadcasts back onto it without leaving the registers.
 // A dot of bf16/f16 tiles whose shape fits runs on the tensor cores and yields an mma tile;
 // elementwise ops keep their operands' layout; loop-carried tiles take the layout their
 // loop yields. Ops that need another thread's elements (dot operands, broadcast, reduce,
 // a change of layout) stage them in one dynamic shared-memory scratch buffer between two
 // barriers; a row reduction folds within each thread and across lanes by shuffles first, and
-// only its per-warp partials go through shared memory.
+// only its per-warp partials go through shared memory (none when a warp holds whole rows).
+// A loop keeps some operands in shared memory below the scratch (scratchBase_): a dot's
+// loop-invariant A, staged once, and a two-slot ring per dot operand it loads (Loops.cpp).
 #include "Transforms/Passes.h"
 //
 // Internal: the portable lowering's state and its methods, one file per op family:
