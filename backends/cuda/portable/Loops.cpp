@@ -52,12 +52,6 @@ LogicalResult GpuKernelLowering::lowerLoop(LoopOp l) {
   return success();
 }
 
-// Loads issued one iteration ahead: the body's loads of input tensors at views computed from
-// the induction variable by index arithmetic (not those a dot copies to shared memory
-// itself). Each CTA then has this iteration's and the next one's tiles in flight, where it
-// had one small load at a time (the row kernels' 4 x 256 tiles). Safe for an input written in
-// place: allow_in_place promises each element is read before the program writes it, and the
-// next iteration's elements are not this one's.
 bool GpuKernelLowering::loadsAtIv(LoopOp l, LoadOp ld) {
   Block& body = l.getBody().front();
   std::function<bool(Value)> fromIv = [&](Value v) -> bool {
@@ -83,6 +77,12 @@ static DotOp dotReading(LoadOp ld, llvm::function_ref<DotOp(TransposeOp)> folds)
   return d && d.getAcc() != ld.getResult() && d->getBlock() == ld->getBlock() ? d : DotOp();
 }
 
+// Loads issued one iteration ahead: the body's loads of input tensors at views computed from
+// the induction variable by index arithmetic (not those a dot copies to shared memory
+// itself). Each CTA then has this iteration's and the next one's tiles in flight, where it
+// had one small load at a time (the row kernels' 4 x 256 tiles). Safe for an input written in
+// place: allow_in_place promises each element is read before the program writes it, and the
+// next iteration's elements are not this one's.
 SmallVector<LoadOp> GpuKernelLowering::prefetchable(LoopOp l) {
   SmallVector<LoadOp> out;
   for (Operation& op : l.getBody().front().without_terminator()) {
