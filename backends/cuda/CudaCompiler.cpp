@@ -179,6 +179,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       sm90.decodeRows = o.hopperDecodeRows;
       sm90.rasterGroup = o.hopperRaster ? o.hopperRaster : 8;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
+      pm.addPass(kiln::createKilnLowerAttentionSm90());
     }
     KilnAssignLayoutsOptions layouts;
     layouts.numWarps = o.numWarps;

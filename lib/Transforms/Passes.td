@@ -112,4 +112,25 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def KilnLowerAttentionSm90 : Pass<"kiln-lower-attention-sm90", "::mlir::ModuleOp"> {
+  let summary = "CUDA sm_90a: an attention-shaped tile kernel also gets a TMA + wgmma, warp-specialised kernel";
+  let description = [{
+    A `tile.kernel` that is attention in FlashAttention's form (see hopper/AttentionMatch.h:
+    a grid over 64-row query tiles, heads and batches; a loop over key tiles computing
+    S = Q K^T, any row-wise program on S, and acc' = cast(P) V + f(acc); an elementwise
+    epilogue stored to O) gets a second kernel `<name>__sm90_attn` in `gpu.module @kiln`: 384
+    threads, a producer warpgroup loading Q once and K/V tiles into a ring of `stages`
+    128B-swizzled stages by TMA, and two consumer warpgroups, each one instance of the
+    program, running both products on wgmma (P from registers) and the program's own ops on
+    the accumulator fragments. Its launch plan is the `kiln.launch_plan` attribute. For a
+    kernel that is neither a GEMM nor attention, the module's `kiln.sm90` attribute says why.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "K/V ring depth (1..4; 0: the deepest that fits in 227 KiB, at most 4)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect", "::mlir::vector::VectorDialect"];
+}
+
 #endif // KILN_PASSES

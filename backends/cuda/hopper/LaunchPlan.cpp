@@ -1,5 +1,7 @@
 #include "hopper/LaunchPlan.h"
 
+#include <algorithm>
+
 #include "Runtime/JsonInt.h"
 #include "Runtime/Throw.h"
 #include "kiln/error.hpp"
@@ -9,6 +11,9 @@ namespace kiln::hopper {
 LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
   LaunchPlan plan;
   try {
+    const std::string kind = j.value("kind", std::string("gemm")); // plans from before attention: GEMMs
+    if (kind != "gemm" && kind != "attention") throw std::out_of_range("unknown kind '" + kind + "'");
+    plan.kind = kind == "attention" ? Attention : Gemm;
     plan.entry = j.at("entry").get<std::string>();
     plan.threads = detail::jsonInt<int64_t>(j.at("threads"));
     plan.sharedBytes = detail::jsonInt<int64_t>(j.at("shared_bytes"));
@@ -47,8 +52,9 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
       if (p.arg < 0 || p.dim < 0) throw std::out_of_range("negative argument or dim");
       if (p.kind == LaunchParam::TensorMap) {
         p.box = detail::jsonInts<int64_t>(x.at("box"));
-        if (p.box.size() != 2 || p.box[0] < 1 || p.box[0] > 256 || p.box[1] < 1 || p.box[1] > 256)
-          throw std::out_of_range("a tensor map box is 2 extents of 1..256");
+        if (p.box.size() < 2 || p.box.size() > 5 ||
+            std::any_of(p.box.begin(), p.box.end(), [](int64_t e) { return e < 1 || e > 256; }))
+          throw std::out_of_range("a tensor map box is 2 to 5 extents of 1..256");
       }
       plan.params.push_back(p);
     }

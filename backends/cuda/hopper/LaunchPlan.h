@@ -17,8 +17,9 @@ inline constexpr const char* kLaunchPlanAttr = "kiln.launch_plan";
 /// One kernel parameter, made at launch from the kernel's TensorView arguments.
 struct LaunchParam {
   enum Kind {
-    TensorMap, ///< a 2-D CUtensorMap of argument `arg` (row-major), box {box[0] inner, box[1] outer},
-               ///< 128B swizzle, zero fill; passed by value (__grid_constant__, 128 bytes)
+    TensorMap, ///< a CUtensorMap of argument `arg` (row-major, its rank: 2 to 5) with box extents
+               ///< `box`, innermost first (box[0] along the last dim), 128B swizzle, zero fill;
+               ///< passed by value (__grid_constant__, 128 bytes)
     Pointer,   ///< argument `arg`'s device address
     Stride,    ///< argument `arg`'s stride along `dim`, in elements (i64)
     Dim,       ///< argument `arg`'s extent along `dim` (i32)
@@ -46,6 +47,10 @@ struct GridDim {
 };
 
 struct LaunchPlan {
+  /// What the twin computes: a GEMM tile of C (WgmmaGemm.cpp) or two query tiles of
+  /// attention (AttentionSm90.cpp): the runtime chooses among GEMM twins by cost, and checks
+  /// each kind's own launch rules.
+  enum Kind { Gemm, Attention } kind = Gemm;
   std::string entry; ///< the kernel's name in the module
   int64_t threads = 0;
   int64_t sharedBytes = 0; ///< dynamic shared memory per CTA
@@ -100,7 +105,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
     p.push_back(j);
   }
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
-  return {{"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
+  return {{"kind", kind == Attention ? "attention" : "gemm"}, {"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
           {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB}, {"k_cluster", kCluster},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};

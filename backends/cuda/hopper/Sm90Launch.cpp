@@ -42,18 +42,34 @@ bool refuse(std::string* why, int arg, const char* rule) {
   return false;
 }
 
-/// A 2-D row-major tensor TMA can read: contiguous rows, 16-byte aligned base and pitch.
-bool tmaReadable(const TensorView& v, int arg, std::string* why) {
-  if (v.rank() != 2 || size_of(v.dtype) != 2) return refuse(why, arg, " is not a 2-D 16-bit tensor");
-  const int64_t pitch = strideOf(v, 0), inner = strideOf(v, 1);
+/// A row-major tensor TMA can read through a map of `rank` dims (its own rank): contiguous
+/// rows, 16-byte aligned base and strides, extents and strides within a map's limits.
+bool tmaReadable(const TensorView& v, size_t rank, int arg, std::string* why) {
+  if (size_t(v.rank()) != rank || size_of(v.dtype) != 2)
+    return refuse(why, arg, (" is not a " + std::to_string(rank) + "-D 16-bit tensor").c_str());
   const int64_t e = size_of(v.dtype);
-  if (inner != 1) return refuse(why, arg, "'s rows are not contiguous");
-  if (pitch < v.dims[1]) return refuse(why, arg, "'s rows overlap (row stride below the row length)");
+  if (strideOf(v, int(rank) - 1) != 1) return refuse(why, arg, "'s rows are not contiguous");
+  if (rank == 2 && strideOf(v, 0) < v.dims[1]) return refuse(why, arg, "'s rows overlap (row stride below the row length)");
   if (reinterpret_cast<uintptr_t>(v.data) % 16 != 0) return refuse(why, arg, "'s address is not 16-byte aligned");
-  if ((pitch * e) % 16 != 0) return refuse(why, arg, "'s row pitch is not a multiple of 16 bytes");
-  if (v.dims[0] < 1 || v.dims[1] < 1) return refuse(why, arg, " is empty");
-  if (v.dims[0] > INT32_MAX || v.dims[1] > INT32_MAX || pitch * e >= (int64_t(1) << 40))
-    return refuse(why, arg, " is larger than a tensor map holds");
+  for (size_t d = 0; d < rank; ++d) {
+    if (v.dims[d] < 1) return refuse(why, arg, " is empty");
+    if (v.dims[d] > INT32_MAX) return refuse(why, arg, " is larger than a tensor map holds");
+    if (d + 1 == rank) continue;
+    const int64_t stride = strideOf(v, int(d));
+    if (stride < 0 || (stride * e) % 16 != 0) return refuse(why, arg, "'s row pitch is not a multiple of 16 bytes");
+    if (stride * e >= (int64_t(1) << 40)) return refuse(why, arg, " is larger than a tensor map holds");
+  }
+  return true;
+}
+
+/// Attention's O, written from registers in element pairs: 4-D, rows contiguous, pairs
+/// 4-byte aligned.
+bool pairsWritable(const TensorView& o, std::string* why) {
+  if (o.rank() != 4) return *why = "O is not 4-D", false;
+  if (strideOf(o, 3) != 1) return *why = "O's rows are not contiguous", false;
+  bool aligned = reinterpret_cast<uintptr_t>(o.data) % 4 == 0;
+  for (int d = 0; d < 3; ++d) aligned &= strideOf(o, d) % 2 == 0;
+  if (!aligned) return *why = "O's element pairs are not 4-byte aligned", false;
   return true;
 }
 
@@ -75,9 +91,14 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
   if (plan.output < 0 || size_t(plan.output) >= args.size()) return *why = "the launch plan has no output", false;
   for (const LaunchParam& p : plan.params) {
     const TensorView& v = args[size_t(p.arg)];
-    if (p.kind == LaunchParam::TensorMap && !tmaReadable(v, p.arg, why)) return false;
+    if (p.kind == LaunchParam::TensorMap && !tmaReadable(v, p.box.size(), p.arg, why)) return false;
     if (p.kind == LaunchParam::Dim && (v.dims[size_t(p.dim)] < 1 || v.dims[size_t(p.dim)] > INT32_MAX))
       return refuse(why, p.arg, ("'s dim " + std::to_string(p.dim) + " is 0 or over 2^31").c_str());
+  }
+  if (plan.kind == LaunchPlan::Attention) {
+    if (!pairsWritable(args[size_t(plan.output)], why)) return false;
+    if (tileCount(plan, args) > INT32_MAX) return *why = "the grid has more than 2^31 CTAs", false;
+    return true;
   }
   // C stored by TMA: the store writes whole 16-byte units of a row, so a row must end on one
   // (else the element after C's last column, in its padding, would be written).
@@ -223,6 +244,13 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     return ok;
   };
   if (!twins.empty()) usable(0); // names why the first twin does not apply, as before
+  // Attention twins: the first that applies, one CTA per pair of query tiles.
+  for (size_t i = 0; i < twins.size(); ++i)
+    if (twins[i].kind == LaunchPlan::Attention && usable(i)) {
+      if (work) *work = split(twins[i], args, config);
+      return int(i);
+    }
+  if (!twins.empty() && twins[0].kind == LaunchPlan::Attention) return -1;
   if (int d = chooseDecode(twins, usable, args, config); d >= 0) {
     if (work) *work = split(twins[size_t(d)], args, config);
     return d;
@@ -278,12 +306,18 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
     void* slot = params[i] = slots[i].bytes;
     switch (p.kind) {
     case LaunchParam::TensorMap: {
-      cuuint64_t dims[2] = {cuuint64_t(v.dims[1]), cuuint64_t(v.dims[0])}; // innermost first
-      cuuint64_t pitch[1] = {cuuint64_t(strideOf(v, 0) * size_of(v.dtype))};
-      cuuint32_t box[2] = {cuuint32_t(p.box[0]), cuuint32_t(p.box[1])};
-      cuuint32_t unit[2] = {1, 1};
+      // Innermost first: extents, the strides of all but the innermost dim (bytes), box.
+      const size_t rank = p.box.size();
+      cuuint64_t dims[5], pitch[4];
+      cuuint32_t box[5], unit[5];
+      for (size_t d = 0; d < rank; ++d) {
+        dims[d] = cuuint64_t(v.dims[rank - 1 - d]);
+        if (d > 0) pitch[d - 1] = cuuint64_t(strideOf(v, int(rank - 1 - d)) * size_of(v.dtype));
+        box[d] = cuuint32_t(p.box[d]);
+        unit[d] = 1;
+      }
       auto type = v.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-      KILN_CU_CHECK_CTX(cuda::driver().cuTensorMapEncodeTiled(static_cast<CUtensorMap*>(slot), type, 2, v.data, dims,
+      KILN_CU_CHECK_CTX(cuda::driver().cuTensorMapEncodeTiled(static_cast<CUtensorMap*>(slot), type, cuuint32_t(rank), v.data, dims,
                                                               pitch, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                                               CU_TENSOR_MAP_SWIZZLE_128B,
                                                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

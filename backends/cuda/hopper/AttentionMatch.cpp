@@ -1,0 +1,250 @@
+#include "hopper/AttentionMatch.h"
+
+#include "Transforms/ScalarMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace kiln::hopper {
+
+using namespace mlir;
+using namespace kiln::tile;
+
+namespace {
+
+int argOf(ViewOp v, KernelOp k) {
+  auto ba = dyn_cast<BlockArgument>(v.getTensor());
+  if (!ba || ba.getOwner() != &k.getBody().front()) return -1;
+  return int(ba.getArgNumber());
+}
+
+bool isConstIndex(Value v, int64_t c) {
+  auto op = v.getDefiningOp<arith::ConstantIndexOp>();
+  return op && op.value() == c;
+}
+
+/// `size` is the extent of dim `d` of argument `arg` divided by `tile`, rounded up (a
+/// tile of 1: the extent itself), symbolic or constant.
+bool isTileCount(Value size, KernelOp k, unsigned arg, unsigned d, int64_t tile) {
+  TensorArgType t = k.getArgType(arg);
+  auto dimIs = [&](Value v) {
+    if (auto dim = v.getDefiningOp<DimOp>()) return !t.getDimSymbol(d).empty() && dim.getSymbol() == t.getDimSymbol(d);
+    return t.getDimSymbol(d).empty() && isConstIndex(v, t.getDimConstant(d));
+  };
+  if (tile == 1) return dimIs(size);
+  if (auto c = size.getDefiningOp<arith::ConstantIndexOp>())
+    return t.getDimSymbol(d).empty() && c.value() == (t.getDimConstant(d) + tile - 1) / tile;
+  auto div = size.getDefiningOp<arith::CeilDivSIOp>();
+  return div && isConstIndex(div.getRhs(), tile) && dimIs(div.getLhs());
+}
+
+/// Whether `v` (an index) is computed from `from`.
+bool dependsOn(Value v, Value from) {
+  if (v == from) return true;
+  Operation* def = v.getDefiningOp();
+  return def && llvm::any_of(def->getOperands(), [&](Value x) { return dependsOn(x, from); });
+}
+
+class Matcher {
+public:
+  Matcher(AttentionMatch& m, std::string& why) : m_(m), why_(why) {}
+
+  bool fail(const std::string& s) {
+    why_ = s;
+    return false;
+  }
+
+  bool run(KernelOp k) {
+    m_.kernel = k;
+    SmallVector<GridOp> grids(k.getBody().front().getOps<GridOp>());
+    if (grids.size() != 1) return fail("the kernel has no single tile.grid");
+    m_.grid = grids[0];
+    Block& body = m_.grid.getBody().front();
+    if (body.getNumArguments() != 3) return fail("the tile.grid is not three-dimensional");
+    SmallVector<LoopOp> loops(body.getOps<LoopOp>());
+    SmallVector<StoreOp> stores(body.getOps<StoreOp>());
+    if (loops.size() != 1 || stores.size() != 1) return fail("the grid body has not exactly one loop and one store");
+    m_.loop = loops[0];
+    m_.store = stores[0];
+    if (!matchStore() || !matchDots() || !matchOps()) return false;
+    return true;
+  }
+
+private:
+  /// O[%b, %h, %i, 0] of 64 x D, and a grid of (ceildiv(S, 64), H, B) over it.
+  bool matchStore() {
+    auto view = m_.store.getView().getDefiningOp<ViewOp>();
+    int o = view ? argOf(view, m_.kernel) : -1;
+    if (o < 0) return fail("the store is not through a view of a kernel argument");
+    m_.oArg = unsigned(o);
+    TensorArgType ot = m_.kernel.getArgType(m_.oArg);
+    auto vt = cast<ViewType>(view.getType());
+    if (ot.getRank() != 4 || view.getIndices().size() != 4 || vt.getRank() != 2)
+      return fail("O is not a 4-D tensor written by 2-D tiles");
+    if (!m_.kernel.isOutput(m_.oArg)) return fail("O is not an output");
+    m_.inElt = ot.getElementType();
+    if (!m_.inElt.isBF16() && !m_.inElt.isF16()) return fail("O is not bf16 or f16");
+    m_.d = ot.getDimConstant(3);
+    if (m_.d != 64 && m_.d != 128) return fail("the head dim is not a constant 64 or 128");
+    if (vt.getShape()[0] != m_.rows || vt.getShape()[1] != m_.d)
+      return fail("O's tile is not 64 rows by the whole head dim");
+    Block& gb = m_.grid.getBody().front();
+    auto idx = view.getIndices();
+    m_.bIv = idx[0], m_.hIv = idx[1], m_.iIv = idx[2];
+    for (Value v : {m_.bIv, m_.hIv, m_.iIv})
+      if (!llvm::is_contained(gb.getArguments(), v)) return fail("O is not written at (%b, %h, %i, 0) of grid indices");
+    if (m_.bIv == m_.hIv || m_.hIv == m_.iIv || m_.bIv == m_.iIv || !isConstIndex(idx[3], 0))
+      return fail("O is not written at (%b, %h, %i, 0) of grid indices");
+    auto sizeOf = [&](Value iv) { return m_.grid.getSizes()[cast<BlockArgument>(iv).getArgNumber()]; };
+    if (!isTileCount(sizeOf(m_.iIv), m_.kernel, m_.oArg, 2, m_.rows) ||
+        !isTileCount(sizeOf(m_.hIv), m_.kernel, m_.oArg, 1, 1) || !isTileCount(sizeOf(m_.bIv), m_.kernel, m_.oArg, 0, 1))
+      return fail("the grid is not (ceildiv(S, 64), H, B) over O's dims");
+    if (cast<TileType>(m_.store.getValue().getType()).getElementType() != m_.inElt)
+      return fail("the stored tile is not O's type");
+    return true;
+  }
+
+  /// A zero-padded, unconverted load of a 64 x D or KV x D view of a 4-D argument of O's
+  /// type and head dim; its argument index.
+  int matchLoad(LoadOp ld, const char* name) {
+    auto view = ld ? ld.getView().getDefiningOp<ViewOp>() : ViewOp();
+    int arg = view ? argOf(view, m_.kernel) : -1;
+    if (arg < 0) return fail(std::string(name) + " is not a load of a kernel argument's view"), -1;
+    TensorArgType t = m_.kernel.getArgType(unsigned(arg));
+    auto vt = cast<ViewType>(view.getType());
+    if (t.getRank() != 4 || view.getIndices().size() != 4 || vt.getRank() != 2 || t.getElementType() != m_.inElt ||
+        cast<TileType>(ld.getType()).getElementType() != m_.inElt || t.getDimConstant(3) != m_.d ||
+        vt.getShape()[1] != m_.d || !isConstIndex(view.getIndices()[3], 0))
+      return fail(std::string(name) + " is not a 4-D tensor of O's type and head dim, read whole rows"), -1;
+    if (ld.getPadding().convertToDouble() != 0.0) return fail(std::string(name) + " is not zero-padded"), -1;
+    if (!ld->hasOneUse()) return fail(std::string(name) + "'s tile has more than one use"), -1;
+    return arg;
+  }
+
+  bool matchDots() {
+    SmallVector<DotOp> dots(m_.loop.getBody().front().getOps<DotOp>());
+    if (dots.size() != 2) return fail("the loop has not exactly two dots");
+    m_.scores = dots[0];
+    m_.pv = dots[1];
+    // S = Q K^T from zero.
+    auto tr = m_.scores.getRhs().getDefiningOp<TransposeOp>();
+    m_.q = m_.scores.getLhs().getDefiningOp<LoadOp>();
+    m_.k = tr ? tr.getInput().getDefiningOp<LoadOp>() : LoadOp();
+    auto zero = m_.scores.getAcc().getDefiningOp<FullOp>();
+    if (!tr || !tr->hasOneUse() || !m_.q || !m_.k || !zero || zero.getValue().convertToDouble() != 0.0)
+      return fail("the first dot is not Q K^T from zero");
+    if (m_.q->getParentOp() != m_.grid) return fail("Q is not loaded once, before the loop");
+    int q = matchLoad(m_.q, "Q"), kk = matchLoad(m_.k, "K");
+    if (q < 0 || kk < 0) return false;
+    m_.qArg = unsigned(q), m_.kArg = unsigned(kk);
+    auto qv = m_.q.getView().getDefiningOp<ViewOp>();
+    if (cast<ViewType>(qv.getType()).getShape()[0] != m_.rows ||
+        !llvm::equal(qv.getIndices().take_front(3), ValueRange{m_.bIv, m_.hIv, m_.iIv}))
+      return fail("Q is not read at O's tile");
+    for (unsigned d = 0; d < 3; ++d)
+      if (m_.kernel.getArgType(m_.qArg).getDimSymbol(d) != m_.kernel.getArgType(m_.oArg).getDimSymbol(d) ||
+          m_.kernel.getArgType(m_.qArg).getDimConstant(d) != m_.kernel.getArgType(m_.oArg).getDimConstant(d))
+        return fail("Q's dims are not O's");
+    // acc' = cast(P) V + accIn.
+    auto cast_ = m_.pv.getLhs().getDefiningOp<CastOp>();
+    m_.v = m_.pv.getRhs().getDefiningOp<LoadOp>();
+    if (!cast_ || !cast<TileType>(cast_.getInput().getType()).getElementType().isF32() ||
+        cast<TileType>(cast_.getType()).getElementType() != m_.inElt || !m_.v)
+      return fail("the second dot is not cast(P) V");
+    int vv = matchLoad(m_.v, "V");
+    if (vv < 0) return false;
+    m_.vArg = unsigned(vv);
+    m_.kv = cast<ViewType>(m_.k.getView().getType()).getShape()[0];
+    if ((m_.kv != 64 && m_.kv != 128) || cast<ViewType>(m_.v.getView().getType()).getShape()[0] != m_.kv)
+      return fail("K's and V's tiles are not both 64 or 128 keys");
+    // K and V at (x, y, %j, 0) with x, y the same for every query tile.
+    Value j = m_.loop.getInductionVar();
+    for (LoadOp ld : {m_.k, m_.v}) {
+      auto idx = ld.getView().getDefiningOp<ViewOp>().getIndices();
+      if (idx[2] != j) return fail("K or V is not read at the loop's key tile");
+      for (Value x : idx.take_front(2))
+        if (dependsOn(x, j) || dependsOn(x, m_.iIv))
+          return fail("K's or V's head is computed from the query tile or the key tile");
+    }
+    if (m_.kernel.isOutput(m_.qArg) || m_.kernel.isOutput(m_.kArg) || m_.kernel.isOutput(m_.vArg) ||
+        llvm::is_contained({m_.qArg, m_.kArg, m_.vArg}, m_.oArg))
+      return fail("O is also read");
+    if (!llvm::is_contained(m_.loop.getBody().front().getTerminator()->getOperands(), m_.pv.getResult()))
+      return fail("the second dot's result is not carried by the loop");
+    return true;
+  }
+
+  /// A tile the warpgroup's accumulator layout holds: [64] (rows) or [64 x n], n a multiple
+  /// of 8 up to 256.
+  bool rowTile(Type t) {
+    auto tt = dyn_cast<TileType>(t);
+    if (!tt || tt.getShape()[0] != m_.rows) return false;
+    if (tt.getRank() == 1) return true;
+    return tt.getRank() == 2 && tt.getShape()[1] % 8 == 0 && tt.getShape()[1] <= 256;
+  }
+
+  /// An index computed from the grid's indices, the loop's index, the kernel's dims and
+  /// constants by arith ops.
+  bool indexExpr(Value v) {
+    if (isa<BlockArgument>(v))
+      return cast<BlockArgument>(v).getOwner() == &m_.grid.getBody().front() || v == m_.loop.getInductionVar();
+    Operation* def = v.getDefiningOp();
+    if (isa<DimOp>(def)) return true;
+    if (def->getDialect()->getNamespace() != "arith" || def->getNumRegions() != 0) return false;
+    return llvm::all_of(def->getOperands(), [&](Value x) { return indexExpr(x); });
+  }
+
+  bool matchOps() {
+    if (!indexExpr(m_.loop.getCount())) return fail("the loop's count is not an index expression");
+    auto check = [&](Block& block) -> bool {
+      for (Operation& op : block.without_terminator()) {
+        if (&op == m_.loop || &op == m_.store || op.getDialect()->getNamespace() == "arith") continue;
+        if (&op == m_.scores || &op == m_.pv || &op == m_.q || &op == m_.k || &op == m_.v) continue;
+        if (isa<TransposeOp>(op) && op.getResult(0) == m_.scores.getRhs()) continue;
+        if (auto v = dyn_cast<ViewOp>(op)) {
+          if (v.getResult() == m_.store.getView() || v.getResult() == m_.q.getView() ||
+              v.getResult() == m_.k.getView() || v.getResult() == m_.v.getView()) {
+            if (!llvm::all_of(v.getIndices(), [&](Value x) { return indexExpr(x); }))
+              return fail("a view's indices are not index expressions");
+            continue;
+          }
+          return fail("a view other than Q's, K's, V's and O's");
+        }
+        if (!llvm::all_of(op.getResultTypes(), [&](Type t) { return rowTile(t); }))
+          return fail("'" + op.getName().getStringRef().str() + "' makes a tile of other than 64 rows");
+        if (isa<FullOp, IotaOp>(op) || isScalarMathOp(&op)) continue;
+        if (auto s = dyn_cast<SplatOp>(op)) {
+          if (!s.getScalar().getType().isIndex() || !indexExpr(s.getScalar()))
+            return fail("a splat is not of an index expression");
+          continue;
+        }
+        if (auto bc = dyn_cast<BroadcastOp>(op)) {
+          auto in = cast<TileType>(bc.getInput().getType());
+          if (in.getRank() != 1 || bc.getDims().size() != 1 || bc.getDims()[0] != 0)
+            return fail("a broadcast is not of a row value along the columns");
+          continue;
+        }
+        if (isa<ReduceMaxOp, ReduceSumOp>(op)) {
+          auto in = cast<TileType>(op.getOperand(0).getType());
+          if (in.getRank() != 2 || cast<IntegerAttr>(op.getAttr("dim")).getInt() != 1)
+            return fail("a reduction is not along a row");
+          continue;
+        }
+        return fail("'" + op.getName().getStringRef().str() + "' is not supported in attention on sm_90a");
+      }
+      return true;
+    };
+    if (!check(m_.grid.getBody().front()) || !check(m_.loop.getBody().front())) return false;
+    for (Value init : m_.loop.getInits())
+      if (!rowTile(init.getType())) return fail("the loop carries a tile of other than 64 rows");
+    return true;
+  }
+
+  AttentionMatch& m_;
+  std::string& why_;
+};
+
+} // namespace
+
+bool matchAttention(KernelOp kernel, AttentionMatch& out, std::string& why) { return Matcher(out, why).run(kernel); }
+
+} // namespace kiln::hopper

@@ -1,0 +1,55 @@
+#pragma once
+// Internal: recognising a tile kernel that is attention in FlashAttention's form, so the
+// sm_90a path can give it TMA loads, wgmma and warp specialisation (AttentionSm90.cpp).
+// The DSL program is the one users write for every backend (catalogue::attention, or their
+// own of the same shape); nothing marks it.
+//
+// The shape recognised, in tile IR (bf16 or f16 Q, K, V, O of rank 4, head dim D = 64 or 128):
+//
+//   tile.grid (%i, %h, %b) in (ceildiv(S, 64), H, B) {       // any order of the three
+//     %q = tile.load (tile.view %Q[%b, %h, %i, 0]) : <64xD>
+//     %r:N = tile.loop %j to <index expression> carry(<rank-1 [64] or [64 x n] f32 tiles>) {
+//       %k = tile.load (tile.view %K[x, y, %j, 0]) : <KVxD>    // x, y: not of %i, nor of %j
+//       %s = tile.dot %q, (tile.transpose %k), (tile.full 0)   // <64xKV> f32
+//       ... elementwise ops, iota, splats of indices, row broadcasts and row reductions ...
+//       %v = tile.load (tile.view %V[x', y', %j, 0]) : <KVxD>
+//       %o = tile.dot (tile.cast %p to bf16|f16), %v, %accIn    // <64xD> f32, yielded
+//       tile.yield ...
+//     }
+//     ... elementwise ops on the loop's results ...
+//     tile.store %out, (tile.view %O[%b, %h, %i, 0])
+//   }
+//
+// Every tile in the loop is 64 rows: one warpgroup's wgmma accumulator holds it (each
+// thread two rows), so every op the loop may hold is evaluated where its elements live
+// (row reductions by quad shuffles). Anything else keeps the portable lowering.
+#include <string>
+
+#include "Dialect/Tile/TileDialect.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+namespace kiln::hopper {
+
+struct AttentionMatch {
+  tile::KernelOp kernel;
+  tile::GridOp grid;
+  tile::LoopOp loop;
+  tile::StoreOp store;
+  tile::LoadOp q, k, v;
+  tile::DotOp scores, pv; ///< S = Q K^T; the accumulator's update P V
+  unsigned qArg = 0, kArg = 0, vArg = 0, oArg = 0;
+  int64_t rows = 64; ///< query rows per program (one consumer warpgroup)
+  int64_t kv = 0;    ///< keys per loop step
+  int64_t d = 0;     ///< head dim
+  mlir::Type inElt;  ///< bf16 or f16
+  /// The grid's indices: the query tile (along Q's dim 2) and the element indices of Q's
+  /// dims 0 and 1, as block arguments of the grid body.
+  mlir::Value iIv, hIv, bIv;
+};
+
+/// Fills `out` when `kernel` has the shape above; otherwise returns false with `why` saying
+/// which rule failed.
+bool matchAttention(tile::KernelOp kernel, AttentionMatch& out, std::string& why);
+
+} // namespace kiln::hopper

@@ -1,0 +1,630 @@
+// kiln-lower-attention-sm90: attention on Hopper. A tile kernel that AttentionMatch
+// recognises gets a second kernel, `<name>__sm90_attn`, beside the portable one; the runtime
+// launches it whenever its TMA preconditions hold (hopper/Sm90Launch.h).
+//
+// One CTA takes two of the program's query tiles (2 x 64 rows) of one (batch, head):
+//   warpgroup 0 (producer): one thread loads both Q tiles by TMA (once), then for each key
+//     step j the K and V tiles into a ring of `stages` 128B-swizzled stages; full[s] counts
+//     the bytes in, empty[s] the consumers' releases. It gives its registers away (setmaxnreg).
+//   warpgroups 1 and 2 (consumers): each is one instance of the DSL program (query tile
+//     i = 2 x pair + w). Per key step: S = Q K^T by wgmma (both from shared memory), the
+//     program's own loop body evaluated on S's accumulator fragments where they live (row
+//     reductions by quad shuffles; index tiles from each thread's coordinates), then
+//     acc' = P V by wgmma with P from registers (the fragments of S are the A operand's), and
+//     the stage released. The two consumers may run different step counts (a causal loop):
+//     the one with fewer waits for and releases the rest, so the ring stays in step. Then
+//     the program's epilogue, stored from registers (rows past S masked).
+// Every value of the loop is a [64] or [64 x n] tile: thread t of the warpgroup (warp
+// w = t / 32, lane l) holds rows 16w + l/4 + 8h (h = 0, 1) and, of a [64 x n] tile,
+// element 4c + 2h + x at column 8c + 2(l % 4) + x: wgmma's accumulator layout.
+// Shared memory (1024-B aligned): Q (2 x D/64 boxes of 64 rows x 128 B), the ring (per
+// stage K then V, each D/64 boxes of KV rows x 128 B), then the mbarriers.
+#include "hopper/AttentionMatch.h"
+#include "hopper/LaunchPlan.h"
+#include "hopper/Sm90Tiles.h"
+#include "Transforms/Passes.h"
+#include "Transforms/ScalarMath.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <map>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLOWERATTENTIONSM90
+#include "Transforms/Passes.h.inc"
+} // namespace kiln
+
+namespace kiln::hopper {
+
+using namespace mlir;
+using namespace kiln::tile;
+
+namespace {
+
+constexpr int64_t kRows = 64; ///< query rows per consumer warpgroup
+constexpr int64_t kBox = 64;  ///< 16-bit elements per 128-byte swizzled row
+
+/// The attention twin's shared-memory geometry for head dim `d`, `kv` keys per step.
+struct AttnGeometry {
+  int64_t d, kv, stages;
+  int64_t qBytes() const { return 2 * kRows * d * 2; }
+  int64_t kBytes() const { return kv * d * 2; }
+  int64_t stageBytes() const { return 2 * kBytes(); }
+  int64_t barrierOffset() const { return qBytes() + stages * stageBytes(); }
+  int64_t sharedBytes() const { return barrierOffset() + 8 * (1 + 2 * stages) + 1024; }
+  static int64_t deepest(int64_t d, int64_t kv) {
+    int64_t s = 1;
+    while (s < 4 && AttnGeometry{d, kv, s + 1}.sharedBytes() <= kMaxSharedBytes) ++s;
+    return s;
+  }
+};
+
+/// A tile's values in this thread: n / 2 of a [64 x n] tile, 2 of a [64] one (by row h),
+/// or one value standing for every element (uniform).
+using Vals = SmallVector<Value, 8>;
+
+class AttnEmitter {
+public:
+  AttnEmitter(AttentionMatch& m, gpu::GPUModuleOp gm, int64_t stages)
+      : loc_(m.kernel.getLoc()), m_(m), gm_(gm), b_(m.kernel.getContext()),
+        g_{m.d, m.kv, stages ? stages : AttnGeometry::deepest(m.d, m.kv)},
+        qShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "k")),
+        vShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")) {}
+
+  void run();
+
+private:
+  Location loc_;
+  Value i32(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
+  Value i64(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 64); }
+  Value f32(float v) { return b_.create<arith::ConstantOp>(loc_, b_.getF32FloatAttr(v)); }
+  Value add(Value a, Value b) { return b_.create<arith::AddIOp>(loc_, a, b); }
+  Value sub(Value a, Value b) { return b_.create<arith::SubIOp>(loc_, a, b); }
+  Value mul(Value a, Value b) { return b_.create<arith::MulIOp>(loc_, a, b); }
+  Value divu(Value a, Value b) { return b_.create<arith::DivUIOp>(loc_, a, b); }
+  Value remu(Value a, Value b) { return b_.create<arith::RemUIOp>(loc_, a, b); }
+  Value ult(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, a, b); }
+  Value eq(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b); }
+  Value ext64(Value v) { return b_.create<arith::ExtUIOp>(loc_, b_.getI64Type(), v); }
+  Value toIndex(Value v) { return b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v); }
+  Value fromIndex(Value v) { return b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), v); }
+  Value sharedPtr(Value off) {
+    return b_.create<LLVM::GEPOp>(loc_, smem_.getType(), b_.getI8Type(), smem_, ValueRange{off});
+  }
+  template <class F> void ifThen(Value cond, F&& then) {
+    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(op.thenBlock()->getTerminator());
+    then();
+  }
+  template <class F, class G> void ifThenElse(Value cond, F&& then, G&& otherwise) {
+    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(op.thenBlock()->getTerminator());
+    then();
+    b_.setInsertionPoint(op.elseBlock()->getTerminator());
+    otherwise();
+  }
+  LLVM::LLVMStructType accType(int64_t n) {
+    return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(n / 2, b_.getF32Type()));
+  }
+
+  void declareParams();
+  /// The kernel's dim `symbol` (or constant) as an i32.
+  Value dimOf(unsigned arg, unsigned d);
+  /// Index value `v` of the tile IR (an expression of grid indices, the loop index, dims),
+  /// re-emitted here with `map`'s values for the indices.
+  Value index(Value v, IRMapping& map);
+  /// This consumer's (or, with `w`, consumer w's) program: its index values and step count.
+  IRMapping programIndices(Value i);
+  Value stepsOf(Value i);
+  void producer();
+  void consumer();
+  void waitFull(Value j) {
+    b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, fullBarrier(remu(j, i32(g_.stages))), phaseOf(j), i32(10000000));
+  }
+  void release(Value j) { b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), emptyBarrier(remu(j, i32(g_.stages))), Value()); }
+  Value phaseOf(Value j) { return b_.create<arith::AndIOp>(loc_, divu(j, i32(g_.stages)), i32(1)); }
+  Value qBarrier() { return sharedPtr(i32(g_.barrierOffset())); }
+  Value fullBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8))); }
+  Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8 + 8 * g_.stages))); }
+  Value stageOffset(Value j) { return add(i32(g_.qBytes()), mul(remu(j, i32(g_.stages)), i32(g_.stageBytes()))); }
+
+  /// S = Q K^T for key step j: kv / 2 values.
+  Vals scores(Value j);
+  /// acc' = P V + acc for key step j, P's values already rounded to the input type.
+  Vals productPV(Value j, const Vals& p, const Vals& acc);
+  /// Tile value `v` in this thread (its loop-carried and dot values set in env_).
+  Vals eval(Value v);
+  Value at(const Vals& x, int64_t e) { return x.size() == 1 ? x[0] : x[size_t(e)]; }
+  /// Values per thread of `v`'s type (1 for a rank-1 tile's two rows: h; else n / 2).
+  int64_t count(Value v) {
+    auto t = cast<TileType>(v.getType());
+    return t.getRank() == 1 ? 2 : t.getShape()[1] / 2;
+  }
+  int64_t rowHalf(Value v, int64_t e) { return cast<TileType>(v.getType()).getRank() == 1 ? e : (e / 2) % 2; }
+  Vals expand(const Vals& x, int64_t n) { return x.size() == 1 ? Vals(size_t(n), x[0]) : x; }
+  Value packPair(Value lo, Value hi);
+  void epilogue();
+
+  AttentionMatch& m_;
+  gpu::GPUModuleOp gm_;
+  OpBuilder b_;
+  AttnGeometry g_;
+  NvmmaSharedLayoutAttr qShared_, vShared_;
+  gpu::GPUFuncOp func_;
+  LaunchPlan plan_;
+  Value tmQ_, tmK_, tmV_, oPtr_;
+  SmallVector<Value, 3> oStrides_;
+  std::map<std::string, Value> dims_; // symbol -> i32 parameter
+  Value tid_, wg_, smem_, sbase_, pair_, h_, b_idx_;
+  // Per consumer: its query tile, whether it exists, its row of the tile per h, column base.
+  Value i_, exists_, row_[2], col0_;
+  IRMapping idx_;                   // the consumer's index values (grid and loop indices)
+  DenseMap<Value, Vals> env_;       // tile values computed so far (current scope)
+};
+
+void AttnEmitter::declareParams() {
+  MLIRContext* ctx = b_.getContext();
+  auto generic = LLVM::LLVMPointerType::get(ctx);
+  auto global = LLVM::LLVMPointerType::get(ctx, 1);
+  SmallVector<Type> types;
+  auto param = [&](LaunchParam p, Type t) {
+    plan_.params.push_back(p);
+    types.push_back(t);
+  };
+  param({LaunchParam::TensorMap, int(m_.qArg), 0, {kBox, kRows, 1, 1}}, generic);
+  param({LaunchParam::TensorMap, int(m_.kArg), 0, {kBox, m_.kv, 1, 1}}, generic);
+  param({LaunchParam::TensorMap, int(m_.vArg), 0, {kBox, m_.kv, 1, 1}}, generic);
+  param({LaunchParam::Pointer, int(m_.oArg), 0, {}}, global);
+  for (int d = 0; d < 3; ++d) param({LaunchParam::Stride, int(m_.oArg), d, {}}, b_.getI64Type());
+  // Every symbolic dim, from the first argument that has it.
+  std::vector<std::string> symbols;
+  for (unsigned a = 0; a < m_.kernel.getNumArguments(); ++a) {
+    TensorArgType t = m_.kernel.getArgType(a);
+    for (unsigned d = 0; d < unsigned(t.getRank()); ++d) {
+      std::string s = t.getDimSymbol(d).str();
+      if (s.empty() || llvm::is_contained(symbols, s)) continue;
+      symbols.push_back(s);
+      param({LaunchParam::Dim, int(a), int(d), {}}, b_.getI32Type());
+    }
+  }
+  b_.setInsertionPointToEnd(gm_.getBody());
+  std::string name = m_.kernel.getSymName().str() + "__sm90_attn";
+  func_ = b_.create<gpu::GPUFuncOp>(loc_, name, b_.getFunctionType(types, {}));
+  func_->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
+  func_.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({384, 1, 1}));
+  func_->setAttr("nvvm.minctasm", b_.getI32IntegerAttr(1));
+  Block& entry = func_.getBody().front();
+  unsigned i = 0;
+  tmQ_ = entry.getArgument(i++);
+  tmK_ = entry.getArgument(i++);
+  tmV_ = entry.getArgument(i++);
+  oPtr_ = entry.getArgument(i++);
+  for (int d = 0; d < 3; ++d) oStrides_.push_back(entry.getArgument(i++));
+  for (const std::string& s : symbols) dims_[s] = entry.getArgument(i++);
+
+  plan_.kind = LaunchPlan::Attention;
+  plan_.entry = name;
+  plan_.threads = 384;
+  plan_.sharedBytes = g_.sharedBytes();
+  plan_.tileM = 2 * kRows;
+  plan_.tileN = m_.kv;
+  plan_.tileK = m_.d;
+  plan_.stages = g_.stages;
+  plan_.output = int(m_.oArg);
+  plan_.persistent = false;
+  auto dimName = [&](unsigned d) {
+    TensorArgType t = m_.kernel.getArgType(m_.oArg);
+    return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
+  };
+  plan_.gridDims = {{int(m_.oArg), 2, 2 * kRows, dimName(2)}, {int(m_.oArg), 1, 1, dimName(1)}, {int(m_.oArg), 0, 1, dimName(0)}};
+}
+
+Value AttnEmitter::dimOf(unsigned arg, unsigned d) {
+  TensorArgType t = m_.kernel.getArgType(arg);
+  return t.getDimSymbol(d).empty() ? i32(t.getDimConstant(d)) : dims_.at(t.getDimSymbol(d).str());
+}
+
+Value AttnEmitter::index(Value v, IRMapping& map) {
+  if (Value known = map.lookupOrNull(v)) return known;
+  Operation* def = v.getDefiningOp();
+  Value out;
+  if (auto d = dyn_cast<DimOp>(def)) {
+    out = toIndex(dims_.at(d.getSymbol().str()));
+  } else {
+    for (Value x : def->getOperands()) index(x, map);
+    out = b_.clone(*def, map)->getResult(0);
+  }
+  map.map(v, out);
+  return out;
+}
+
+IRMapping AttnEmitter::programIndices(Value i) {
+  IRMapping map;
+  map.map(m_.iIv, toIndex(i));
+  map.map(m_.hIv, toIndex(h_));
+  map.map(m_.bIv, toIndex(b_idx_));
+  return map;
+}
+
+Value AttnEmitter::stepsOf(Value i) {
+  IRMapping map = programIndices(i);
+  Value steps = fromIndex(index(m_.loop.getCount(), map));
+  // A program past S's last query tile does not exist (the grid has no such instance).
+  Value tiles = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
+  Value zero = i32(0);
+  Value positive = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, steps, zero);
+  return b_.create<arith::SelectOp>(loc_, b_.create<arith::AndIOp>(loc_, ult(i, tiles), positive), steps, zero);
+}
+
+void AttnEmitter::run() {
+  declareParams();
+  MLIRContext* ctx = b_.getContext();
+  b_.setInsertionPointToStart(gm_.getBody());
+  if (!gm_.lookupSymbol("kiln_sm90_smem"))
+    b_.create<LLVM::GlobalOp>(loc_, LLVM::LLVMArrayType::get(b_.getI8Type(), 0), /*isConstant=*/false,
+                              LLVM::Linkage::External, "kiln_sm90_smem", Attribute(), /*alignment=*/1024,
+                              /*addrSpace=*/3);
+  b_.setInsertionPointToStart(&func_.getBody().front());
+  tid_ = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::ThreadIdOp>(loc_, gpu::Dimension::x));
+  // The warpgroup index through a shuffle from lane 0: ptxas then knows it is the same
+  // across the warp, so the consumers' loops (whose counts depend on it) are not divergent
+  // paths, where it would serialise every wgmma.
+  wg_ = b_.create<gpu::ShuffleOp>(loc_, divu(tid_, i32(128)), i32(0), i32(32), gpu::ShuffleMode::IDX).getShuffleResult();
+  auto shared = LLVM::LLVMPointerType::get(ctx, 3);
+  Value raw = b_.create<LLVM::AddressOfOp>(loc_, shared, "kiln_sm90_smem");
+  Value rawAddr = b_.create<LLVM::PtrToIntOp>(loc_, b_.getI32Type(), raw);
+  sbase_ = b_.create<arith::AndIOp>(loc_, add(rawAddr, i32(1023)), i32(-1024));
+  smem_ = b_.create<LLVM::GEPOp>(loc_, raw.getType(), b_.getI8Type(), raw, ValueRange{sub(sbase_, rawAddr)});
+
+  // The CTA's pair of query tiles, head and batch; pairs in reverse so that a causal
+  // grid's longest programs start first.
+  Value bid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
+  Value pairs = divu(add(dimOf(m_.oArg, 2), i32(2 * kRows - 1)), i32(2 * kRows));
+  Value heads = dimOf(m_.oArg, 1);
+  pair_ = sub(sub(pairs, i32(1)), remu(bid, pairs));
+  Value rest = divu(bid, pairs);
+  h_ = remu(rest, heads);
+  b_idx_ = divu(rest, heads);
+
+  ifThen(eq(tid_, i32(0)), [&] {
+    b_.create<NVVM::MBarrierInitOp>(loc_, qBarrier(), i32(1), Value());
+    for (int64_t s = 0; s < g_.stages; ++s) {
+      b_.create<NVVM::MBarrierInitOp>(loc_, fullBarrier(i32(s)), i32(1), Value());
+      b_.create<NVVM::MBarrierInitOp>(loc_, emptyBarrier(i32(s)), i32(256), Value());
+    }
+    b_.create<NVVM::FenceMbarrierInitOp>(loc_);
+  });
+  b_.create<gpu::BarrierOp>(loc_);
+  ifThenElse(eq(wg_, i32(0)), [&] { producer(); }, [&] { consumer(); });
+  b_.create<gpu::ReturnOp>(loc_);
+  func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
+  func_->setAttr("kiln.layouts", b_.getDictionaryAttr({b_.getNamedAttr("q", qShared_), b_.getNamedAttr("k", qShared_),
+                                                        b_.getNamedAttr("v", vShared_),
+                                                        b_.getNamedAttr("acc", WgmmaLayoutAttr::get(b_.getContext(), 64, m_.d)),
+                                                        b_.getNamedAttr("s", WgmmaLayoutAttr::get(b_.getContext(), 64, m_.kv))}));
+}
+
+void AttnEmitter::producer() {
+  // 40 (not 24): the producer evaluates the program's index expressions (a causal step
+  // count, GQA's head) beside its loop.
+  b_.create<NVVM::SetMaxRegisterOp>(loc_, 40, NVVM::SetMaxRegisterAction::decrease);
+  ifThen(eq(tid_, i32(0)), [&] {
+    auto cluster = LLVM::LLVMPointerType::get(b_.getContext(), 7);
+    auto tma = [&](Value dstOff, Value map, SmallVector<Value> coords, Value bar) {
+      Value dst = b_.create<LLVM::AddrSpaceCastOp>(loc_, cluster, sharedPtr(dstOff));
+      b_.create<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(loc_, dst, map, coords, bar, ValueRange{}, Value(),
+                                                                Value(), NVVM::TMALoadMode::TILE, false,
+                                                                NVVM::CTAGroupKindAttr(), Value());
+    };
+    const int64_t boxes = m_.d / kBox;
+    // Both programs' Q tiles (a program past S reads zeros: TMA fills them).
+    b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), qBarrier(), i32(g_.qBytes()), NVVM::MemScopeKind::CTA,
+                                              false, Value());
+    for (int64_t w = 0; w < 2; ++w)
+      for (int64_t c = 0; c < boxes; ++c)
+        tma(i32((w * boxes + c) * kRows * 128), tmQ_,
+            {i32(c * kBox), mul(add(mul(pair_, i32(2)), i32(w)), i32(kRows)), h_, b_idx_}, qBarrier());
+    Value i0 = mul(pair_, i32(2));
+    Value steps = b_.create<arith::MaxUIOp>(loc_, stepsOf(i0), stepsOf(add(i0, i32(1))));
+    // K's and V's heads: the same for both programs (AttentionMatch checks).
+    IRMapping map = programIndices(i0);
+    auto viewAt = [&](LoadOp ld, int k) { return fromIndex(index(ld.getView().getDefiningOp<ViewOp>().getIndices()[k], map)); };
+    Value kb = viewAt(m_.k, 0), kh = viewAt(m_.k, 1), vb = viewAt(m_.v, 0), vh = viewAt(m_.v, 1);
+    auto loop = b_.create<scf::ForOp>(loc_, i32(0), steps, i32(1));
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(loop.getBody()->getTerminator());
+    Value j = loop.getInductionVar();
+    Value s = remu(j, i32(g_.stages));
+    // The ring's first pass waits on the phase before the barrier's first: complete.
+    b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, emptyBarrier(s), b_.create<arith::XOrIOp>(loc_, phaseOf(j), i32(1)),
+                                             i32(10000000));
+    Value full = fullBarrier(s);
+    b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), full, i32(g_.stageBytes()), NVVM::MemScopeKind::CTA, false,
+                                              Value());
+    Value stage = stageOffset(j);
+    Value key0 = mul(j, i32(m_.kv));
+    for (int64_t c = 0; c < boxes; ++c) {
+      tma(add(stage, i32(c * m_.kv * 128)), tmK_, {i32(c * kBox), key0, kh, kb}, full);
+      tma(add(stage, i32(g_.kBytes() + c * m_.kv * 128)), tmV_, {i32(c * kBox), key0, vh, vb}, full);
+    }
+  });
+}
+
+Value AttnEmitter::packPair(Value lo, Value hi) {
+  auto v2 = VectorType::get({2}, b_.getF32Type());
+  Value v = b_.create<LLVM::UndefOp>(loc_, v2);
+  v = b_.create<LLVM::InsertElementOp>(loc_, v, lo, i32(0));
+  v = b_.create<LLVM::InsertElementOp>(loc_, v, hi, i32(1));
+  Value n = b_.create<arith::TruncFOp>(loc_, VectorType::get({2}, m_.inElt), v);
+  return b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(), n);
+}
+
+Vals AttnEmitter::scores(Value j) {
+  waitFull(j);
+  auto field = [&](Value addr) {
+    return ext64(b_.create<arith::AndIOp>(loc_, b_.create<arith::ShRUIOp>(loc_, addr, i32(4)), i32(0x3FFF)));
+  };
+  Value w = sub(wg_, i32(1));
+  Value qAddr = add(sbase_, mul(w, i32(m_.d / kBox * kRows * 128)));
+  Value kAddr = add(sbase_, stageOffset(j));
+  auto type = m_.inElt.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  auto shape = NVVM::MMAShapeAttr::get(b_.getContext(), 64, int(m_.kv), 16);
+  Value descQ = b_.create<arith::OrIOp>(loc_, i64(qShared_.descriptorBits(0)), field(qAddr));
+  Value descK = b_.create<arith::OrIOp>(loc_, i64(qShared_.descriptorBits(0)), field(kAddr));
+  Value acc = b_.create<LLVM::UndefOp>(loc_, accType(m_.kv));
+  b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
+  for (int64_t t = 0; t < m_.d / 16; ++t) {
+    // k16 step t: box t / 4 (64 rows of Q, kv rows of K, 128 B each), 32 B into its rows.
+    int64_t q = (t / 4) * kRows * 128 + (t % 4) * 32, k = (t / 4) * m_.kv * 128 + (t % 4) * 32;
+    acc = b_.create<NVVM::WgmmaMmaAsyncOp>(
+        loc_, accType(m_.kv), acc, add(descQ, i64(q >> 4)), add(descK, i64(k >> 4)), shape, type, type,
+        NVVM::WGMMATypes::f32, t == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
+  }
+  b_.create<NVVM::WgmmaGroupSyncAlignedOp>(loc_);
+  b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
+  Vals s;
+  for (int64_t e = 0; e < m_.kv / 2; ++e) s.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{e}));
+  return s;
+}
+
+Vals AttnEmitter::productPV(Value j, const Vals& p, const Vals& accIn) {
+  const int64_t n = m_.d / 2;
+  Value acc = b_.create<LLVM::UndefOp>(loc_, accType(m_.d));
+  for (int64_t e = 0; e < n; ++e) acc = b_.create<LLVM::InsertValueOp>(loc_, acc, at(accIn, e), ArrayRef<int64_t>{e});
+  Value vAddr = add(sbase_, add(stageOffset(j), i32(g_.kBytes())));
+  Value descV = b_.create<arith::OrIOp>(
+      loc_, i64(vShared_.descriptorBits(m_.kv * 128)),
+      ext64(b_.create<arith::AndIOp>(loc_, b_.create<arith::ShRUIOp>(loc_, vAddr, i32(4)), i32(0x3FFF))));
+  // wgmma with A from registers (no upstream op): P's fragments of k16 step t are S's
+  // accumulator elements of column groups 2t and 2t + 1, as bf16 pairs.
+  std::string ty = m_.inElt.isBF16() ? "bf16" : "f16";
+  std::string asmText = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 5) + ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                        std::to_string(m_.d) + "k16.f32." + ty + "." + ty + " {";
+  for (int64_t e = 0; e < n; ++e) asmText += (e ? ", $" : "$") + std::to_string(e);
+  asmText += "}, {$" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", $" + std::to_string(n + 2) + ", $" +
+             std::to_string(n + 3) + "}, $" + std::to_string(n + 4) + ", p, 1, 1, 1;\n}";
+  std::string constraints;
+  for (int64_t e = 0; e < n; ++e) constraints += "=f,";
+  constraints += "r,r,r,r,l,r";
+  for (int64_t e = 0; e < n; ++e) constraints += "," + std::to_string(e);
+  // Every A fragment made before the fence: a register written between two wgmmas makes
+  // ptxas put a warpgroup.arrive there.
+  SmallVector<Value> frags;
+  for (int64_t c = 0; c < m_.kv / 8; ++c)
+    for (int64_t h = 0; h < 2; ++h) frags.push_back(packPair(at(p, 4 * c + 2 * h), at(p, 4 * c + 2 * h + 1)));
+  b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
+  for (int64_t t = 0; t < m_.kv / 16; ++t) {
+    SmallVector<Value> ops(frags.begin() + 4 * t, frags.begin() + 4 * t + 4);
+    ops.push_back(add(descV, i64((t * 16 * 128) >> 4)));
+    ops.push_back(i32(1));
+    for (int64_t e = 0; e < n; ++e) ops.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{e}));
+    acc = b_.create<LLVM::InlineAsmOp>(loc_, accType(m_.d), ops, asmText, constraints, /*has_side_effects=*/true,
+                                       /*is_align_stack=*/false, LLVM::TailCallKind::None,
+                                       LLVM::AsmDialectAttr::get(b_.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr())
+              .getResult(0);
+  }
+  b_.create<NVVM::WgmmaGroupSyncAlignedOp>(loc_);
+  b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
+  Vals out;
+  for (int64_t e = 0; e < n; ++e) out.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{e}));
+  return out;
+}
+
+Vals AttnEmitter::eval(Value v) {
+  if (auto it = env_.find(v); it != env_.end()) return it->second;
+  Operation* op = v.getDefiningOp();
+  assert(op && "block arguments are set by the loop");
+  Type elt = cast<TileType>(v.getType()).getElementType();
+  auto round = [&](Value x) {
+    if (elt.isF32()) return x;
+    return Value(b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), b_.create<arith::TruncFOp>(loc_, elt, x).getResult()));
+  };
+  const int64_t n = count(v);
+  Vals out;
+  if (auto f = dyn_cast<FullOp>(op)) {
+    out.push_back(round(f32(float(f.getValue().convertToDouble()))));
+  } else if (auto s = dyn_cast<SplatOp>(op)) {
+    Value x = b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), index(s.getScalar(), idx_));
+    out.push_back(round(b_.create<arith::SIToFPOp>(loc_, b_.getF32Type(), x)));
+  } else if (auto io = dyn_cast<IotaOp>(op)) {
+    for (int64_t e = 0; e < n; ++e) {
+      Value c = io.getDim() == 0 ? row_[rowHalf(v, e)] : add(col0_, i32(8 * (e / 4) + e % 2));
+      out.push_back(round(b_.create<arith::SIToFPOp>(loc_, b_.getF32Type(), c)));
+    }
+  } else if (auto bc = dyn_cast<BroadcastOp>(op)) {
+    Vals in = eval(bc.getInput());
+    if (in.size() == 1) out = in;
+    else
+      for (int64_t e = 0; e < n; ++e) out.push_back(in[size_t(rowHalf(v, e))]);
+  } else if (isa<ReduceMaxOp, ReduceSumOp>(op)) {
+    const bool isMax = isa<ReduceMaxOp>(op);
+    Value in = op->getOperand(0);
+    Vals x = expand(eval(in), count(in));
+    auto combine = [&](Value a, Value c) {
+      return isMax ? Value(b_.create<arith::MaximumFOp>(loc_, a, c)) : Value(b_.create<arith::AddFOp>(loc_, a, c));
+    };
+    for (int64_t h = 0; h < 2; ++h) {
+      Value r;
+      for (int64_t e = 0; e < int64_t(x.size()); ++e)
+        if ((e / 2) % 2 == h) r = r ? combine(r, x[size_t(e)]) : x[size_t(e)];
+      // The row's other columns are in the three other lanes of the quad.
+      for (int64_t off : {1, 2}) {
+        auto sh = b_.create<gpu::ShuffleOp>(loc_, r, i32(off), i32(32), gpu::ShuffleMode::XOR);
+        r = combine(r, sh.getShuffleResult());
+      }
+      out.push_back(round(r));
+    }
+  } else if (isScalarMathOp(op)) {
+    SmallVector<Vals> ins;
+    bool uniform = true;
+    for (Value x : op->getOperands()) {
+      ins.push_back(eval(x));
+      uniform &= ins.back().size() == 1;
+    }
+    for (int64_t e = 0; e < (uniform ? 1 : n); ++e) {
+      SmallVector<Value> xs;
+      for (const Vals& in : ins) xs.push_back(at(in, e));
+      out.push_back(round(emitScalar(b_, loc_, op, xs)));
+    }
+  } else {
+    llvm_unreachable("AttentionMatch admits no other op");
+  }
+  env_[v] = out;
+  return out;
+}
+
+void AttnEmitter::consumer() {
+  b_.create<NVVM::SetMaxRegisterOp>(loc_, 232, NVVM::SetMaxRegisterAction::increase);
+  Value w = sub(wg_, i32(1));
+  i_ = add(mul(pair_, i32(2)), w);
+  Value steps = stepsOf(i_);
+  Value other = stepsOf(add(mul(pair_, i32(2)), sub(i32(1), w)));
+  Value all = b_.create<arith::MaxUIOp>(loc_, steps, other);
+  Value t = remu(tid_, i32(128));
+  Value lane = remu(t, i32(32));
+  Value rowBase = add(mul(divu(t, i32(32)), i32(16)), divu(lane, i32(4)));
+  // Rows and columns inside the program's tiles (iota counts from the tile's corner).
+  row_[0] = rowBase;
+  row_[1] = add(rowBase, i32(8));
+  col0_ = mul(remu(lane, i32(4)), i32(2));
+  idx_ = programIndices(i_);
+  b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), i32(0), i32(10000000));
+
+  // The loop: its carried tiles as flat lists of values (uniform ones widened).
+  SmallVector<Value> inits;
+  SmallVector<int64_t> sizes;
+  for (Value init : m_.loop.getInits()) {
+    Vals x = expand(eval(init), count(init));
+    sizes.push_back(int64_t(x.size()));
+    llvm::append_range(inits, x);
+  }
+  auto loop = b_.create<scf::ForOp>(loc_, i32(0), steps, i32(1), inits);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    DenseMap<Value, Vals> outer = env_;
+    IRMapping outerIdx = idx_;
+    Value j = loop.getInductionVar();
+    idx_.map(m_.loop.getInductionVar(), toIndex(j));
+    size_t k = 0;
+    for (auto [c, carried] : llvm::enumerate(m_.loop.getCarried())) {
+      env_[carried] = Vals(loop.getRegionIterArgs().begin() + k, loop.getRegionIterArgs().begin() + k + sizes[c]);
+      k += size_t(sizes[c]);
+    }
+    env_[m_.scores.getResult()] = scores(j);
+    Vals p = expand(eval(m_.pv.getLhs()), m_.kv / 2);
+    Vals accIn = eval(m_.pv.getAcc());
+    env_[m_.pv.getResult()] = productPV(j, p, accIn);
+    release(j);
+    SmallVector<Value> next;
+    for (auto [c, y] : llvm::enumerate(m_.loop.getBody().front().getTerminator()->getOperands()))
+      llvm::append_range(next, expand(eval(y), sizes[c]));
+    b_.create<scf::YieldOp>(loc_, next);
+    env_ = std::move(outer);
+    idx_ = std::move(outerIdx);
+  }
+  // The other program's remaining steps: waited for and released, so the ring stays in step.
+  {
+    auto drain = b_.create<scf::ForOp>(loc_, steps, all, i32(1));
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(drain.getBody()->getTerminator());
+    waitFull(drain.getInductionVar());
+    release(drain.getInductionVar());
+  }
+  size_t k = 0;
+  for (auto [c, r] : llvm::enumerate(m_.loop.getResults())) {
+    env_[r] = Vals(loop.getResults().begin() + k, loop.getResults().begin() + k + sizes[c]);
+    k += size_t(sizes[c]);
+  }
+  Value tiles = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
+  ifThen(ult(i_, tiles), [&] { epilogue(); });
+}
+
+void AttnEmitter::epilogue() {
+  // O[b, h, i x 64 + row, col]: element pairs (x = 0, 1) in one 4-byte store, rows past S
+  // skipped.
+  Vals o = expand(eval(m_.store.getValue()), m_.d / 2);
+  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
+  Value S = dimOf(m_.oArg, 2);
+  Value base = add(mul(ext64(b_idx_), oStrides_[0]), mul(ext64(h_), oStrides_[1]));
+  for (int64_t h = 0; h < 2; ++h) {
+    Value row = add(mul(i_, i32(kRows)), row_[h]);
+    ifThen(ult(row, S), [&] {
+      Value rowBase = add(base, mul(ext64(row), oStrides_[2]));
+      for (int64_t c = 0; c < m_.d / 8; ++c) {
+        int64_t e = 4 * c + 2 * h;
+        Value col = ext64(add(col0_, i32(8 * c)));
+        Value ptr = b_.create<LLVM::GEPOp>(loc_, global, m_.inElt, oPtr_, ValueRange{add(rowBase, col)});
+        b_.create<LLVM::StoreOp>(loc_, packPair(o[size_t(e)], o[size_t(e + 1)]), ptr, /*alignment=*/4);
+      }
+    });
+  }
+}
+
+struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAttentionSm90Pass> {
+  using KilnLowerAttentionSm90Base::KilnLowerAttentionSm90Base;
+  void runOnOperation() override {
+    ModuleOp m = getOperation();
+    if (stages < 0 || stages > 4) {
+      m.emitError("stages must be 0 (the deepest that fits) or 1..4, got " + std::to_string(stages));
+      return signalPassFailure();
+    }
+    for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {
+      AttentionMatch match;
+      std::string why;
+      if (!matchAttention(k, match, why)) {
+        // Say why beside the GEMM path's reason (the kernel is neither).
+        std::string gemm;
+        if (auto s = m->getAttrOfType<StringAttr>("kiln.sm90")) gemm = s.str() + "; ";
+        m->setAttr("kiln.sm90", StringAttr::get(&getContext(), gemm + "not attention: " + why));
+        continue;
+      }
+      if (stages && AttnGeometry{match.d, match.kv, stages}.sharedBytes() > kMaxSharedBytes) {
+        m.emitError("stages=" + std::to_string(stages) + " does not fit in shared memory at head dim " +
+                    std::to_string(match.d) + " and " + std::to_string(match.kv) + " keys per step");
+        return signalPassFailure();
+      }
+      OpBuilder b(&getContext());
+      m->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+      m->removeAttr("kiln.sm90");
+      auto gm = m.lookupSymbol<gpu::GPUModuleOp>("kiln");
+      if (!gm) {
+        b.setInsertionPointToEnd(m.getBody());
+        gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
+      }
+      AttnEmitter(match, gm, stages).run();
+    }
+  }
+};
+
+} // namespace
+
+} // namespace kiln::hopper
