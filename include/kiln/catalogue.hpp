@@ -107,17 +107,20 @@ struct KILN_API Entry {
   /// kiln::Error(Unsupported) off CUDA.
   std::function<Problem(const Runtime& rt, const std::vector<int64_t>& shape, DType, uint64_t seed)> gpu_problem;
   /// Kernels specialised on some of the shape's dims (attention's head dim): the kernel for
-  /// `shape`, and `make` gives the one for a default shape. Empty when every dim is a launch
-  /// value. Use kernel_for(), which picks.
-  std::function<Kernel(DType, const std::vector<int64_t>& shape)> make_for_shape;
+  /// `shape` on `target` (Fingerprint::target: "sm_90a", ...; "" when unknown), whose tiles
+  /// may differ per target; `make` gives the one for a default shape and target. Empty when
+  /// every dim is a launch value. Use kernel_for(), which picks.
+  std::function<Kernel(DType, const std::vector<int64_t>& shape, const std::string& target)> make_for_shape;
   /// With make_for_shape: a name for what the kernel is specialised on ("D=128"); kernels
   /// of equal names serve the same shapes.
   std::function<std::string(const std::vector<int64_t>& shape)> specialisation;
 };
 
-/// The entry's kernel for problems of `shape`: make_for_shape's where the entry has it,
-/// else make's (which serves every shape).
-KILN_API Kernel kernel_for(const Entry& entry, DType dtype, const std::vector<int64_t>& shape);
+/// The entry's kernel for problems of `shape` on `target` (the runtime's
+/// `fingerprint().target`; "" for any): make_for_shape's where the entry has it, else
+/// make's (which serves every shape and target).
+KILN_API Kernel kernel_for(const Entry& entry, DType dtype, const std::vector<int64_t>& shape,
+                           const std::string& target = "");
 
 KILN_API const std::vector<Entry>& all();
 /// Throws kiln::Error(NotFound) listing the catalogue when `name` is unknown.

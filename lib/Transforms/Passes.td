@@ -130,7 +130,8 @@ def KilnLowerAttentionSm90 : Pass<"kiln-lower-attention-sm90", "::mlir::ModuleOp
            "K/V ring depth (1..4; 0: the deepest that fits in 227 KiB, at most 4)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect", "::mlir::vector::VectorDialect"];
+                           "::mlir::math::MathDialect", "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 #endif // KILN_PASSES

@@ -70,7 +70,7 @@ void checkOnShapes(const std::string& name) {
     for (const auto& s : e.shape_rank == 5 ? kAttentionShapes : e.shape_rank == 3 ? kGemmShapes : kRowShapes) {
       // ...but attention's, built per head dim (the runtime's cache serves repeats)
       std::optional<CompiledKernel> own;
-      if (e.make_for_shape) own.emplace(gpu().compile(catalogue::kernel_for(e, dt, s)));
+      if (e.make_for_shape) own.emplace(gpu().compile(catalogue::kernel_for(e, dt, s, gpu().fingerprint().target)));
       const CompiledKernel& ck = own ? *own : one;
       catalogue::Problem p = e.problem(s, dt, seed++);
       verify::Report r = runOnGpu(ck, p);
@@ -585,6 +585,36 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
           for (const Runtime* rt : {&gpu(), &r.splitK}) CHECK(decodeLaunches[rt] == 10);
           CHECK(decodeLaunches.count(&r.wide) == 0);
         }
+      }
+}
+
+TEST_CASE("gpu: the sm_90a attention twin is right on ragged shapes, causal and grouped heads, beside the portable kernel", "[gpu][sm90]") {
+  // The catalogue's shapes of head dim 64 and 128 (the twin's): one query tile and a CTA's
+  // second program absent (S = 1, 77), odd numbers of query tiles, keys ragged past several
+  // steps, GQA 4:1 and 2:1, and a sampled long one.
+  const std::vector<std::vector<int64_t>> shapes = {{1, 1, 1, 1, 64},   {2, 4, 2, 77, 64},   {1, 2, 2, 129, 128},
+                                                   {1, 4, 1, 1000, 128}, {3, 2, 2, 513, 64}, {1, 8, 2, 8200, 128},
+                                                   {2, 2, 1, 200, 128}};
+  const TwinRuntimes& r = twinRuntimes();
+  const bool hopper = gpu().fingerprint().target == "sm_90a";
+  for (const char* name : {"attention", "attention_causal"})
+    for (DType d : {DType::bf16, DType::f16})
+      DYNAMIC_SECTION(name << " " << to_string(d)) {
+        const catalogue::Entry& e = catalogue::find(name);
+        uint64_t seed = 11;
+        for (const auto& s : shapes)
+          for (const Runtime* rt : {&gpu(), &r.portable}) {
+            CompiledKernel ck = rt->compile(catalogue::kernel_for(e, d, s, rt->fingerprint().target));
+            catalogue::Problem p = e.problem(s, d, seed++);
+            catalogue::DeviceProblem dp = catalogue::upload(gpu(), p);
+            std::string path = ck.launch_path(dp.views);
+            INFO(name << " " << to_string(d) << " " << str(s) << ": " << path);
+            CHECK((path.rfind("sm_90a twin", 0) == 0) == (hopper && rt == &gpu()));
+            ck.launch(dp.views);
+            verify::Report rep = catalogue::verify_output(gpu(), dp, p);
+            INFO(rep.summary());
+            CHECK(rep.ok);
+          }
       }
 }
 

@@ -43,7 +43,7 @@ inline void checkEntryOnShapes(const Runtime& rt, const catalogue::Entry& e, DTy
   const auto& shapes = shapesFor(e);
   // One compile serves every shape: dims and strides are launch values (and the shapes
   // agree on what a specialised kernel is built for).
-  CompiledKernel ck = rt.compile(catalogue::kernel_for(e, dt, shapes[0]));
+  CompiledKernel ck = rt.compile(catalogue::kernel_for(e, dt, shapes[0], rt.fingerprint().target));
   uint64_t seed = 1;
   for (const auto& s : shapes) {
     catalogue::Problem p = e.problem(s, dt, seed++);

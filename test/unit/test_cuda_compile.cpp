@@ -97,6 +97,26 @@ TEST_CASE("attention_causal compiles to cubins for sm_90a and sm_80 without spil
   compilesWithoutSpills("attention_causal");
 }
 
+TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step; elsewhere 64", "[cuda][compile]") {
+  for (const char* name : {"attention", "attention_causal"}) {
+    const catalogue::Entry& e = catalogue::find(name);
+    Runtime hopper = offline("sm_90a");
+    for (DType d : {DType::bf16, DType::f16}) {
+      CompiledKernel ck = hopper.compile(catalogue::kernel_for(e, d, {1, 8, 2, 512, 128}, "sm_90a"));
+      INFO(name << " " << to_string(d) << ": " << ck.report().str());
+      CHECK_THAT(ck.report().sm90, Contains("__sm90_attn: 128x128x128 tiles"));
+      // The portable kernel beside it, the fallback where TMA's rules do not hold, is at the
+      // edge of the registers at 128 keys: 255 and a few spilled bytes (48, causal 80).
+      CHECK(ck.report().spill_bytes <= 128);
+    }
+    // The tiles follow the target: 64 keys a step for any other (the portable kernel's).
+    CHECK(catalogue::kernel_for(e, DType::bf16, {1, 8, 2, 512, 128}, "sm_80").signature().args.at(0).dims.back().extent == 128);
+    CompiledKernel other = offline("sm_80").compile(catalogue::kernel_for(e, DType::bf16, {1, 8, 2, 512, 128}, "sm_80"));
+    CHECK(other.report().shared_bytes <= 100 * 1024);
+    CHECK(other.report().sm90.empty());
+  }
+}
+
 TEST_CASE("every CUDA stage can be printed without a GPU", "[cuda][compile]") {
   Runtime rt = offline("sm_90a");
   Kernel k = catalogue::gemm_bias_relu(DType::bf16);

@@ -618,3 +618,92 @@ TEST_CASE("the runtime's and the pass's twin options are checked by one rule, ea
   CHECK(checkTwinOptions({.tileM = 64, .tileN = 128, .stages = 9}, pass) ==
         "stages must be 0 or 2..8 at tile-n 128 and tile-m 64 (the ring must fit in 227 KiB of shared memory), got 9");
 }
+
+namespace {
+// attention(Q, K, V, O) on sm_90a: 4-D tensor maps of Q, K and V, O by pointer and strides,
+// the dims B, H, S and G; one CTA per pair of 64-row query tiles, head and batch.
+LaunchPlan attentionPlan() {
+  LaunchPlan p;
+  p.kind = LaunchPlan::Attention;
+  p.entry = "attention__sm90_attn";
+  p.threads = 384;
+  p.sharedBytes = 230456;
+  p.tileM = 128, p.tileN = 128, p.tileK = 128;
+  p.stages = 3;
+  p.gridDims = {{3, 2, 128, "S"}, {3, 1, 1, "H"}, {3, 0, 1, "B"}};
+  p.params = {{LaunchParam::TensorMap, 0, 0, {64, 64, 1, 1}}, {LaunchParam::TensorMap, 1, 0, {64, 128, 1, 1}},
+              {LaunchParam::TensorMap, 2, 0, {64, 128, 1, 1}}, {LaunchParam::Pointer, 3, 0, {}},
+              {LaunchParam::Stride, 3, 0, {}},                 {LaunchParam::Stride, 3, 1, {}},
+              {LaunchParam::Stride, 3, 2, {}},                 {LaunchParam::Dim, 0, 0, {}},
+              {LaunchParam::Dim, 0, 1, {}},                    {LaunchParam::Dim, 0, 2, {}},
+              {LaunchParam::Dim, 1, 1, {}}};
+  p.output = 3;
+  return p;
+}
+
+std::vector<TensorView> attentionArgs(int64_t B, int64_t H, int64_t G, int64_t S) {
+  return {view(0, {B, H, S, 128}), view(256, {B, G, S, 128}), view(512, {B, G, S, 128}), view(768, {B, H, S, 128})};
+}
+} // namespace
+
+TEST_CASE("an attention plan survives JSON with its kind and 4-D boxes; a bad kind or box is refused", "[sm90]") {
+  LaunchPlan p = LaunchPlan::fromJson(attentionPlan().toJson());
+  CHECK(p.kind == LaunchPlan::Attention);
+  CHECK(p.params[0].box == std::vector<int64_t>{64, 64, 1, 1});
+  CHECK(p.params[1].box == std::vector<int64_t>{64, 128, 1, 1});
+  CHECK(p.gridDims.size() == 3);
+  CHECK_FALSE(p.persistent);
+  // Plans from before kinds existed are GEMMs.
+  nlohmann::json j = gemmPlan().toJson();
+  j.erase("kind");
+  CHECK(LaunchPlan::fromJson(j).kind == LaunchPlan::Gemm);
+  j = attentionPlan().toJson();
+  j["kind"] = "convolution";
+  CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("unknown kind 'convolution'"));
+  j = attentionPlan().toJson();
+  j["params"][0]["box"] = {64, 64, 1, 1, 1, 1};
+  CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("2 to 5 extents"));
+  j["params"][0]["box"] = {64, 0, 1, 1};
+  CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("2 to 5 extents"));
+}
+
+TEST_CASE("the attention twin runs on aligned 4-D tensors, ragged S and grouped heads included, one CTA per query pair", "[sm90]") {
+  std::string why;
+  for (auto [B, H, G, S] : {std::tuple{4, 32, 32, 4096}, {1, 1, 1, 1}, {2, 8, 2, 77}, {3, 4, 1, 1000}}) {
+    INFO(B << "x" << H << "x" << G << "x" << S << ": " << why);
+    auto a = attentionArgs(B, H, G, S);
+    CHECK(applies(attentionPlan(), a, &why));
+    // Chosen among twins that include it, whatever the SM count; the grid is every (pair, head, batch).
+    Split work;
+    CHECK(choose({attentionPlan()}, a, LaunchConfig{132}, &why, &work) == 0);
+    CHECK(work.ctas == (S + 127) / 128 * H * B);
+  }
+}
+
+TEST_CASE("the attention twin is refused where TMA or O's paired stores cannot work, and the reason is named", "[sm90]") {
+  std::string why;
+  auto refused = [&](std::vector<TensorView> a, const char* reason) {
+    INFO(reason);
+    CHECK_FALSE(applies(attentionPlan(), a, &why));
+    CHECK_THAT(why, Contains(reason));
+    CHECK(choose({attentionPlan()}, a, LaunchConfig{132}, &why, nullptr) == -1);
+  };
+  auto a = attentionArgs(1, 2, 2, 64);
+  a[0] = view(0, {1, 2, 64, 128}, {2 * 64 * 136, 64 * 136, 136, 2}); // Q's rows strided
+  refused(a, "argument 0's rows are not contiguous");
+  a = attentionArgs(1, 2, 2, 64);
+  a[1] = view(256, {1, 2, 64, 128}, {2 * 64 * 129, 64 * 129, 129, 1}); // K's rows 258 bytes apart
+  refused(a, "argument 1's row pitch is not a multiple of 16 bytes");
+  a = attentionArgs(1, 2, 2, 64);
+  a[2] = view(520, {1, 2, 64, 128});
+  refused(a, "argument 2's address is not 16-byte aligned");
+  a = attentionArgs(1, 2, 2, 64);
+  a[2] = view(512, {2, 64, 128}); // V of rank 3
+  refused(a, "argument 2 is not a 4-D 16-bit tensor");
+  a = attentionArgs(1, 2, 2, 64);
+  a[3] = view(770, {1, 2, 64, 128}); // O at an odd element
+  refused(a, "O's element pairs are not 4-byte aligned");
+  a = attentionArgs(1, 2, 2, 64);
+  a[3] = view(768, {1, 2, 64, 128}, {2 * 64 * 129, 64 * 129, 129, 1});
+  refused(a, "O's element pairs are not 4-byte aligned");
+}

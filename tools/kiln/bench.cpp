@@ -321,8 +321,9 @@ int cmdBench(const BenchOptions& o) {
         // The phases the pipeline reports, plus what the wall clock saw around them
         // (setup: the compiler's first use in this process, checks, bookkeeping).
         if (route.first && (route.name == "kiln" || route.name == "kiln-cpu")) {
+          const std::string target = rt.fingerprint().target; // the tiles may depend on it
           auto c0 = Clock::now();
-          kiln::Kernel k = kiln::catalogue::kernel_for(entry, dt, parsed[si]);
+          kiln::Kernel k = kiln::catalogue::kernel_for(entry, dt, parsed[si], target);
           const double traceMs = msSince(c0);
           route.kernel.emplace(rt.compile(k));
           row.compile_ms = msSince(c0);

@@ -135,10 +135,14 @@ private:
   Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8 + 8 * g_.stages))); }
   Value stageOffset(Value j) { return add(i32(g_.qBytes()), mul(remu(j, i32(g_.stages)), i32(g_.stageBytes()))); }
 
-  /// S = Q K^T for key step j: kv / 2 values.
-  Vals scores(Value j);
-  /// acc' = P V + acc for key step j, P's values already rounded to the input type.
-  Vals productPV(Value j, const Vals& p, const Vals& acc);
+  /// Issues S = Q K^T for key step j as one wgmma group (its stage waited for, a fence
+  /// before): the accumulator struct, valid after a wait.
+  Value issueScores(Value j);
+  /// Issues acc' = P V + acc for key step j (a fence, then one wgmma group); P's values are
+  /// rounded to the input type when packed.
+  Value issuePV(Value j, const Vals& p, const Vals& acc);
+  /// An accumulator struct's values (after the wgmma wait that completes it).
+  Vals extract(Value acc);
   /// Tile value `v` in this thread (its loop-carried and dot values set in env_).
   Vals eval(Value v);
   Value at(const Vals& x, int64_t e) { return x.size() == 1 ? x[0] : x[size_t(e)]; }
@@ -366,8 +370,7 @@ Value AttnEmitter::packPair(Value lo, Value hi) {
   return b_.create<LLVM::BitcastOp>(loc_, b_.getI32Type(), n);
 }
 
-Vals AttnEmitter::scores(Value j) {
-  waitFull(j);
+Value AttnEmitter::issueScores(Value j) {
   auto field = [&](Value addr) {
     return ext64(b_.create<arith::AndIOp>(loc_, b_.create<arith::ShRUIOp>(loc_, addr, i32(4)), i32(0x3FFF)));
   };
@@ -379,7 +382,6 @@ Vals AttnEmitter::scores(Value j) {
   Value descQ = b_.create<arith::OrIOp>(loc_, i64(qShared_.descriptorBits(0)), field(qAddr));
   Value descK = b_.create<arith::OrIOp>(loc_, i64(qShared_.descriptorBits(0)), field(kAddr));
   Value acc = b_.create<LLVM::UndefOp>(loc_, accType(m_.kv));
-  b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
   for (int64_t t = 0; t < m_.d / 16; ++t) {
     // k16 step t: box t / 4 (64 rows of Q, kv rows of K, 128 B each), 32 B into its rows.
     int64_t q = (t / 4) * kRows * 128 + (t % 4) * 32, k = (t / 4) * m_.kv * 128 + (t % 4) * 32;
@@ -389,13 +391,17 @@ Vals AttnEmitter::scores(Value j) {
         NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
   }
   b_.create<NVVM::WgmmaGroupSyncAlignedOp>(loc_);
-  b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
-  Vals s;
-  for (int64_t e = 0; e < m_.kv / 2; ++e) s.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{e}));
-  return s;
+  return acc;
 }
 
-Vals AttnEmitter::productPV(Value j, const Vals& p, const Vals& accIn) {
+Vals AttnEmitter::extract(Value acc) {
+  Vals v;
+  const int64_t n = int64_t(cast<LLVM::LLVMStructType>(acc.getType()).getBody().size());
+  for (int64_t e = 0; e < n; ++e) v.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{e}));
+  return v;
+}
+
+Value AttnEmitter::issuePV(Value j, const Vals& p, const Vals& accIn) {
   const int64_t n = m_.d / 2;
   Value acc = b_.create<LLVM::UndefOp>(loc_, accType(m_.d));
   for (int64_t e = 0; e < n; ++e) acc = b_.create<LLVM::InsertValueOp>(loc_, acc, at(accIn, e), ArrayRef<int64_t>{e});
@@ -432,10 +438,7 @@ Vals AttnEmitter::productPV(Value j, const Vals& p, const Vals& accIn) {
               .getResult(0);
   }
   b_.create<NVVM::WgmmaGroupSyncAlignedOp>(loc_);
-  b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
-  Vals out;
-  for (int64_t e = 0; e < n; ++e) out.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{e}));
-  return out;
+  return acc;
 }
 
 Vals AttnEmitter::eval(Value v) {
@@ -518,7 +521,7 @@ void AttnEmitter::consumer() {
   idx_ = programIndices(i_);
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), i32(0), i32(10000000));
 
-  // The loop: its carried tiles as flat lists of values (uniform ones widened).
+  // The carried tiles as flat lists of values (uniform ones widened).
   SmallVector<Value> inits;
   SmallVector<int64_t> sizes;
   for (Value init : m_.loop.getInits()) {
@@ -526,30 +529,81 @@ void AttnEmitter::consumer() {
     sizes.push_back(int64_t(x.size()));
     llvm::append_range(inits, x);
   }
-  auto loop = b_.create<scf::ForOp>(loc_, i32(0), steps, i32(1), inits);
-  {
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPointToStart(loop.getBody());
+  // The program's step j on its scores `sValues`, the carried tiles `carried`: evaluates the
+  // body up to the second product and issues it; `before` runs before the issue (the next
+  // stage's wait: no branch between the step's wgmmas, where ptxas would put a
+  // warpgroup.arrive), `then` between the issue and the wait (the next scores' issue).
+  // Returns the yielded tiles, flat.
+  auto step = [&](ValueRange carried, Value j, const Vals& sValues, function_ref<void()> before,
+                  function_ref<void()> then) {
     DenseMap<Value, Vals> outer = env_;
     IRMapping outerIdx = idx_;
-    Value j = loop.getInductionVar();
     idx_.map(m_.loop.getInductionVar(), toIndex(j));
     size_t k = 0;
-    for (auto [c, carried] : llvm::enumerate(m_.loop.getCarried())) {
-      env_[carried] = Vals(loop.getRegionIterArgs().begin() + k, loop.getRegionIterArgs().begin() + k + sizes[c]);
+    for (auto [c, arg] : llvm::enumerate(m_.loop.getCarried())) {
+      env_[arg] = Vals(carried.begin() + k, carried.begin() + k + sizes[c]);
       k += size_t(sizes[c]);
     }
-    env_[m_.scores.getResult()] = scores(j);
+    env_[m_.scores.getResult()] = sValues;
     Vals p = expand(eval(m_.pv.getLhs()), m_.kv / 2);
     Vals accIn = eval(m_.pv.getAcc());
-    env_[m_.pv.getResult()] = productPV(j, p, accIn);
+    before();
+    Value pv = issuePV(j, p, accIn);
+    then();
+    b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
+    env_[m_.pv.getResult()] = extract(pv);
     release(j);
     SmallVector<Value> next;
     for (auto [c, y] : llvm::enumerate(m_.loop.getBody().front().getTerminator()->getOperands()))
       llvm::append_range(next, expand(eval(y), sizes[c]));
-    b_.create<scf::YieldOp>(loc_, next);
     env_ = std::move(outer);
     idx_ = std::move(outerIdx);
+    return next;
+  };
+  // Issue-ahead: step j issues its product P_j V_j and, right behind it, step j + 1's
+  // scores Q K_{j+1}^T, then waits for both. Each consumer's tensor-core work comes in one
+  // burst per step, and the two consumers' bursts interleave with each other's softmax.
+  // The scores of step 0 before the loop; the last step (no scores after it) after it.
+  SmallVector<Type> types;
+  for (Value v : inits) types.push_back(v.getType());
+  auto some = b_.create<scf::IfOp>(loc_, types, ult(i32(0), steps), /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(some.elseBlock());
+    b_.create<scf::YieldOp>(loc_, inits);
+    b_.setInsertionPointToStart(some.thenBlock());
+    waitFull(i32(0));
+    b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
+    Value s0 = issueScores(i32(0));
+    b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
+    SmallVector<Value> loopInits(inits);
+    llvm::append_range(loopInits, extract(s0));
+    Value last = sub(steps, i32(1));
+    auto loop = b_.create<scf::ForOp>(loc_, i32(0), last, i32(1), loopInits);
+    {
+      OpBuilder::InsertionGuard g2(b_);
+      b_.setInsertionPointToStart(loop.getBody());
+      Value j = loop.getInductionVar();
+      auto args = loop.getRegionIterArgs();
+      Value next;
+      Value j1 = add(j, i32(1));
+      SmallVector<Value> out = step(
+          args.take_front(inits.size()), j, Vals(args.begin() + inits.size(), args.end()), [&] { waitFull(j1); },
+          [&] { next = issueScores(j1); });
+      llvm::append_range(out, extract(next));
+      b_.create<scf::YieldOp>(loc_, out);
+    }
+    auto results = loop.getResults();
+    SmallVector<Value> out = step(results.take_front(inits.size()), last,
+                                  Vals(results.begin() + inits.size(), results.end()), [] {}, [] {});
+    b_.create<scf::YieldOp>(loc_, out);
+  }
+  {
+    size_t k = 0;
+    for (auto [c, r] : llvm::enumerate(m_.loop.getResults())) {
+      env_[r] = Vals(some.getResults().begin() + k, some.getResults().begin() + k + sizes[c]);
+      k += size_t(sizes[c]);
+    }
   }
   // The other program's remaining steps: waited for and released, so the ring stays in step.
   {
@@ -558,11 +612,6 @@ void AttnEmitter::consumer() {
     b_.setInsertionPoint(drain.getBody()->getTerminator());
     waitFull(drain.getInductionVar());
     release(drain.getInductionVar());
-  }
-  size_t k = 0;
-  for (auto [c, r] : llvm::enumerate(m_.loop.getResults())) {
-    env_[r] = Vals(loop.getResults().begin() + k, loop.getResults().begin() + k + sizes[c]);
-    k += size_t(sizes[c]);
   }
   Value tiles = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
   ifThen(ult(i_, tiles), [&] { epilogue(); });
