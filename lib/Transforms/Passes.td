@@ -127,7 +127,7 @@ def KilnLowerAttentionSm90 : Pass<"kiln-lower-attention-sm90", "::mlir::ModuleOp
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
-           "K/V ring depth (1..4; 0: the deepest that fits in 227 KiB, at most 4)">,
+           "K/V ring depth (2..4; 0: the deepest that fits in 227 KiB, at most 4)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",

@@ -58,7 +58,7 @@ struct AttnGeometry {
   int64_t barrierOffset() const { return qBytes() + stages * stageBytes(); }
   int64_t sharedBytes() const { return barrierOffset() + 8 * (1 + 2 * stages) + 1024; }
   static int64_t deepest(int64_t d, int64_t kv) {
-    int64_t s = 1;
+    int64_t s = 2;
     while (s < 4 && AttnGeometry{d, kv, s + 1}.sharedBytes() <= kMaxSharedBytes) ++s;
     return s;
   }
@@ -642,8 +642,9 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
   using KilnLowerAttentionSm90Base::KilnLowerAttentionSm90Base;
   void runOnOperation() override {
     ModuleOp m = getOperation();
-    if (stages < 0 || stages > 4) {
-      m.emitError("stages must be 0 (the deepest that fits) or 1..4, got " + std::to_string(stages));
+    // Two at least: a consumer waits for step j + 1's stage while it still reads step j's.
+    if (stages < 0 || stages == 1 || stages > 4) {
+      m.emitError("stages must be 0 (the deepest that fits) or 2..4, got " + std::to_string(stages));
       return signalPassFailure();
     }
     for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {

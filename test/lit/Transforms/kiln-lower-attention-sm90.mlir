@@ -34,22 +34,33 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// Consumers: step 0 (S only), then each step issues S_j and the previous step's P V, waits
-// for S_j (one group left in flight), the program's row maximum by quad shuffles, then the
-// product and the stage's release; the last product after the loop.
+// Consumers: step 0's scores before the loop; then each step evaluates the program on its
+// scores (row maxima by quad shuffles), waits for the next key stage, issues its product
+// P V (P from registers) and the next step's scores right behind it, waits once, and
+// releases its stage; the last step, without scores after it, follows the loop.
 // CHECK: nvvm.setmaxregister  increase 232
+// CHECK: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// CHECK: wgmma.wait_group.sync.aligned 0;
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: scf.for
-// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// CHECK: wgmma.wait_group.sync.aligned 1;
-// CHECK: gpu.shuffle  xor
 // CHECK: arith.maximumf
-// CHECK: wgmma.wait_group.sync.aligned 0;
+// CHECK: gpu.shuffle  xor
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: scf.yield
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.mbarrier.arrive
+// The other program's remaining steps: waited for and released.
+// CHECK: scf.for
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.arrive
 // O stored from registers in pairs.
 // CHECK: llvm.store {{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // TWO: \22stages\22:2
