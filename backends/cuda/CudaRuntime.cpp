@@ -287,6 +287,9 @@ public:
     }
     if (relocatable && !counts.empty())
       s += " (nvJitLink's relocatable compile, without setmaxnreg; on a GPU the driver compiles it as a whole program)";
+    if (code.sm90[0].kind == hopper::LaunchPlan::Attention)
+      return s + "; runs when Q, K and V have contiguous rows at 16-byte aligned addresses and strides, and O's "
+                 "element pairs are 4-byte aligned";
     if (code.sm90.size() > 1) s += "; each launch takes the tile that leaves the busiest SM least work";
     return s + "; runs when A and B have contiguous rows at 16-byte aligned addresses and pitches";
   }

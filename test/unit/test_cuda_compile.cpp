@@ -104,7 +104,8 @@ TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step; e
     for (DType d : {DType::bf16, DType::f16}) {
       CompiledKernel ck = hopper.compile(catalogue::kernel_for(e, d, {1, 8, 2, 512, 128}, "sm_90a"));
       INFO(name << " " << to_string(d) << ": " << ck.report().str());
-      CHECK_THAT(ck.report().sm90, Contains("__sm90_attn: 128x128x128 tiles"));
+      CHECK_THAT(ck.report().sm90, Contains("__sm90_attn: attention: 128 query rows (two programs) x 128 keys a step, head dim 128"));
+      CHECK_THAT(ck.report().sm90, Contains("runs when Q, K and V have contiguous rows"));
       // The portable kernel beside it, the fallback where TMA's rules do not hold, is at the
       // edge of the registers at 128 keys: 255 and a few spilled bytes (48, causal 80).
       CHECK(ck.report().spill_bytes <= 128);
