@@ -1,4 +1,5 @@
 #include "hopper/AttentionMatch.h"
+#include "hopper/MatchUtil.h"
 
 #include "Transforms/ScalarMath.h"
 
@@ -10,32 +11,6 @@ using namespace mlir;
 using namespace kiln::tile;
 
 namespace {
-
-int argOf(ViewOp v, KernelOp k) {
-  auto ba = dyn_cast<BlockArgument>(v.getTensor());
-  if (!ba || ba.getOwner() != &k.getBody().front()) return -1;
-  return int(ba.getArgNumber());
-}
-
-bool isConstIndex(Value v, int64_t c) {
-  auto op = v.getDefiningOp<arith::ConstantIndexOp>();
-  return op && op.value() == c;
-}
-
-/// `size` is the extent of dim `d` of argument `arg` divided by `tile`, rounded up (a
-/// tile of 1: the extent itself), symbolic or constant.
-bool isTileCount(Value size, KernelOp k, unsigned arg, unsigned d, int64_t tile) {
-  TensorArgType t = k.getArgType(arg);
-  auto dimIs = [&](Value v) {
-    if (auto dim = v.getDefiningOp<DimOp>()) return !t.getDimSymbol(d).empty() && dim.getSymbol() == t.getDimSymbol(d);
-    return t.getDimSymbol(d).empty() && isConstIndex(v, t.getDimConstant(d));
-  };
-  if (tile == 1) return dimIs(size);
-  if (auto c = size.getDefiningOp<arith::ConstantIndexOp>())
-    return t.getDimSymbol(d).empty() && c.value() == (t.getDimConstant(d) + tile - 1) / tile;
-  auto div = size.getDefiningOp<arith::CeilDivSIOp>();
-  return div && isConstIndex(div.getRhs(), tile) && dimIs(div.getLhs());
-}
 
 /// Whether `v` (an index) is computed from `from`.
 bool dependsOn(Value v, Value from) {
@@ -55,16 +30,9 @@ public:
 
   bool run(KernelOp k) {
     m_.kernel = k;
-    SmallVector<GridOp> grids(k.getBody().front().getOps<GridOp>());
-    if (grids.size() != 1) return fail("the kernel has no single tile.grid");
-    m_.grid = grids[0];
-    Block& body = m_.grid.getBody().front();
-    if (body.getNumArguments() != 3) return fail("the tile.grid is not three-dimensional");
-    SmallVector<LoopOp> loops(body.getOps<LoopOp>());
-    SmallVector<StoreOp> stores(body.getOps<StoreOp>());
-    if (loops.size() != 1 || stores.size() != 1) return fail("the grid body has not exactly one loop and one store");
-    m_.loop = loops[0];
-    m_.store = stores[0];
+    GridLoopStore g;
+    if (!matchGridLoopStore(k, 3, g, why_)) return false;
+    m_.grid = g.grid, m_.loop = g.loop, m_.store = g.store;
     if (!matchStore() || !matchDots() || !matchOps()) return false;
     return true;
   }

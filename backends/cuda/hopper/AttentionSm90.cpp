@@ -21,6 +21,7 @@
 // stage K then V, each D/64 boxes of KV rows x 128 B), then the mbarriers.
 #include "hopper/AttentionMatch.h"
 #include "hopper/LaunchPlan.h"
+#include "hopper/MatchUtil.h"
 #include "hopper/Sm90Tiles.h"
 #include "Transforms/Passes.h"
 #include "Transforms/ScalarMath.h"
@@ -96,19 +97,9 @@ private:
   Value sharedPtr(Value off) {
     return b_.create<LLVM::GEPOp>(loc_, smem_.getType(), b_.getI8Type(), smem_, ValueRange{off});
   }
-  template <class F> void ifThen(Value cond, F&& then) {
-    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPoint(op.thenBlock()->getTerminator());
-    then();
-  }
+  template <class F> void ifThen(Value cond, F&& then) { hopper::ifThen(b_, loc_, cond, then); }
   template <class F, class G> void ifThenElse(Value cond, F&& then, G&& otherwise) {
-    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPoint(op.thenBlock()->getTerminator());
-    then();
-    b_.setInsertionPoint(op.elseBlock()->getTerminator());
-    otherwise();
+    hopper::ifThenElse(b_, loc_, cond, then, otherwise);
   }
   LLVM::LLVMStructType accType(int64_t n) {
     return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(n / 2, b_.getF32Type()));

@@ -5,6 +5,7 @@
 // and the stores of C). Included only by those files.
 #include "hopper/GemmMatch.h"
 #include "hopper/LaunchPlan.h"
+#include "hopper/MatchUtil.h"
 #include "hopper/Sm90Tiles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -113,19 +114,9 @@ private:
   }
   Value sharedPtr(Value off) { return byteAt(smem_, off); }
   /// scf.if with `then` (and `otherwise`) emitted through b_ inside the regions.
-  template <class F> void ifThen(Value cond, F&& then) {
-    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPoint(op.thenBlock()->getTerminator());
-    then();
-  }
+  template <class F> void ifThen(Value cond, F&& then) { hopper::ifThen(b_, loc_, cond, then); }
   template <class F, class G> void ifThenElse(Value cond, F&& then, G&& otherwise) {
-    auto op = b_.create<scf::IfOp>(loc_, cond, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPoint(op.thenBlock()->getTerminator());
-    then();
-    b_.setInsertionPoint(op.elseBlock()->getTerminator());
-    otherwise();
+    hopper::ifThenElse(b_, loc_, cond, then, otherwise);
   }
   template <class F, class G> Value ifValue(Type t, Value cond, F&& then, G&& otherwise) {
     auto op = b_.create<scf::IfOp>(loc_, TypeRange{t}, cond, /*withElseRegion=*/true);

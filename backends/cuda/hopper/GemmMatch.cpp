@@ -1,4 +1,5 @@
 #include "hopper/GemmMatch.h"
+#include "hopper/MatchUtil.h"
 
 #include "Transforms/ScalarMath.h"
 
@@ -11,13 +12,6 @@ using namespace kiln::tile;
 
 namespace {
 
-/// The kernel argument a view reads, or -1.
-int argOf(ViewOp v, KernelOp k) {
-  auto ba = dyn_cast<BlockArgument>(v.getTensor());
-  if (!ba || ba.getOwner() != &k.getBody().front()) return -1;
-  return int(ba.getArgNumber());
-}
-
 /// Symbol or constant of dim `d` of argument `arg`, as one comparable string.
 std::string dimKey(KernelOp k, unsigned arg, unsigned d) {
   TensorArgType t = k.getArgType(arg);
@@ -26,23 +20,6 @@ std::string dimKey(KernelOp k, unsigned arg, unsigned d) {
 }
 
 bool isHalf(Type t) { return t.isBF16() || t.isF16(); }
-
-/// `count` is ceildiv(<dim `dim` of argument `arg`>, tile), or that number as a constant:
-/// a loop or grid that covers the dim exactly, tile by tile.
-bool isTileCount(Value count, KernelOp k, unsigned arg, unsigned dim, int64_t tile) {
-  TensorArgType at = k.getArgType(arg);
-  if (auto c = count.getDefiningOp<arith::ConstantIndexOp>()) {
-    int64_t kc = at.getDimConstant(dim);
-    return kc >= 0 && c.value() == (kc + tile - 1) / tile;
-  }
-  auto div = count.getDefiningOp<arith::CeilDivSIOp>();
-  if (!div) return false;
-  auto step = div.getRhs().getDefiningOp<arith::ConstantIndexOp>();
-  if (!step || step.value() != tile) return false;
-  if (auto d = div.getLhs().getDefiningOp<DimOp>()) return d.getSymbol() == at.getDimSymbol(dim);
-  if (auto c = div.getLhs().getDefiningOp<arith::ConstantIndexOp>()) return c.value() == at.getDimConstant(dim);
-  return false;
-}
 
 class Matcher {
 public:
@@ -55,16 +32,10 @@ public:
 
   bool run(KernelOp k) {
     m_.kernel = k;
-    SmallVector<GridOp> grids(k.getBody().front().getOps<GridOp>());
-    if (grids.size() != 1) return fail("the kernel has no single tile.grid");
-    m_.grid = grids[0];
+    GridLoopStore g;
+    if (!matchGridLoopStore(k, 2, g, why_)) return false;
+    m_.grid = g.grid, m_.loop = g.loop, m_.store = g.store;
     Block& body = m_.grid.getBody().front();
-    if (body.getNumArguments() != 2) return fail("the tile.grid is not two-dimensional");
-    SmallVector<LoopOp> loops(body.getOps<LoopOp>());
-    SmallVector<StoreOp> stores(body.getOps<StoreOp>());
-    if (loops.size() != 1 || stores.size() != 1) return fail("the grid body has not exactly one loop and one store");
-    m_.loop = loops[0];
-    m_.store = stores[0];
     if (!matchLoop()) return false;
     if (!matchStore()) return false;
     // The twin writes every tile of C: the grid must cover C exactly, i along M and j along N.

@@ -1,0 +1,49 @@
+#pragma once
+// Internal: what GemmMatch and AttentionMatch both ask of a tile kernel, and the scf.if
+// builders both twins' emitters use.
+#include <string>
+
+#include "Dialect/Tile/TileDialect.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+namespace kiln::hopper {
+
+/// The kernel argument view `v` reads, or -1.
+int argOf(tile::ViewOp v, tile::KernelOp k);
+
+/// `v` is an arith.constant index of value `c`.
+bool isConstIndex(mlir::Value v, int64_t c);
+
+/// `count` is ceildiv(<dim `dim` of argument `arg`>, tile) (with a tile of 1: the dim
+/// itself), symbolic or constant: a loop or grid that covers the dim exactly, tile by tile.
+bool isTileCount(mlir::Value count, tile::KernelOp k, unsigned arg, unsigned dim, int64_t tile);
+
+/// The kernel's single `dims`-dimensional tile.grid whose body holds exactly one tile.loop
+/// and one tile.store; false with `why` naming the rule broken.
+struct GridLoopStore {
+  tile::GridOp grid;
+  tile::LoopOp loop;
+  tile::StoreOp store;
+};
+bool matchGridLoopStore(tile::KernelOp k, unsigned dims, GridLoopStore& out, std::string& why);
+
+/// scf.if on `cond` with `then` (and `otherwise`) emitted through `b` inside its regions.
+template <class F> void ifThen(mlir::OpBuilder& b, mlir::Location loc, mlir::Value cond, F&& then) {
+  auto op = b.create<mlir::scf::IfOp>(loc, cond, /*withElseRegion=*/false);
+  mlir::OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(op.thenBlock()->getTerminator());
+  then();
+}
+template <class F, class G>
+void ifThenElse(mlir::OpBuilder& b, mlir::Location loc, mlir::Value cond, F&& then, G&& otherwise) {
+  auto op = b.create<mlir::scf::IfOp>(loc, cond, /*withElseRegion=*/true);
+  mlir::OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(op.thenBlock()->getTerminator());
+  then();
+  b.setInsertionPoint(op.elseBlock()->getTerminator());
+  otherwise();
+}
+
+} // namespace kiln::hopper
