@@ -116,6 +116,14 @@ private:
   Value stepsOf(Value i);
   void producer();
   void consumer();
+  /// Named barriers 1 and 2: consumer w's turn to issue. Waits for it, or (`pass`) hands
+  /// the next turn to the other consumer.
+  void turn(bool pass) {
+    Value w = sub(wg_, i32(1));
+    Value id = add(i32(1), pass ? sub(i32(1), w) : w);
+    if (pass) b_.create<NVVM::BarrierArriveOp>(loc_, id, i32(256));
+    else b_.create<NVVM::BarrierOp>(loc_, Type(), id, i32(256), NVVM::BarrierReductionAttr(), Value());
+  }
   void waitFull(Value j) {
     b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, fullBarrier(remu(j, i32(g_.stages))), phaseOf(j), i32(10000000));
   }
@@ -511,6 +519,11 @@ void AttnEmitter::consumer() {
   col0_ = mul(remu(lane, i32(4)), i32(2));
   idx_ = programIndices(i_);
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), i32(0), i32(10000000));
+  // Ping-pong (FA3): the consumers issue their tensor-core bursts in turn, consumer 0 first,
+  // so one's burst runs while the other computes its softmax. Each takes `all` turns (the
+  // shorter program idles through the rest in its drain loop); consumer 1 hands the first
+  // turn over now, consumer 0 takes the last one back at the end.
+  ifThen(eq(w, i32(1)), [&] { turn(/*pass=*/true); });
 
   // The carried tiles as flat lists of values (uniform ones widened).
   SmallVector<Value> inits;
@@ -539,8 +552,10 @@ void AttnEmitter::consumer() {
     Vals p = expand(eval(m_.pv.getLhs()), m_.kv / 2);
     Vals accIn = eval(m_.pv.getAcc());
     before();
+    turn(/*pass=*/false);
     Value pv = issuePV(j, p, accIn);
     then();
+    turn(/*pass=*/true);
     b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
     env_[m_.pv.getResult()] = extract(pv);
     release(j);
@@ -602,9 +617,12 @@ void AttnEmitter::consumer() {
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(drain.getBody()->getTerminator());
     waitFull(drain.getInductionVar());
+    turn(/*pass=*/false);
+    turn(/*pass=*/true);
     release(drain.getInductionVar());
   }
   Value tiles = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
+  ifThen(eq(w, i32(0)), [&] { turn(/*pass=*/false); });
   ifThen(ult(i_, tiles), [&] { epilogue(); });
 }
 
