@@ -34,11 +34,14 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// Consumers: step 0's scores before the loop; then each step evaluates the program on its
-// scores (row maxima by quad shuffles), waits for the next key stage, issues its product
-// P V (P from registers) and the next step's scores right behind it, waits once, and
-// releases its stage; the last step, without scores after it, follows the loop.
+// Consumers: consumer 1 hands the first turn to consumer 0 (ping-pong on named barriers);
+// step 0's scores before the loop; then each step evaluates the program on its scores (row
+// maxima by quad shuffles), waits for the next key stage and for its turn, issues its
+// product P V (P from registers) and the next step's scores right behind it, hands the turn
+// over, waits once, and releases its stage; the last step, without scores after it, follows
+// the loop.
 // CHECK: nvvm.setmaxregister  increase 232
+// CHECK: nvvm.barrier.arrive id = %{{[0-9]+}} number_of_threads = %c256_i32
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
@@ -46,21 +49,29 @@
 // CHECK: arith.maximumf
 // CHECK: gpu.shuffle  xor
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.barrier id =
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: nvvm.mbarrier.arrive
-// CHECK: scf.yield
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.barrier.arrive id =
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive
-// The other program's remaining steps: waited for and released.
+// CHECK: scf.yield
+// CHECK: nvvm.barrier id =
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.barrier.arrive id =
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.mbarrier.arrive
+// The other program's remaining steps: waited for, their turns taken and passed, released;
+// consumer 0 takes back the last turn.
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.barrier id =
+// CHECK: nvvm.barrier.arrive id =
 // CHECK: nvvm.mbarrier.arrive
+// CHECK: nvvm.barrier id =
 // O stored from registers in pairs.
 // CHECK: llvm.store {{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // TWO: \22stages\22:2
