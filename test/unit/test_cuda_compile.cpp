@@ -115,6 +115,12 @@ TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step; e
     CompiledKernel other = offline("sm_80").compile(catalogue::kernel_for(e, DType::bf16, {1, 8, 2, 512, 128}, "sm_80"));
     CHECK(other.report().shared_bytes <= 100 * 1024);
     CHECK(other.report().sm90.empty());
+    // Head dim 32 (64-byte rows: not the twin's 128-byte swizzle) and f32 keep the portable
+    // kernel, and the report says why.
+    CompiledKernel d32 = hopper.compile(catalogue::kernel_for(e, DType::bf16, {1, 8, 2, 512, 32}, "sm_90a"));
+    CHECK_THAT(d32.report().sm90, Contains("not attention: the head dim is not a constant 64 or 128"));
+    CompiledKernel f32 = hopper.compile(catalogue::kernel_for(e, DType::f32, {1, 8, 2, 512, 128}, "sm_90a"));
+    CHECK_THAT(f32.report().sm90, Contains("not attention: O is not bf16 or f16"));
   }
 }
 
