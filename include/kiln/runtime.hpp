@@ -38,9 +38,10 @@ struct KILN_API RuntimeOptions {
   std::string arch;
   int num_warps = 4;         ///< CUDA: warps per CTA
   /// CUDA sm_90a: give a GEMM-shaped kernel (a k-loop of dot on A and B tiles, then an
-  /// elementwise epilogue) a TMA + wgmma twin that runs whenever the arguments allow
-  /// (KernelReport::sm90 says which kernel it is and when). Off: the portable kernel only.
-  /// When true, KILN_HOPPER_GEMM=off in the environment turns it off.
+  /// elementwise epilogue), and an attention-shaped one (docs/cuda.md), a TMA + wgmma twin
+  /// that runs whenever the arguments allow (KernelReport::sm90 says which kernel it is and
+  /// when). Off: the portable kernel only. When true, KILN_HOPPER_GEMM=off in the
+  /// environment turns it off.
   bool hopper_gemm = true;
   /// The twin's columns of C per CTA: 128 or 256 (that width alone), or 192 (EXPERIMENTAL:
   /// 128 x 192 and 64 x 192 tiles, never kiln's own choice); 0 compiles 128 and 256 and lets

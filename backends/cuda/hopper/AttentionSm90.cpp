@@ -21,7 +21,7 @@
 // stage K then V, each D/64 boxes of KV rows x 128 B), then the mbarriers.
 #include "hopper/AttentionMatch.h"
 #include "hopper/LaunchPlan.h"
-#include "hopper/MatchUtil.h"
+#include "hopper/TwinBuilder.h"
 #include "hopper/Sm90Tiles.h"
 #include "Transforms/Passes.h"
 #include "Transforms/ScalarMath.h"
@@ -69,10 +69,10 @@ struct AttnGeometry {
 /// or one value standing for every element (uniform).
 using Vals = SmallVector<Value, 8>;
 
-class AttnEmitter {
+class AttnEmitter : TwinBuilder {
 public:
   AttnEmitter(AttentionMatch& m, gpu::GPUModuleOp gm, int64_t stages)
-      : loc_(m.kernel.getLoc()), m_(m), gm_(gm), b_(m.kernel.getContext()),
+      : TwinBuilder(m.kernel), m_(m), gm_(gm),
         g_{m.d, m.kv, stages ? stages : AttnGeometry::deepest(m.d, m.kv)},
         qShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "k")),
         vShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")) {}
@@ -80,27 +80,10 @@ public:
   void run();
 
 private:
-  Location loc_;
-  Value i32(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
-  Value i64(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 64); }
   Value f32(float v) { return b_.create<arith::ConstantOp>(loc_, b_.getF32FloatAttr(v)); }
-  Value add(Value a, Value b) { return b_.create<arith::AddIOp>(loc_, a, b); }
-  Value sub(Value a, Value b) { return b_.create<arith::SubIOp>(loc_, a, b); }
-  Value mul(Value a, Value b) { return b_.create<arith::MulIOp>(loc_, a, b); }
-  Value divu(Value a, Value b) { return b_.create<arith::DivUIOp>(loc_, a, b); }
-  Value remu(Value a, Value b) { return b_.create<arith::RemUIOp>(loc_, a, b); }
-  Value ult(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, a, b); }
-  Value eq(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b); }
-  Value ext64(Value v) { return b_.create<arith::ExtUIOp>(loc_, b_.getI64Type(), v); }
   Value toIndex(Value v) { return b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v); }
   Value fromIndex(Value v) { return b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), v); }
-  Value sharedPtr(Value off) {
-    return b_.create<LLVM::GEPOp>(loc_, smem_.getType(), b_.getI8Type(), smem_, ValueRange{off});
-  }
-  template <class F> void ifThen(Value cond, F&& then) { hopper::ifThen(b_, loc_, cond, then); }
-  template <class F, class G> void ifThenElse(Value cond, F&& then, G&& otherwise) {
-    hopper::ifThenElse(b_, loc_, cond, then, otherwise);
-  }
+  Value sharedPtr(Value off) { return byteAt(smem_, off); }
   LLVM::LLVMStructType accType(int64_t n) {
     return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(n / 2, b_.getF32Type()));
   }
@@ -111,8 +94,10 @@ private:
   /// Index value `v` of the tile IR (an expression of grid indices, the loop index, dims),
   /// re-emitted here with `map`'s values for the indices.
   Value index(Value v, IRMapping& map);
-  /// This consumer's (or, with `w`, consumer w's) program: its index values and step count.
+  /// The grid indices of the program of query tile `i` (this CTA's head and batch).
   IRMapping programIndices(Value i);
+  /// The step count of the program of query tile `i`: its loop's, 0 when there is no such
+  /// program (i past S's last tile) or the count is not positive.
   Value stepsOf(Value i);
   void producer();
   void consumer();
@@ -134,8 +119,8 @@ private:
   Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8 + 8 * g_.stages))); }
   Value stageOffset(Value j) { return add(i32(g_.qBytes()), mul(remu(j, i32(g_.stages)), i32(g_.stageBytes()))); }
 
-  /// Issues S = Q K^T for key step j as one wgmma group (its stage waited for, a fence
-  /// before): the accumulator struct, valid after a wait.
+  /// Issues S = Q K^T for key step j as one wgmma group (the caller has waited for its
+  /// stage and fenced): the accumulator struct, valid after a wgmma wait.
   Value issueScores(Value j);
   /// Issues acc' = P V + acc for key step j (a fence, then one wgmma group); P's values are
   /// rounded to the input type when packed.
@@ -157,7 +142,6 @@ private:
 
   AttentionMatch& m_;
   gpu::GPUModuleOp gm_;
-  OpBuilder b_;
   AttnGeometry g_;
   NvmmaSharedLayoutAttr qShared_, vShared_;
   gpu::GPUFuncOp func_;
@@ -166,8 +150,9 @@ private:
   SmallVector<Value, 3> oStrides_;
   std::map<std::string, Value> dims_; // symbol -> i32 parameter
   Value tid_, wg_, smem_, sbase_, pair_, h_, b_idx_;
-  // Per consumer: its query tile, whether it exists, its row of the tile per h, column base.
-  Value i_, exists_, row_[2], col0_;
+  Value qTiles_; // the program's query tiles: ceildiv(S, 64); one past the last is no program
+  // Per consumer: its query tile, its row of the tile per h, its first column.
+  Value i_, row_[2], col0_;
   IRMapping idx_;                   // the consumer's index values (grid and loop indices)
   DenseMap<Value, Vals> env_;       // tile values computed so far (current scope)
 };
@@ -259,11 +244,9 @@ IRMapping AttnEmitter::programIndices(Value i) {
 Value AttnEmitter::stepsOf(Value i) {
   IRMapping map = programIndices(i);
   Value steps = fromIndex(index(m_.loop.getCount(), map));
-  // A program past S's last query tile does not exist (the grid has no such instance).
-  Value tiles = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
   Value zero = i32(0);
-  Value positive = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::sgt, steps, zero);
-  return b_.create<arith::SelectOp>(loc_, b_.create<arith::AndIOp>(loc_, ult(i, tiles), positive), steps, zero);
+  Value positive = cmp(arith::CmpIPredicate::sgt, steps, zero);
+  return b_.create<arith::SelectOp>(loc_, b_.create<arith::AndIOp>(loc_, ult(i, qTiles_), positive), steps, zero);
 }
 
 void AttnEmitter::run() {
@@ -289,7 +272,8 @@ void AttnEmitter::run() {
   // The CTA's pair of query tiles, head and batch; pairs in reverse so that a causal
   // grid's longest programs start first.
   Value bid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
-  Value pairs = divu(add(dimOf(m_.oArg, 2), i32(2 * kRows - 1)), i32(2 * kRows));
+  qTiles_ = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
+  Value pairs = divu(add(qTiles_, i32(1)), i32(2));
   Value heads = dimOf(m_.oArg, 1);
   pair_ = sub(sub(pairs, i32(1)), remu(bid, pairs));
   Value rest = divu(bid, pairs);
@@ -611,7 +595,8 @@ void AttnEmitter::consumer() {
       k += size_t(sizes[c]);
     }
   }
-  // The other program's remaining steps: waited for and released, so the ring stays in step.
+  // The other program's remaining steps: waited for, their turns taken and handed on, and
+  // released, so the ring and the turns stay in step.
   {
     auto drain = b_.create<scf::ForOp>(loc_, steps, all, i32(1));
     OpBuilder::InsertionGuard g(b_);
@@ -621,9 +606,8 @@ void AttnEmitter::consumer() {
     turn(/*pass=*/true);
     release(drain.getInductionVar());
   }
-  Value tiles = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
   ifThen(eq(w, i32(0)), [&] { turn(/*pass=*/false); });
-  ifThen(ult(i_, tiles), [&] { epilogue(); });
+  ifThen(ult(i_, qTiles_), [&] { epilogue(); });
 }
 
 void AttnEmitter::epilogue() {

@@ -5,7 +5,7 @@
 // and the stores of C). Included only by those files.
 #include "hopper/GemmMatch.h"
 #include "hopper/LaunchPlan.h"
-#include "hopper/MatchUtil.h"
+#include "hopper/TwinBuilder.h"
 #include "hopper/Sm90Tiles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -83,10 +83,10 @@ struct Site {
 /// does not vary along that axis.
 using LoadCache = std::map<std::tuple<void*, int64_t, int64_t>, Value>;
 
-class Emitter {
+class Emitter : TwinBuilder {
 public:
   Emitter(GemmMatch& m, Config cfg, gpu::GPUModuleOp gm)
-      : loc_(m.kernel.getLoc()), m_(m), cfg_(cfg), gm_(gm), b_(m.kernel.getContext()),
+      : TwinBuilder(m.kernel), m_(m), cfg_(cfg), gm_(gm),
         aShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "k")),
         bShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")),
         cShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")),
@@ -95,29 +95,7 @@ public:
   void run();
 
 private:
-  Location loc_;
-
-  Value i32(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 32); }
-  Value i64(int64_t v) { return b_.create<arith::ConstantIntOp>(loc_, v, 64); }
-  Value add(Value a, Value b) { return b_.create<arith::AddIOp>(loc_, a, b); }
-  Value sub(Value a, Value b) { return b_.create<arith::SubIOp>(loc_, a, b); }
-  Value mul(Value a, Value b) { return b_.create<arith::MulIOp>(loc_, a, b); }
-  Value divu(Value a, Value b) { return b_.create<arith::DivUIOp>(loc_, a, b); }
-  Value remu(Value a, Value b) { return b_.create<arith::RemUIOp>(loc_, a, b); }
-  Value ult(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ult, a, b); }
-  Value ule(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, a, b); }
-  Value eq(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, a, b); }
-  Value ne(Value a, Value b) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ne, a, b); }
-  Value ext64(Value v) { return b_.create<arith::ExtUIOp>(loc_, b_.getI64Type(), v); }
-  Value byteAt(Value base, Value off) {
-    return b_.create<LLVM::GEPOp>(loc_, base.getType(), b_.getI8Type(), base, ValueRange{off});
-  }
   Value sharedPtr(Value off) { return byteAt(smem_, off); }
-  /// scf.if with `then` (and `otherwise`) emitted through b_ inside the regions.
-  template <class F> void ifThen(Value cond, F&& then) { hopper::ifThen(b_, loc_, cond, then); }
-  template <class F, class G> void ifThenElse(Value cond, F&& then, G&& otherwise) {
-    hopper::ifThenElse(b_, loc_, cond, then, otherwise);
-  }
   template <class F, class G> Value ifValue(Type t, Value cond, F&& then, G&& otherwise) {
     auto op = b_.create<scf::IfOp>(loc_, TypeRange{t}, cond, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard g(b_);
@@ -239,7 +217,6 @@ private:
   GemmMatch& m_;
   Config cfg_;
   gpu::GPUModuleOp gm_;
-  OpBuilder b_;
   gpu::GPUFuncOp func_;
   // The twin's layouts (recorded on its gpu.func as `kiln.layouts`): A's and B's ring
   // stages, C's staging boxes, the accumulator fragments.

@@ -1,12 +1,9 @@
 #pragma once
-// Internal: what GemmMatch and AttentionMatch both ask of a tile kernel, and the scf.if
-// builders both twins' emitters use.
+// Internal: what GemmMatch and AttentionMatch both ask of a tile kernel.
 #include <string>
 
 #include "Dialect/Tile/TileDialect.h"
 
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Builders.h"
 
 namespace kiln::hopper {
 
@@ -28,22 +25,5 @@ struct GridLoopStore {
   tile::StoreOp store;
 };
 bool matchGridLoopStore(tile::KernelOp k, unsigned dims, GridLoopStore& out, std::string& why);
-
-/// scf.if on `cond` with `then` (and `otherwise`) emitted through `b` inside its regions.
-template <class F> void ifThen(mlir::OpBuilder& b, mlir::Location loc, mlir::Value cond, F&& then) {
-  auto op = b.create<mlir::scf::IfOp>(loc, cond, /*withElseRegion=*/false);
-  mlir::OpBuilder::InsertionGuard g(b);
-  b.setInsertionPoint(op.thenBlock()->getTerminator());
-  then();
-}
-template <class F, class G>
-void ifThenElse(mlir::OpBuilder& b, mlir::Location loc, mlir::Value cond, F&& then, G&& otherwise) {
-  auto op = b.create<mlir::scf::IfOp>(loc, cond, /*withElseRegion=*/true);
-  mlir::OpBuilder::InsertionGuard g(b);
-  b.setInsertionPoint(op.thenBlock()->getTerminator());
-  then();
-  b.setInsertionPoint(op.elseBlock()->getTerminator());
-  otherwise();
-}
 
 } // namespace kiln::hopper
