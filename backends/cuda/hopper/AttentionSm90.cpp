@@ -32,8 +32,10 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <map>
+#include <optional>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNLOWERATTENTIONSM90
@@ -127,8 +129,29 @@ private:
   Value issuePV(Value j, const Vals& p, const Vals& acc);
   /// An accumulator struct's values (after the wgmma wait that completes it).
   Vals extract(Value acc);
-  /// Tile value `v` in this thread (its loop-carried and dot values set in env_).
+  /// Tile value `v` in this thread (its loop-carried and dot values set in env_). Index
+  /// tiles (iota, splats of indices and their sums, differences, products) of f32 tiles
+  /// are i32 values, exact; masks (comparisons and their products) i1; the rest f32.
   Vals eval(Value v);
+  /// eval, every value as an f32.
+  Vals evalF(Value v);
+  Value toF32(Value x);
+  /// select(mask != 0, a, c) on values of eval.
+  Value select(Value mask, Value a, Value c);
+  /// where(mask, a, c) whose mask is `bounded`: a branch on `allTrue`, per element only
+  /// when the tile is not all true.
+  Vals evalWhere(SelectOp sel, int64_t n);
+  /// The least and greatest element of an index tile over the program's whole tile
+  /// (uniform scalars); nothing when `v` is not an index tile. With `emit` false, only
+  /// whether it has them (no IR made).
+  struct Range {
+    Value lo, hi;
+  };
+  std::optional<Range> range(Value v, bool emit);
+  /// Whether mask `cond` is comparisons of index tiles (<, <=, >, >=) and products of them,
+  /// so that `allTrue` can say from their ranges that it holds on the whole tile.
+  bool bounded(Value cond);
+  Value allTrue(Value cond);
   Value at(const Vals& x, int64_t e) { return x.size() == 1 ? x[0] : x[size_t(e)]; }
   /// Values per thread of `v`'s type (1 for a rank-1 tile's two rows: h; else n / 2).
   int64_t count(Value v) {
@@ -424,26 +447,84 @@ Value AttnEmitter::issuePV(Value j, const Vals& p, const Vals& accIn) {
   return acc;
 }
 
+Value AttnEmitter::toF32(Value x) {
+  if (x.getType().isInteger(1)) return b_.create<arith::SelectOp>(loc_, x, f32(1.0f), f32(0.0f));
+  if (x.getType().isInteger(32)) return b_.create<arith::SIToFPOp>(loc_, b_.getF32Type(), x);
+  return x;
+}
+
+Vals AttnEmitter::evalF(Value v) {
+  Vals out = eval(v);
+  for (Value& x : out) x = toF32(x);
+  return out;
+}
+
+std::optional<AttnEmitter::Range> AttnEmitter::range(Value v, bool emit) {
+  Operation* op = v.getDefiningOp();
+  if (!op || !cast<TileType>(v.getType()).getElementType().isF32()) return std::nullopt;
+  if (auto io = dyn_cast<IotaOp>(op))
+    return emit ? Range{i32(0), i32(cast<TileType>(v.getType()).getShape()[size_t(io.getDim())] - 1)} : Range{};
+  if (auto s = dyn_cast<SplatOp>(op); s && s.getScalar().getType().isIndex()) {
+    if (!emit) return Range{};
+    Value x = fromIndex(index(s.getScalar(), idx_));
+    return Range{x, x};
+  }
+  if (auto bc = dyn_cast<BroadcastOp>(op)) return range(bc.getInput(), emit);
+  if (isa<AddOp, SubOp>(op)) {
+    auto a = range(op->getOperand(0), emit), c = range(op->getOperand(1), emit);
+    if (!a || !c) return std::nullopt;
+    if (!emit) return Range{};
+    if (isa<AddOp>(op)) return Range{add(a->lo, c->lo), add(a->hi, c->hi)};
+    return Range{sub(a->lo, c->hi), sub(a->hi, c->lo)};
+  }
+  return std::nullopt;
+}
+
+bool AttnEmitter::bounded(Value cond) {
+  Operation* op = cond.getDefiningOp();
+  if (!op) return false;
+  if (auto bc = dyn_cast<BroadcastOp>(op)) return bounded(bc.getInput());
+  if (isa<MulOp>(op)) return bounded(op->getOperand(0)) && bounded(op->getOperand(1));
+  auto c = dyn_cast<CmpOp>(op);
+  return c && llvm::is_contained({"lt", "le", "gt", "ge"}, c.getPredicate()) && range(c.getLhs(), false) &&
+         range(c.getRhs(), false);
+}
+
+Value AttnEmitter::allTrue(Value cond) {
+  Operation* op = cond.getDefiningOp();
+  if (auto bc = dyn_cast<BroadcastOp>(op)) return allTrue(bc.getInput());
+  if (isa<MulOp>(op)) return b_.create<arith::AndIOp>(loc_, allTrue(op->getOperand(0)), allTrue(op->getOperand(1)));
+  auto c = cast<CmpOp>(op);
+  auto a = range(c.getLhs(), true), r = range(c.getRhs(), true);
+  StringRef p = c.getPredicate();
+  if (p == "lt") return cmp(arith::CmpIPredicate::slt, a->hi, r->lo);
+  if (p == "le") return cmp(arith::CmpIPredicate::sle, a->hi, r->lo);
+  if (p == "gt") return cmp(arith::CmpIPredicate::sgt, a->lo, r->hi);
+  return cmp(arith::CmpIPredicate::sge, a->lo, r->hi);
+}
+
 Vals AttnEmitter::eval(Value v) {
   if (auto it = env_.find(v); it != env_.end()) return it->second;
   Operation* op = v.getDefiningOp();
   assert(op && "block arguments are set by the loop");
   Type elt = cast<TileType>(v.getType()).getElementType();
   auto round = [&](Value x) {
-    if (elt.isF32()) return x;
+    if (elt.isF32() || !x.getType().isF32()) return x;
     return Value(b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), b_.create<arith::TruncFOp>(loc_, elt, x).getResult()));
   };
+  auto isInt = [](Value x) { return x.getType().isInteger(32); };
+  auto isBool = [](Value x) { return x.getType().isInteger(1); };
   const int64_t n = count(v);
   Vals out;
   if (auto f = dyn_cast<FullOp>(op)) {
     out.push_back(round(f32(float(f.getValue().convertToDouble()))));
   } else if (auto s = dyn_cast<SplatOp>(op)) {
-    Value x = b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), index(s.getScalar(), idx_));
-    out.push_back(round(b_.create<arith::SIToFPOp>(loc_, b_.getF32Type(), x)));
+    Value x = fromIndex(index(s.getScalar(), idx_));
+    out.push_back(elt.isF32() ? x : round(toF32(x)));
   } else if (auto io = dyn_cast<IotaOp>(op)) {
     for (int64_t e = 0; e < n; ++e) {
       Value c = io.getDim() == 0 ? row_[rowHalf(v, e)] : add(col0_, i32(8 * (e / 4) + e % 2));
-      out.push_back(round(b_.create<arith::SIToFPOp>(loc_, b_.getF32Type(), c)));
+      out.push_back(elt.isF32() ? c : round(toF32(c)));
     }
   } else if (auto bc = dyn_cast<BroadcastOp>(op)) {
     Vals in = eval(bc.getInput());
@@ -453,7 +534,7 @@ Vals AttnEmitter::eval(Value v) {
   } else if (isa<ReduceMaxOp, ReduceSumOp>(op)) {
     const bool isMax = isa<ReduceMaxOp>(op);
     Value in = op->getOperand(0);
-    Vals x = expand(eval(in), count(in));
+    Vals x = expand(evalF(in), count(in));
     auto combine = [&](Value a, Value c) {
       return isMax ? Value(b_.create<arith::MaximumFOp>(loc_, a, c)) : Value(b_.create<arith::AddFOp>(loc_, a, c));
     };
@@ -468,6 +549,8 @@ Vals AttnEmitter::eval(Value v) {
       }
       out.push_back(round(r));
     }
+  } else if (auto sel = dyn_cast<SelectOp>(op); sel && bounded(sel.getMask())) {
+    out = evalWhere(sel, n);
   } else if (isScalarMathOp(op)) {
     SmallVector<Vals> ins;
     bool uniform = true;
@@ -478,13 +561,96 @@ Vals AttnEmitter::eval(Value v) {
     for (int64_t e = 0; e < (uniform ? 1 : n); ++e) {
       SmallVector<Value> xs;
       for (const Vals& in : ins) xs.push_back(at(in, e));
-      out.push_back(round(emitScalar(b_, loc_, op, xs)));
+      const bool ints = llvm::all_of(xs, isInt), bools = llvm::all_of(xs, isBool);
+      Value r;
+      if (isa<AddOp, SubOp, MulOp>(op) && ints && elt.isF32()) {
+        // Index arithmetic, exact in i32 (f32 holds these integers exactly below 2^24).
+        if (isa<AddOp>(op)) r = add(xs[0], xs[1]);
+        else if (isa<SubOp>(op)) r = sub(xs[0], xs[1]);
+        else r = mul(xs[0], xs[1]);
+      } else if (isa<MulOp>(op) && bools) {
+        r = b_.create<arith::AndIOp>(loc_, xs[0], xs[1]); // a product of masks
+      } else if (auto c = dyn_cast<CmpOp>(op)) {
+        // A mask stays an i1 (0 and 1 are exact in every element type).
+        StringRef p = c.getPredicate();
+        if (ints) {
+          r = cmp(llvm::StringSwitch<arith::CmpIPredicate>(p)
+                      .Case("lt", arith::CmpIPredicate::slt)
+                      .Case("le", arith::CmpIPredicate::sle)
+                      .Case("gt", arith::CmpIPredicate::sgt)
+                      .Case("ge", arith::CmpIPredicate::sge)
+                      .Case("eq", arith::CmpIPredicate::eq)
+                      .Default(arith::CmpIPredicate::ne),
+                  xs[0], xs[1]);
+        } else {
+          // Ordered but for "ne", as ScalarMath's compare.
+          r = b_.create<arith::CmpFOp>(loc_,
+                                       llvm::StringSwitch<arith::CmpFPredicate>(p)
+                                           .Case("lt", arith::CmpFPredicate::OLT)
+                                           .Case("le", arith::CmpFPredicate::OLE)
+                                           .Case("gt", arith::CmpFPredicate::OGT)
+                                           .Case("ge", arith::CmpFPredicate::OGE)
+                                           .Case("eq", arith::CmpFPredicate::OEQ)
+                                           .Default(arith::CmpFPredicate::UNE),
+                                       toF32(xs[0]), toF32(xs[1]));
+        }
+      } else if (isa<SelectOp>(op)) {
+        r = select(xs[0], xs[1], xs[2]);
+      } else if (isa<CastOp>(op) && (isBool(xs[0]) || (isInt(xs[0]) && elt.isF32()))) {
+        r = xs[0];
+      } else if (isa<Exp2Op>(op)) {
+        // ex2.approx.ftz: one MUFU.EX2 (without ftz, ptxas wraps it in a rescale for
+        // subnormal results). Results below 2^-126 flush to zero.
+        r = round(b_.create<LLVM::CallIntrinsicOp>(loc_, b_.getF32Type(),
+                                                   b_.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+                                                   ValueRange{toF32(xs[0])})
+                      .getResult(0));
+      } else {
+        for (Value& x : xs) x = toF32(x);
+        r = round(emitScalar(b_, loc_, op, xs));
+      }
+      out.push_back(r);
     }
   } else {
     llvm_unreachable("AttentionMatch admits no other op");
   }
   env_[v] = out;
   return out;
+}
+
+Value AttnEmitter::select(Value mask, Value a, Value c) {
+  if (!mask.getType().isInteger(1))
+    mask = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNE, toF32(mask), f32(0.0f));
+  if (a.getType() != c.getType() || a.getType().isInteger(1)) {
+    a = toF32(a);
+    c = toF32(c);
+  }
+  return b_.create<arith::SelectOp>(loc_, mask, a, c);
+}
+
+Vals AttnEmitter::evalWhere(SelectOp sel, int64_t n) {
+  // A mask made of index comparisons is often true on the whole tile (every key step but
+  // the last, or but the diagonal one of a causal mask): then the branch skips it. The
+  // test is on tile-wide bounds, the same for the warpgroup, so no warp diverges.
+  Value all = allTrue(sel.getMask());
+  Vals a = expand(evalF(sel.getA()), n), c = expand(evalF(sel.getB()), n);
+  SmallVector<Type> types(size_t(n), b_.getF32Type());
+  auto branch = b_.create<scf::IfOp>(loc_, types, all, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointToStart(branch.thenBlock());
+  b_.create<scf::YieldOp>(loc_, ValueRange(a));
+  b_.setInsertionPointToStart(branch.elseBlock());
+  // The mask's values exist only in this branch: whatever is evaluated here is forgotten
+  // after it.
+  DenseMap<Value, Vals> outer = env_;
+  IRMapping outerIdx = idx_;
+  Vals mask = expand(eval(sel.getMask()), n);
+  Vals slow;
+  for (int64_t e = 0; e < n; ++e) slow.push_back(select(mask[size_t(e)], a[size_t(e)], c[size_t(e)]));
+  b_.create<scf::YieldOp>(loc_, ValueRange(slow));
+  env_ = std::move(outer);
+  idx_ = std::move(outerIdx);
+  return Vals(branch.getResults().begin(), branch.getResults().end());
 }
 
 void AttnEmitter::consumer() {
@@ -513,7 +679,7 @@ void AttnEmitter::consumer() {
   SmallVector<Value> inits;
   SmallVector<int64_t> sizes;
   for (Value init : m_.loop.getInits()) {
-    Vals x = expand(eval(init), count(init));
+    Vals x = expand(evalF(init), count(init));
     sizes.push_back(int64_t(x.size()));
     llvm::append_range(inits, x);
   }
@@ -533,8 +699,8 @@ void AttnEmitter::consumer() {
       k += size_t(sizes[c]);
     }
     env_[m_.scores.getResult()] = sValues;
-    Vals p = expand(eval(m_.pv.getLhs()), m_.kv / 2);
-    Vals accIn = eval(m_.pv.getAcc());
+    Vals p = expand(evalF(m_.pv.getLhs()), m_.kv / 2);
+    Vals accIn = evalF(m_.pv.getAcc());
     before();
     turn(/*pass=*/false);
     Value pv = issuePV(j, p, accIn);
@@ -545,7 +711,7 @@ void AttnEmitter::consumer() {
     release(j);
     SmallVector<Value> next;
     for (auto [c, y] : llvm::enumerate(m_.loop.getBody().front().getTerminator()->getOperands()))
-      llvm::append_range(next, expand(eval(y), sizes[c]));
+      llvm::append_range(next, expand(evalF(y), sizes[c]));
     env_ = std::move(outer);
     idx_ = std::move(outerIdx);
     return next;
@@ -613,7 +779,7 @@ void AttnEmitter::consumer() {
 void AttnEmitter::epilogue() {
   // O[b, h, i x 64 + row, col]: element pairs (x = 0, 1) in one 4-byte store, rows past S
   // skipped.
-  Vals o = expand(eval(m_.store.getValue()), m_.d / 2);
+  Vals o = expand(evalF(m_.store.getValue()), m_.d / 2);
   auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
   Value S = dimOf(m_.oArg, 2);
   Value base = add(mul(ext64(b_idx_), oStrides_[0]), mul(ext64(h_), oStrides_[1]));

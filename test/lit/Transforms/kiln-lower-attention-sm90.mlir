@@ -46,8 +46,23 @@
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: scf.for
+// The causal mask (key < S, key <= query) from the tile's index bounds: when it holds on the
+// whole tile (uniform across the warpgroup), the branch skips it; else each score is masked
+// by i32 compares.
+// CHECK: arith.cmpi slt
+// CHECK: arith.cmpi sle
+// CHECK: %[[ALL:[0-9]+]] = arith.andi %{{[0-9]+}}, %{{[0-9]+}} : i1
+// CHECK: scf.if %[[ALL]] -> (f32
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: } else {
+// CHECK: arith.cmpi slt, %{{[0-9]+}}, %{{[0-9]+}} : i32
+// CHECK: arith.cmpi sle, %{{[0-9]+}}, %{{[0-9]+}} : i32
+// CHECK: arith.andi %{{[0-9]+}}, %{{[0-9]+}} : i1
+// CHECK: arith.select %{{[0-9]+}}, %{{[0-9]+}}, %{{.*}} : f32
 // CHECK: arith.maximumf
 // CHECK: gpu.shuffle  xor
+// exp2 as one ex2.approx.ftz (no subnormal rescaling around it).
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.barrier id =
 // CHECK: nvvm.wgmma.fence.aligned
@@ -214,6 +229,101 @@ module {
         %34 = tile.splat %S : index -> <64x128xf32>
         %35 = tile.cmp "lt", %33, %34 : <64x128xf32>
         %36 = tile.cmp "le", %33, %10 : <64x128xf32>
+        %37 = tile.mul %35, %36 : <64x128xf32>
+        %38 = tile.full 0xFFF0000000000000 : <64x128xf32>
+        %39 = tile.select %37, %29, %38 : <64x128xf32>
+        %40 = tile.reduce_max %39 dim 1 : <64x128xf32> -> <64xf32>
+        %41 = tile.max %arg4, %40 : <64xf32>
+        %42 = tile.broadcast %41 [0] : <64xf32> -> <64x128xf32>
+        %43 = tile.sub %39, %42 : <64x128xf32>
+        %44 = tile.exp2 %43 : <64x128xf32>
+        %45 = tile.sub %arg4, %41 : <64xf32>
+        %46 = tile.exp2 %45 : <64xf32>
+        %47 = tile.mul %arg5, %46 : <64xf32>
+        %48 = tile.reduce_sum %44 dim 1 : <64x128xf32> -> <64xf32>
+        %49 = tile.add %47, %48 : <64xf32>
+        %50 = tile.cast %44 : <64x128xf32> -> <64x128xbf16>
+        %51 = tile.view %V[%arg2, %4, %arg3, %c0] : <[B, G, S, 128], bf16> -> <128x128xbf16>
+        %52 = tile.load %51 : <128x128xbf16> -> <128x128xbf16>
+        %53 = tile.broadcast %46 [0] : <64xf32> -> <64x128xf32>
+        %54 = tile.mul %arg6, %53 : <64x128xf32>
+        %55 = tile.dot %50, %52, %54 : <64x128xbf16>, <128x128xbf16> -> <64x128xf32>
+        tile.yield %41, %49, %55 : !tile.tile<64xf32>, !tile.tile<64xf32>, !tile.tile<64x128xf32>
+      }
+      %20 = tile.view %O[%arg2, %arg1, %arg0, %c0] : <[B, H, S, 128], bf16> -> <64x128xbf16>
+      %21 = tile.broadcast %19#1 [0] : <64xf32> -> <64x128xf32>
+      %22 = tile.div %19#2, %21 : <64x128xf32>
+      %23 = tile.cast %22 : <64x128xf32> -> <64x128xbf16>
+      tile.store %23, %20 : <64x128xbf16>, <64x128xbf16>
+    }
+  }
+}
+
+// -----
+
+// A mask whose bounds say nothing ("ne": keys other than the query's own) is applied score
+// by score, with no branch, its index tiles still compared as i32.
+// CHECK-LABEL: tile.kernel @attention_no_diagonal
+// CHECK-LABEL: gpu.func @attention_no_diagonal__sm90_attn
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-NOT: scf.if %{{.*}} -> (f32
+// CHECK: arith.cmpi ne, %{{[0-9]+}}, %{{[0-9]+}} : i32
+// CHECK-NOT: scf.if %{{.*}} -> (f32
+// CHECK: arith.select %{{[0-9]+}}, %{{[0-9]+}}, %{{.*}} : f32
+// CHECK-NOT: scf.if %{{.*}} -> (f32
+// CHECK: arith.maximumf
+
+module {
+  tile.kernel @attention_no_diagonal(in %Q: !tile.tensor<[B, H, S, 128], bf16>, in %K: !tile.tensor<[B, G, S, 128], bf16>, in %V: !tile.tensor<[B, G, S, 128], bf16>, out %O: !tile.tensor<[B, H, S, 128], bf16>) {
+    %B = tile.dim "B"
+    %H = tile.dim "H"
+    %G = tile.dim "G"
+    %S = tile.dim "S"
+    %c64 = arith.constant 64 : index
+    %0 = arith.ceildivsi %S, %c64 : index
+    tile.grid (%arg0, %arg1, %arg2) in (%0, %H, %B) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %1 = arith.maxsi %G, %c1 : index
+      %2 = arith.floordivsi %H, %1 : index
+      %c1_0 = arith.constant 1 : index
+      %3 = arith.maxsi %2, %c1_0 : index
+      %4 = arith.floordivsi %arg1, %3 : index
+      %5 = tile.view %Q[%arg2, %arg1, %arg0, %c0] : <[B, H, S, 128], bf16> -> <64x128xbf16>
+      %6 = tile.load %5 : <64x128xbf16> -> <64x128xbf16>
+      %7 = tile.iota dim 0 : <64x128xf32>
+      %c64_1 = arith.constant 64 : index
+      %8 = arith.muli %arg0, %c64_1 : index
+      %9 = tile.splat %8 : index -> <64x128xf32>
+      %10 = tile.add %7, %9 : <64x128xf32>
+      %c128 = arith.constant 128 : index
+      %11 = arith.ceildivsi %S, %c128 : index
+      %c64_2 = arith.constant 64 : index
+      %12 = arith.muli %arg0, %c64_2 : index
+      %c64_3 = arith.constant 64 : index
+      %13 = arith.addi %12, %c64_3 : index
+      %c128_4 = arith.constant 128 : index
+      %14 = arith.ceildivsi %13, %c128_4 : index
+      %15 = arith.minsi %11, %14 : index
+      %16 = tile.full 0xFFF0000000000000 : <64xf32>
+      %17 = tile.full 0.000000e+00 : <64xf32>
+      %18 = tile.full 0.000000e+00 : <64x128xf32>
+      %19:3 = tile.loop %arg3 to %15 stages 1 carry(%arg4 = %16 : !tile.tile<64xf32>, %arg5 = %17 : !tile.tile<64xf32>, %arg6 = %18 : !tile.tile<64x128xf32>) {
+        %24 = tile.view %K[%arg2, %4, %arg3, %c0] : <[B, G, S, 128], bf16> -> <128x128xbf16>
+        %25 = tile.load %24 : <128x128xbf16> -> <128x128xbf16>
+        %26 = tile.transpose %25 : <128x128xbf16> -> <128x128xbf16>
+        %27 = tile.full 0.000000e+00 : <64x128xf32>
+        %28 = tile.dot %6, %26, %27 : <64x128xbf16>, <128x128xbf16> -> <64x128xf32>
+        %29 = tile.scale %28, 0.12751743082459868 : <64x128xf32>
+        %30 = tile.iota dim 1 : <64x128xf32>
+        %c128_5 = arith.constant 128 : index
+        %31 = arith.muli %arg3, %c128_5 : index
+        %32 = tile.splat %31 : index -> <64x128xf32>
+        %33 = tile.add %30, %32 : <64x128xf32>
+        %34 = tile.splat %S : index -> <64x128xf32>
+        %35 = tile.cmp "lt", %33, %34 : <64x128xf32>
+        %36 = tile.cmp "ne", %33, %10 : <64x128xf32>
         %37 = tile.mul %35, %36 : <64x128xf32>
         %38 = tile.full 0xFFF0000000000000 : <64x128xf32>
         %39 = tile.select %37, %29, %38 : <64x128xf32>
