@@ -30,10 +30,12 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -138,9 +140,28 @@ private:
   Value toF32(Value x);
   /// select(mask != 0, a, c) on values of eval.
   Value select(Value mask, Value a, Value c);
-  /// where(mask, a, c) whose mask is `bounded`: a branch on `allTrue`, per element only
-  /// when the tile is not all true.
-  Vals evalWhere(SelectOp sel, int64_t n);
+  /// where(mask, a, c) on values of eval (n of them): when the mask is `bounded`, a branch
+  /// on `allTrue` that selects per element only when the tile is not all true.
+  Vals where(Value mask, const Vals& a, const Vals& c, int64_t n);
+  /// Tile `v` as x c: x's values and a positive constant c (a scale of the scores, and
+  /// where(mask, x c, -inf)); nothing when it is not one.
+  struct Scaled {
+    Vals raw;
+    float c;
+  };
+  std::optional<Scaled> scaledOf(Value v);
+  /// What eval has computed in the current scope (a loop step, a branch): dropped on leaving.
+  struct Scope {
+    DenseMap<Value, Vals> env;
+    DenseMap<Value, Scaled> scaled;
+    IRMapping idx;
+  };
+  Scope scope() { return Scope{env_, scaled_, idx_}; }
+  void restore(Scope s) {
+    env_ = std::move(s.env);
+    scaled_ = std::move(s.scaled);
+    idx_ = std::move(s.idx);
+  }
   /// The least and greatest element of an index tile over the program's whole tile
   /// (uniform scalars); nothing when `v` is not an index tile. With `emit` false, only
   /// whether it has them (no IR made).
@@ -178,6 +199,7 @@ private:
   Value i_, row_[2], col0_;
   IRMapping idx_;                   // the consumer's index values (grid and loop indices)
   DenseMap<Value, Vals> env_;       // tile values computed so far (current scope)
+  DenseMap<Value, Scaled> scaled_;  // tiles seen as x c so far (current scope)
 };
 
 void AttnEmitter::declareParams() {
@@ -534,23 +556,42 @@ Vals AttnEmitter::eval(Value v) {
   } else if (isa<ReduceMaxOp, ReduceSumOp>(op)) {
     const bool isMax = isa<ReduceMaxOp>(op);
     Value in = op->getOperand(0);
-    Vals x = expand(evalF(in), count(in));
+    // The maximum of x c is c times the maximum of x (x -> fl(x c) is monotone for c > 0):
+    // taken on x, two products instead of one per element.
+    std::optional<Scaled> sc = isMax ? scaledOf(in) : std::nullopt;
+    Vals x = expand(sc ? sc->raw : evalF(in), count(in));
     auto combine = [&](Value a, Value c) {
       return isMax ? Value(b_.create<arith::MaximumFOp>(loc_, a, c)) : Value(b_.create<arith::AddFOp>(loc_, a, c));
     };
     for (int64_t h = 0; h < 2; ++h) {
-      Value r;
+      // Pairwise (a tree, log2 deep): one warp per scheduler computes the softmax while the
+      // other consumer's products run, so the chain's latency is what the step waits for.
+      SmallVector<Value> level;
       for (int64_t e = 0; e < int64_t(x.size()); ++e)
-        if ((e / 2) % 2 == h) r = r ? combine(r, x[size_t(e)]) : x[size_t(e)];
+        if ((e / 2) % 2 == h) level.push_back(x[size_t(e)]);
+      while (level.size() > 1) {
+        SmallVector<Value> next;
+        for (size_t k = 0; k + 1 < level.size(); k += 2) next.push_back(combine(level[k], level[k + 1]));
+        if (level.size() % 2) next.push_back(level.back());
+        level = std::move(next);
+      }
+      Value r = level.front();
       // The row's other columns are in the three other lanes of the quad.
       for (int64_t off : {1, 2}) {
         auto sh = b_.create<gpu::ShuffleOp>(loc_, r, i32(off), i32(32), gpu::ShuffleMode::XOR);
         r = combine(r, sh.getShuffleResult());
       }
+      if (sc) r = b_.create<arith::MulFOp>(loc_, r, f32(sc->c));
       out.push_back(round(r));
     }
   } else if (auto sel = dyn_cast<SelectOp>(op); sel && bounded(sel.getMask())) {
-    out = evalWhere(sel, n);
+    out = where(sel.getMask(), evalF(sel.getA()), evalF(sel.getB()), n);
+  } else if (auto sc = isa<SubOp>(op) ? scaledOf(op->getOperand(0)) : std::nullopt) {
+    // (x c) - m as one fma(x, c, -m): the rounding of x c is skipped (a contraction, as
+    // nvcc makes by default), and x c itself is never computed when nothing else needs it.
+    Vals y = evalF(op->getOperand(1));
+    for (int64_t e = 0; e < n; ++e)
+      out.push_back(b_.create<math::FmaOp>(loc_, at(sc->raw, e), f32(sc->c), b_.create<arith::NegFOp>(loc_, at(y, e))));
   } else if (isScalarMathOp(op)) {
     SmallVector<Vals> ins;
     bool uniform = true;
@@ -628,30 +669,62 @@ Value AttnEmitter::select(Value mask, Value a, Value c) {
   return b_.create<arith::SelectOp>(loc_, mask, a, c);
 }
 
-Vals AttnEmitter::evalWhere(SelectOp sel, int64_t n) {
+Vals AttnEmitter::where(Value mask, const Vals& a, const Vals& c, int64_t n) {
+  if (!bounded(mask)) {
+    Vals m = expand(eval(mask), n), out;
+    for (int64_t e = 0; e < n; ++e) out.push_back(select(m[size_t(e)], at(a, e), at(c, e)));
+    return out;
+  }
   // A mask made of index comparisons is often true on the whole tile (every key step but
   // the last, or but the diagonal one of a causal mask): then the branch skips it. The
   // test is on tile-wide bounds, the same for the warpgroup, so no warp diverges.
-  Value all = allTrue(sel.getMask());
-  Vals a = expand(evalF(sel.getA()), n), c = expand(evalF(sel.getB()), n);
+  Value all = allTrue(mask);
   SmallVector<Type> types(size_t(n), b_.getF32Type());
   auto branch = b_.create<scf::IfOp>(loc_, types, all, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPointToStart(branch.thenBlock());
-  b_.create<scf::YieldOp>(loc_, ValueRange(a));
+  b_.create<scf::YieldOp>(loc_, ValueRange(expand(a, n)));
   b_.setInsertionPointToStart(branch.elseBlock());
   // The mask's values exist only in this branch: whatever is evaluated here is forgotten
   // after it.
-  DenseMap<Value, Vals> outer = env_;
-  IRMapping outerIdx = idx_;
-  Vals mask = expand(eval(sel.getMask()), n);
-  Vals slow;
-  for (int64_t e = 0; e < n; ++e) slow.push_back(select(mask[size_t(e)], a[size_t(e)], c[size_t(e)]));
+  Scope outer = scope();
+  Vals m = expand(eval(mask), n), slow;
+  for (int64_t e = 0; e < n; ++e) slow.push_back(select(m[size_t(e)], at(a, e), at(c, e)));
   b_.create<scf::YieldOp>(loc_, ValueRange(slow));
-  env_ = std::move(outer);
-  idx_ = std::move(outerIdx);
+  restore(std::move(outer));
   return Vals(branch.getResults().begin(), branch.getResults().end());
 }
+
+std::optional<AttnEmitter::Scaled> AttnEmitter::scaledOf(Value v) {
+  if (auto it = scaled_.find(v); it != scaled_.end()) return it->second;
+  Operation* op = v.getDefiningOp();
+  if (!op || !cast<TileType>(v.getType()).getElementType().isF32()) return std::nullopt;
+  auto positive = [](Value x) -> std::optional<double> {
+    auto f = x.getDefiningOp<FullOp>();
+    double c = f ? f.getValue().convertToDouble() : 0;
+    if (!f || !(c > 0) || std::isinf(c) || double(float(c)) != c) return std::nullopt;
+    return c;
+  };
+  std::optional<Scaled> out;
+  if (auto sc = dyn_cast<ScaleOp>(op)) {
+    double c = sc.getFactor().convertToDouble();
+    if (c > 0 && !std::isinf(c)) out = Scaled{evalF(sc.getInput()), float(c)};
+  } else if (isa<MulOp>(op)) {
+    for (unsigned k = 0; k < 2 && !out; ++k)
+      if (auto c = positive(op->getOperand(k))) out = Scaled{evalF(op->getOperand(1 - k)), float(*c)};
+  } else if (auto sel = dyn_cast<SelectOp>(op)) {
+    // where(mask, x c, -inf) = where(mask, x, -inf) c.
+    auto f = sel.getB().getDefiningOp<FullOp>();
+    if (f && f.getValue().isInfinity() && f.getValue().isNegative())
+      if (auto a = scaledOf(sel.getA())) {
+        const int64_t n = count(v);
+        out = Scaled{where(sel.getMask(), expand(a->raw, n), Vals{f32(-INFINITY)}, n), a->c};
+      }
+  }
+  if (out) scaled_[v] = *out;
+  return out;
+}
+
 
 void AttnEmitter::consumer() {
   b_.create<NVVM::SetMaxRegisterOp>(loc_, 232, NVVM::SetMaxRegisterAction::increase);
@@ -690,8 +763,7 @@ void AttnEmitter::consumer() {
   // Returns the yielded tiles, flat.
   auto step = [&](ValueRange carried, Value j, const Vals& sValues, function_ref<void()> before,
                   function_ref<void()> then) {
-    DenseMap<Value, Vals> outer = env_;
-    IRMapping outerIdx = idx_;
+    Scope outer = scope();
     idx_.map(m_.loop.getInductionVar(), toIndex(j));
     size_t k = 0;
     for (auto [c, arg] : llvm::enumerate(m_.loop.getCarried())) {
@@ -712,8 +784,7 @@ void AttnEmitter::consumer() {
     SmallVector<Value> next;
     for (auto [c, y] : llvm::enumerate(m_.loop.getBody().front().getTerminator()->getOperands()))
       llvm::append_range(next, expand(evalF(y), sizes[c]));
-    env_ = std::move(outer);
-    idx_ = std::move(outerIdx);
+    restore(std::move(outer));
     return next;
   };
   // Issue-ahead: step j issues its product P_j V_j and, right behind it, step j + 1's

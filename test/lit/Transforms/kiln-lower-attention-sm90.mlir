@@ -58,10 +58,17 @@
 // CHECK: arith.cmpi slt, %{{[0-9]+}}, %{{[0-9]+}} : i32
 // CHECK: arith.cmpi sle, %{{[0-9]+}}, %{{[0-9]+}} : i32
 // CHECK: arith.andi %{{[0-9]+}}, %{{[0-9]+}} : i1
-// CHECK: arith.select %{{[0-9]+}}, %{{[0-9]+}}, %{{.*}} : f32
-// CHECK: arith.maximumf
+// CHECK: arith.select %{{[0-9]+}}, %{{.*}}, %{{.*}} : f32
+// The row maximum as a tree (the first level pairs the branch's results), on the unscaled
+// scores, times the scale after the quad shuffles; then s - m as one fma of the unscaled
+// score; exp2 as one ex2.approx.ftz (no subnormal rescaling around it).
+// CHECK: %[[M1:[0-9]+]] = arith.maximumf %[[MASKED:[0-9]+]]#0, %[[MASKED]]#1 : f32
+// CHECK: %[[M2:[0-9]+]] = arith.maximumf %[[MASKED]]#4, %[[MASKED]]#5 : f32
+// CHECK: arith.maximumf %[[M1]], %[[M2]] : f32
 // CHECK: gpu.shuffle  xor
-// exp2 as one ex2.approx.ftz (no subnormal rescaling around it).
+// CHECK: gpu.shuffle  xor
+// CHECK: arith.mulf %{{[0-9]+}}, %cst{{.*}} : f32
+// CHECK: math.fma %[[MASKED]]#0, %cst{{.*}}, %{{[0-9]+}} : f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.barrier id =
@@ -270,7 +277,7 @@ module {
 // CHECK-NOT: scf.if %{{.*}} -> (f32
 // CHECK: arith.cmpi ne, %{{[0-9]+}}, %{{[0-9]+}} : i32
 // CHECK-NOT: scf.if %{{.*}} -> (f32
-// CHECK: arith.select %{{[0-9]+}}, %{{[0-9]+}}, %{{.*}} : f32
+// CHECK: arith.select %{{[0-9]+}}, %{{.*}}, %{{.*}} : f32
 // CHECK-NOT: scf.if %{{.*}} -> (f32
 // CHECK: arith.maximumf
 
