@@ -56,7 +56,7 @@ llvm::orc::SymbolMap builtinSymbols(llvm::orc::MangleAndInterner mangle) {
 void lowerToLoops(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
   PassManager pm(m.getContext());
   pm.addPass(kiln::createKilnLowerToLoops());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(detail::createCanonicalizer());
   pm.addPass(createCSEPass());
   if (failed(pm.run(m)))
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to loops failed");

@@ -196,7 +196,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     KilnLowerToGPUOptions opts;
     opts.numWarps = o.numWarps;
     pm.addPass(kiln::createKilnLowerToGPU(opts));
-    pm.addPass(createCanonicalizerPass());
+    pm.addPass(detail::createCanonicalizer());
     pm.addPass(createCSEPass());
     if (failed(pm.run(m)))
       diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to GPU kernels failed");

@@ -107,10 +107,11 @@ kiln::DType dtypeOf(const std::string& name) {
 }
 
 int cmdCompile(const std::string& kernel, const std::string& emit, const std::string& dtype,
-               std::string backend, const std::string& arch, const std::string& output) {
+               std::string backend, const std::string& arch, const std::string& output, const std::string& shapeText) {
   kiln::Stage stage = kiln::parse_stage(emit);
   const auto& entry = kiln::catalogue::find(kernel);
-  kiln::Kernel k = entry.make(dtypeOf(dtype));
+  std::vector<int64_t> shape;
+  if (!shapeText.empty()) shape = kiln::catalogue::parse_shape(shapeText, entry); // errors before any work
   // ptx, cubin and --arch mean CUDA; compiling for CUDA needs no GPU.
   if (backend.empty())
     backend = (stage == kiln::Stage::ptx || stage == kiln::Stage::cubin || stage == kiln::Stage::layouts ||
@@ -127,6 +128,10 @@ int cmdCompile(const std::string& kernel, const std::string& emit, const std::st
     throw kiln::Error(kiln::ErrorKind::Unsupported, "--emit=" + emit + " is CUDA code; the CPU backend makes none "
                                                     "(use --backend=cuda, or --emit=llvm for the CPU's code)");
   auto rt = kiln::Runtime::create(b == kiln::Backend::automatic ? kiln::Backend::cpu : b, options);
+  // With a shape, the kernel `kiln run` would build for it on this target (attention's head
+  // dim and keys per step); without, the catalogue's default.
+  kiln::Kernel k = shape.empty() ? entry.make(dtypeOf(dtype))
+                                 : kiln::catalogue::kernel_for(entry, dtypeOf(dtype), shape, rt.fingerprint().target);
   std::optional<kiln::CompiledKernel> ck;
   if (stage == kiln::Stage::cubin) ck.emplace(rt.compile(k)); // the cubin and its report at once
   std::string text = ck ? ck->binary() : rt.emit(k, stage);
@@ -195,13 +200,16 @@ int main(int argc, char** argv) {
   app.add_subcommand("list", "list the built-in kernel catalogue");
 
   auto* compile = app.add_subcommand("compile", "trace a catalogue kernel and print the IR of one stage");
-  std::string ckernel, emit = "tile", cdtype = "f32", cbackend, arch, output;
+  std::string ckernel, emit = "tile", cdtype = "f32", cbackend, arch, output, cshape;
   compile->add_option("kernel", ckernel, "catalogue kernel (see `kiln list`)")->required();
   compile->add_option("--emit", emit, "stage: tile | layouts (CUDA) | mlir | llvm | ptx | cubin")->capture_default_str();
   compile->add_option("--arch", arch, "CUDA target: sm_90a | sm_80 | ... (default sm_90a)");
   compile->add_option("-o,--output", output, "write the stage's output to this file");
   compile->add_option("--dtype", cdtype, "element type: f32 | f16 | bf16")->capture_default_str();
   compile->add_option("--backend", cbackend, "cpu | cuda (default: cuda for ptx, cubin or --arch, else cpu)");
+  compile->add_option("--shape", cshape,
+                      "the kernel `kiln run --shape` builds for this shape and target (attention: BxHxGxSxD); "
+                      "default: the catalogue's default tiles");
 
   auto* run = app.add_subcommand("run", "trace, compile, run on fresh random data and verify");
   std::string rkernel, rbackend = "auto", shape, rdtype = "f32";
@@ -291,7 +299,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("list")) return cmdList();
-    if (app.got_subcommand("compile")) return cmdCompile(ckernel, emit, cdtype, cbackend, arch, output);
+    if (app.got_subcommand("compile")) return cmdCompile(ckernel, emit, cdtype, cbackend, arch, output, cshape);
     if (app.got_subcommand("cache")) return cmdCache(cacheAction, cacheDirOpt);
     if (app.got_subcommand("tune")) {
       dtypeOf(to.dtype);
