@@ -99,13 +99,14 @@ Problem attentionProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed,
 
 // f32 has no tensor-core path: its products run on the CUDA cores, and 64 x 64 tiles would
 // not fit the registers (16 x 16 leaves a margin: 32 x 32 spills). On sm_90a the sm_90a
-// twin runs the 16-bit kernels, faster with 128 keys a step (H200, 2026-12-02, B4 H32 S4096
-// D128 bf16: 567 against 480 TFLOP/s; causal 460 against 422); elsewhere the portable
-// kernel's 64 keys (at 128 it needs 153 KiB of shared memory, more than sm_86/89 have, and
-// spills).
-AttentionTiles attentionTiles(DType d, const std::string& target = "") {
+// twin runs the 16-bit kernels, faster with 128 keys a step at head dim 128 (H200,
+// 2026-12-02, B4 H32 S4096 D128 bf16: 567 against 480 TFLOP/s; causal 460 against 422) and
+// with 64 at head dim 64, where it runs three programs a CTA (451 against 430 with two at
+// 128 keys; three at 128 keys lack the registers); elsewhere the portable kernel's 64 keys
+// (at 128 it needs 153 KiB of shared memory, more than sm_86/89 have, and spills).
+AttentionTiles attentionTiles(DType d, const std::string& target = "", int64_t headDim = 128) {
   if (d == DType::f32) return {16, 16};
-  return target == "sm_90a" ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
+  return target == "sm_90a" && headDim != 64 ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
 }
 
 std::vector<Entry> makeAll() {
@@ -173,7 +174,7 @@ std::vector<Entry> makeAll() {
               return attentionProblem(s, d, seed, causal);
             }};
     a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s, const std::string& target) {
-      return attention(d, s.at(4), causal, attentionTiles(d, target));
+      return attention(d, s.at(4), causal, attentionTiles(d, target, s.at(4)));
     };
     a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
     e.push_back(std::move(a));

@@ -128,6 +128,8 @@ def KilnLowerAttentionSm90 : Pass<"kiln-lower-attention-sm90", "::mlir::ModuleOp
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "K/V ring depth (2..4; 0: the deepest that fits in 227 KiB, at most 4)">,
+    Option<"consumers", "consumers", "int64_t", /*default=*/"0",
+           "consumer warpgroups per CTA, one 64-row program each (2 or 3; 0: 3 at head dim 64 and 64 keys a step, else 2)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect", "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",

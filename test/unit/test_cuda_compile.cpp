@@ -97,19 +97,23 @@ TEST_CASE("attention_causal compiles to cubins for sm_90a and sm_80 without spil
   compilesWithoutSpills("attention_causal");
 }
 
-TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step; elsewhere 64", "[cuda][compile]") {
+TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step (64 and three programs a CTA at head dim 64); elsewhere 64", "[cuda][compile]") {
   for (const char* name : {"attention", "attention_causal"}) {
     const catalogue::Entry& e = catalogue::find(name);
     Runtime hopper = offline("sm_90a");
     for (DType d : {DType::bf16, DType::f16}) {
       CompiledKernel ck = hopper.compile(catalogue::kernel_for(e, d, {1, 8, 2, 512, 128}, "sm_90a"));
       INFO(name << " " << to_string(d) << ": " << ck.report().str());
-      CHECK_THAT(ck.report().sm90, Contains("__sm90_attn: attention: 128 query rows (two programs) x 128 keys a step, head dim 128"));
+      CHECK_THAT(ck.report().sm90, Contains("__sm90_attn: attention: 128 query rows (2 programs) x 128 keys a step, head dim 128"));
       CHECK_THAT(ck.report().sm90, Contains("runs when Q, K and V have contiguous rows"));
       // The portable kernel beside it, the fallback where TMA's rules do not hold, is at the
       // edge of the registers at 128 keys: 255 and a few spilled bytes (48, causal 80).
       CHECK(ck.report().spill_bytes <= 128);
     }
+    // Head dim 64: 64 keys a step, three programs a CTA.
+    CompiledKernel d64 = hopper.compile(catalogue::kernel_for(e, DType::bf16, {1, 8, 2, 512, 64}, "sm_90a"));
+    CHECK_THAT(d64.report().sm90, Contains("__sm90_attn: attention: 192 query rows (3 programs) x 64 keys a step, head dim 64"));
+    CHECK_THAT(d64.report().sm90, Contains("512 threads"));
     // The tiles follow the target: 64 keys a step for any other (the portable kernel's).
     CHECK(catalogue::kernel_for(e, DType::bf16, {1, 8, 2, 512, 128}, "sm_80").signature().args.at(0).dims.back().extent == 128);
     CompiledKernel other = offline("sm_80").compile(catalogue::kernel_for(e, DType::bf16, {1, 8, 2, 512, 128}, "sm_80"));

@@ -2,22 +2,23 @@
 // recognises gets a second kernel, `<name>__sm90_attn`, beside the portable one; the runtime
 // launches it whenever its TMA preconditions hold (hopper/Sm90Launch.h).
 //
-// One CTA takes two of the program's query tiles (2 x 64 rows) of one (batch, head):
-//   warpgroup 0 (producer): one thread loads both Q tiles by TMA (once), then for each key
+// One CTA takes C of the program's query tiles (C x 64 rows) of one (batch, head), C the
+// consumers (2; 3 at head dim 64):
+//   warpgroup 0 (producer): one thread loads the C Q tiles by TMA (once), then for each key
 //     step j the K and V tiles into a ring of `stages` 128B-swizzled stages; full[s] counts
 //     the bytes in, empty[s] the consumers' releases. It gives its registers away (setmaxnreg).
-//   warpgroups 1 and 2 (consumers): each is one instance of the DSL program (query tile
-//     i = 2 x pair + w). Per key step: S = Q K^T by wgmma (both from shared memory), the
+//   warpgroups 1..C (consumers): each is one instance of the DSL program (query tile
+//     i = C x group + w). Per key step: S = Q K^T by wgmma (both from shared memory), the
 //     program's own loop body evaluated on S's accumulator fragments where they live (row
 //     reductions by quad shuffles; index tiles from each thread's coordinates), then
 //     acc' = P V by wgmma with P from registers (the fragments of S are the A operand's), and
-//     the stage released. The two consumers may run different step counts (a causal loop):
-//     the one with fewer waits for and releases the rest, so the ring stays in step. Then
-//     the program's epilogue, stored from registers (rows past S masked).
+//     the stage released. The consumers may run different step counts (a causal loop): one
+//     with fewer waits for and releases the rest, so the ring stays in step. Then the
+//     program's epilogue, stored from registers (rows past S masked).
 // Every value of the loop is a [64] or [64 x n] tile: thread t of the warpgroup (warp
 // w = t / 32, lane l) holds rows 16w + l/4 + 8h (h = 0, 1) and, of a [64 x n] tile,
 // element 4c + 2h + x at column 8c + 2(l % 4) + x: wgmma's accumulator layout.
-// Shared memory (1024-B aligned): Q (2 x D/64 boxes of 64 rows x 128 B), the ring (per
+// Shared memory (1024-B aligned): Q (C x D/64 boxes of 64 rows x 128 B), the ring (per
 // stage K then V, each D/64 boxes of KV rows x 128 B), then the mbarriers.
 #include "hopper/AttentionMatch.h"
 #include "hopper/LaunchPlan.h"
@@ -54,19 +55,26 @@ namespace {
 constexpr int64_t kRows = 64; ///< query rows per consumer warpgroup
 constexpr int64_t kBox = 64;  ///< 16-bit elements per 128-byte swizzled row
 
-/// The attention twin's shared-memory geometry for head dim `d`, `kv` keys per step.
+/// The attention twin's shared-memory geometry for head dim `d`, `kv` keys per step,
+/// `consumers` programs per CTA.
 struct AttnGeometry {
-  int64_t d, kv, stages;
-  int64_t qBytes() const { return 2 * kRows * d * 2; }
+  int64_t d, kv, stages, consumers;
+  int64_t qBytes() const { return consumers * kRows * d * 2; }
   int64_t kBytes() const { return kv * d * 2; }
   int64_t stageBytes() const { return 2 * kBytes(); }
   int64_t barrierOffset() const { return qBytes() + stages * stageBytes(); }
   int64_t sharedBytes() const { return barrierOffset() + 8 * (1 + 2 * stages) + 1024; }
-  static int64_t deepest(int64_t d, int64_t kv) {
+  static int64_t deepest(int64_t d, int64_t kv, int64_t consumers) {
     int64_t s = 2;
-    while (s < 4 && AttnGeometry{d, kv, s + 1}.sharedBytes() <= kMaxSharedBytes) ++s;
+    while (s < 4 && AttnGeometry{d, kv, s + 1, consumers}.sharedBytes() <= kMaxSharedBytes) ++s;
     return s;
   }
+  /// 3 at head dim 64 and 64 keys a step (the products are a quarter of D = 128's at 128
+  /// keys, the softmax is half: a third program keeps the tensor cores fed; H200: 451
+  /// against 430 TFLOP/s with two at 128 keys), else 2 (at 128 keys three programs' scores
+  /// and the next step's, in flight together, need more than 152 registers: ptxas then
+  /// serialises the wgmmas).
+  static int64_t consumersFor(int64_t d, int64_t kv, int64_t asked) { return asked ? asked : d == 64 && kv == 64 ? 3 : 2; }
 };
 
 /// A tile's values in this thread: n / 2 of a [64 x n] tile, 2 of a [64] one (by row h),
@@ -75,9 +83,9 @@ using Vals = SmallVector<Value, 8>;
 
 class AttnEmitter : TwinBuilder {
 public:
-  AttnEmitter(AttentionMatch& m, gpu::GPUModuleOp gm, int64_t stages)
+  AttnEmitter(AttentionMatch& m, gpu::GPUModuleOp gm, int64_t stages, int64_t consumers)
       : TwinBuilder(m.kernel), m_(m), gm_(gm),
-        g_{m.d, m.kv, stages ? stages : AttnGeometry::deepest(m.d, m.kv)},
+        g_{m.d, m.kv, stages ? stages : AttnGeometry::deepest(m.d, m.kv, consumers), consumers},
         qShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "k")),
         vShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")) {}
 
@@ -103,13 +111,20 @@ private:
   /// The step count of the program of query tile `i`: its loop's, 0 when there is no such
   /// program (i past S's last tile) or the count is not positive.
   Value stepsOf(Value i);
+  /// The most steps of the CTA's programs (query tiles i0 .. i0 + consumers - 1).
+  Value mostSteps(Value i0) {
+    Value most = stepsOf(i0);
+    for (int64_t w = 1; w < g_.consumers; ++w) most = b_.create<arith::MaxUIOp>(loc_, most, stepsOf(add(i0, i32(w))));
+    return most;
+  }
+  int64_t threads() const { return 128 * (1 + g_.consumers); }
   void producer();
   void consumer();
-  /// Named barriers 1 and 2: consumer w's turn to issue. Waits for it, or (`pass`) hands
-  /// the next turn to the other consumer.
+  /// Named barrier 1 + w: consumer w's turn to issue. Waits for it, or (`pass`) hands the
+  /// next turn to consumer w + 1 (round robin).
   void turn(bool pass) {
     Value w = sub(wg_, i32(1));
-    Value id = add(i32(1), pass ? sub(i32(1), w) : w);
+    Value id = add(i32(1), pass ? remu(add(w, i32(1)), i32(g_.consumers)) : w);
     if (pass) b_.create<NVVM::BarrierArriveOp>(loc_, id, i32(256));
     else b_.create<NVVM::BarrierOp>(loc_, Type(), id, i32(256), NVVM::BarrierReductionAttr(), Value());
   }
@@ -193,7 +208,7 @@ private:
   Value tmQ_, tmK_, tmV_, oPtr_;
   SmallVector<Value, 3> oStrides_;
   std::map<std::string, Value> dims_; // symbol -> i32 parameter
-  Value tid_, wg_, smem_, sbase_, pair_, h_, b_idx_;
+  Value tid_, wg_, smem_, sbase_, group_, h_, b_idx_; // group_: the CTA's query tiles / consumers
   Value qTiles_; // the program's query tiles: ceildiv(S, 64); one past the last is no program
   // Per consumer: its query tile, its row of the tile per h, its first column.
   Value i_, row_[2], col0_;
@@ -231,7 +246,7 @@ void AttnEmitter::declareParams() {
   std::string name = m_.kernel.getSymName().str() + "__sm90_attn";
   func_ = b_.create<gpu::GPUFuncOp>(loc_, name, b_.getFunctionType(types, {}));
   func_->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
-  func_.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({384, 1, 1}));
+  func_.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({int32_t(threads()), 1, 1}));
   func_->setAttr("nvvm.minctasm", b_.getI32IntegerAttr(1));
   Block& entry = func_.getBody().front();
   unsigned i = 0;
@@ -244,9 +259,9 @@ void AttnEmitter::declareParams() {
 
   plan_.kind = LaunchPlan::Attention;
   plan_.entry = name;
-  plan_.threads = 384;
+  plan_.threads = threads();
   plan_.sharedBytes = g_.sharedBytes();
-  plan_.tileM = 2 * kRows;
+  plan_.tileM = g_.consumers * kRows;
   plan_.tileN = m_.kv;
   plan_.tileK = m_.d;
   plan_.stages = g_.stages;
@@ -256,7 +271,7 @@ void AttnEmitter::declareParams() {
     TensorArgType t = m_.kernel.getArgType(m_.oArg);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
   };
-  plan_.gridDims = {{int(m_.oArg), 2, 2 * kRows, dimName(2)}, {int(m_.oArg), 1, 1, dimName(1)}, {int(m_.oArg), 0, 1, dimName(0)}};
+  plan_.gridDims = {{int(m_.oArg), 2, g_.consumers * kRows, dimName(2)}, {int(m_.oArg), 1, 1, dimName(1)}, {int(m_.oArg), 0, 1, dimName(0)}};
 }
 
 Value AttnEmitter::dimOf(unsigned arg, unsigned d) {
@@ -314,14 +329,14 @@ void AttnEmitter::run() {
   sbase_ = b_.create<arith::AndIOp>(loc_, add(rawAddr, i32(1023)), i32(-1024));
   smem_ = b_.create<LLVM::GEPOp>(loc_, raw.getType(), b_.getI8Type(), raw, ValueRange{sub(sbase_, rawAddr)});
 
-  // The CTA's pair of query tiles, head and batch; pairs in reverse so that a causal
-  // grid's longest programs start first.
+  // The CTA's group of query tiles (one per consumer), head and batch; groups in reverse so
+  // that a causal grid's longest programs start first.
   Value bid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
   qTiles_ = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
-  Value pairs = divu(add(qTiles_, i32(1)), i32(2));
+  Value groups = divu(add(qTiles_, i32(g_.consumers - 1)), i32(g_.consumers));
   Value heads = dimOf(m_.oArg, 1);
-  pair_ = sub(sub(pairs, i32(1)), remu(bid, pairs));
-  Value rest = divu(bid, pairs);
+  group_ = sub(sub(groups, i32(1)), remu(bid, groups));
+  Value rest = divu(bid, groups);
   h_ = remu(rest, heads);
   b_idx_ = divu(rest, heads);
 
@@ -329,7 +344,7 @@ void AttnEmitter::run() {
     b_.create<NVVM::MBarrierInitOp>(loc_, qBarrier(), i32(1), Value());
     for (int64_t s = 0; s < g_.stages; ++s) {
       b_.create<NVVM::MBarrierInitOp>(loc_, fullBarrier(i32(s)), i32(1), Value());
-      b_.create<NVVM::MBarrierInitOp>(loc_, emptyBarrier(i32(s)), i32(256), Value());
+      b_.create<NVVM::MBarrierInitOp>(loc_, emptyBarrier(i32(s)), i32(128 * g_.consumers), Value());
     }
     b_.create<NVVM::FenceMbarrierInitOp>(loc_);
   });
@@ -356,16 +371,16 @@ void AttnEmitter::producer() {
                                                                 NVVM::CTAGroupKindAttr(), Value());
     };
     const int64_t boxes = m_.d / kBox;
-    // Both programs' Q tiles (a program past S reads zeros: TMA fills them).
+    // Every program's Q tile (a program past S reads zeros: TMA fills them).
     b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), qBarrier(), i32(g_.qBytes()), NVVM::MemScopeKind::CTA,
                                               false, Value());
-    for (int64_t w = 0; w < 2; ++w)
+    Value i0 = mul(group_, i32(g_.consumers));
+    for (int64_t w = 0; w < g_.consumers; ++w)
       for (int64_t c = 0; c < boxes; ++c)
-        tma(i32((w * boxes + c) * kRows * 128), tmQ_,
-            {i32(c * kBox), mul(add(mul(pair_, i32(2)), i32(w)), i32(kRows)), h_, b_idx_}, qBarrier());
-    Value i0 = mul(pair_, i32(2));
-    Value steps = b_.create<arith::MaxUIOp>(loc_, stepsOf(i0), stepsOf(add(i0, i32(1))));
-    // K's and V's heads: the same for both programs (AttentionMatch checks).
+        tma(i32((w * boxes + c) * kRows * 128), tmQ_, {i32(c * kBox), mul(add(i0, i32(w)), i32(kRows)), h_, b_idx_},
+            qBarrier());
+    Value steps = mostSteps(i0);
+    // K's and V's heads: the same for every program of the CTA (AttentionMatch checks).
     IRMapping map = programIndices(i0);
     auto viewAt = [&](LoadOp ld, int k) { return fromIndex(index(ld.getView().getDefiningOp<ViewOp>().getIndices()[k], map)); };
     Value kb = viewAt(m_.k, 0), kh = viewAt(m_.k, 1), vb = viewAt(m_.v, 0), vh = viewAt(m_.v, 1);
@@ -727,12 +742,15 @@ std::optional<AttnEmitter::Scaled> AttnEmitter::scaledOf(Value v) {
 
 
 void AttnEmitter::consumer() {
-  b_.create<NVVM::SetMaxRegisterOp>(loc_, 232, NVVM::SetMaxRegisterAction::increase);
+  // The register file (64 K) less the producer's 128 x 40, shared by the consumers' threads
+  // and rounded down to setmaxnreg's multiple of 8: 232 for two consumers, 152 for three.
+  const int64_t regs = std::min<int64_t>(232, (65536 / 128 - 40) / g_.consumers / 8 * 8);
+  b_.create<NVVM::SetMaxRegisterOp>(loc_, int32_t(regs), NVVM::SetMaxRegisterAction::increase);
   Value w = sub(wg_, i32(1));
-  i_ = add(mul(pair_, i32(2)), w);
+  Value i0 = mul(group_, i32(g_.consumers));
+  i_ = add(i0, w);
   Value steps = stepsOf(i_);
-  Value other = stepsOf(add(mul(pair_, i32(2)), sub(i32(1), w)));
-  Value all = b_.create<arith::MaxUIOp>(loc_, steps, other);
+  Value all = mostSteps(i0);
   Value t = remu(tid_, i32(128));
   Value lane = remu(t, i32(32));
   Value rowBase = add(mul(divu(t, i32(32)), i32(16)), divu(lane, i32(4)));
@@ -742,11 +760,11 @@ void AttnEmitter::consumer() {
   col0_ = mul(remu(lane, i32(4)), i32(2));
   idx_ = programIndices(i_);
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), i32(0), i32(10000000));
-  // Ping-pong (FA3): the consumers issue their tensor-core bursts in turn, consumer 0 first,
-  // so one's burst runs while the other computes its softmax. Each takes `all` turns (the
-  // shorter program idles through the rest in its drain loop); consumer 1 hands the first
-  // turn over now, consumer 0 takes the last one back at the end.
-  ifThen(eq(w, i32(1)), [&] { turn(/*pass=*/true); });
+  // Ping-pong (FA3): the consumers issue their tensor-core bursts in turn, round robin from
+  // consumer 0, so one's burst runs while the others compute their softmax. Each takes
+  // `all` turns (a shorter program idles through the rest in its drain loop); the last
+  // consumer hands the first turn over now, consumer 0 takes the last one back at the end.
+  ifThen(eq(w, i32(g_.consumers - 1)), [&] { turn(/*pass=*/true); });
 
   // The carried tiles as flat lists of values (uniform ones widened).
   SmallVector<Value> inits;
@@ -877,6 +895,10 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
       m.emitError("stages must be 0 (the deepest that fits) or 2..4, got " + std::to_string(stages));
       return signalPassFailure();
     }
+    if (consumers != 0 && consumers != 2 && consumers != 3) {
+      m.emitError("consumers must be 0 (kiln's choice), 2 or 3, got " + std::to_string(consumers));
+      return signalPassFailure();
+    }
     for (KernelOp k : llvm::to_vector(m.getOps<KernelOp>())) {
       AttentionMatch match;
       std::string why;
@@ -887,7 +909,8 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
         m->setAttr("kiln.sm90", StringAttr::get(&getContext(), gemm + "not attention: " + why));
         continue;
       }
-      if (stages && AttnGeometry{match.d, match.kv, stages}.sharedBytes() > kMaxSharedBytes) {
+      if (stages && AttnGeometry{match.d, match.kv, stages, AttnGeometry::consumersFor(match.d, match.kv, consumers)}.sharedBytes() >
+                        kMaxSharedBytes) {
         m.emitError("stages=" + std::to_string(stages) + " does not fit in shared memory at head dim " +
                     std::to_string(match.d) + " and " + std::to_string(match.kv) + " keys per step");
         return signalPassFailure();
@@ -900,7 +923,7 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
         b.setInsertionPointToEnd(m.getBody());
         gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
       }
-      AttnEmitter(match, gm, stages).run();
+      AttnEmitter(match, gm, stages, AttnGeometry::consumersFor(match.d, match.kv, consumers)).run();
     }
   }
 };

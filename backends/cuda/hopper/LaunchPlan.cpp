@@ -89,7 +89,8 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
 
 std::string LaunchPlan::str() const {
   if (kind == Attention)
-    return "attention: " + std::to_string(tileM) + " query rows (two programs) x " + std::to_string(tileN) +
+    return "attention: " + std::to_string(tileM) + " query rows (" + std::to_string(tileM / 64) + " programs) x " +
+           std::to_string(tileN) +
            " keys a step, head dim " + std::to_string(tileK) + ", " + std::to_string(stages) + " stages, " +
            std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, one CTA per ceildiv(" +
            (gridDims.empty() ? std::string("S") : gridDims[0].name) + ", " + std::to_string(tileM) + ") x heads x batches";

@@ -1,6 +1,8 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90="stages=2" | FileCheck %s --check-prefix=TWO
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-attention-sm90="stages=1" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90="consumers=3" | FileCheck %s --check-prefix=THREE
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-attention-sm90="consumers=4" 2>&1 | FileCheck %s --check-prefix=BAD4
 
 // Causal attention as the DSL traces it (catalogue::attention, head dim 128, 64 query rows
 // by 128 keys a step): a TMA + wgmma twin beside the tile kernel, which stays for the
@@ -97,6 +99,16 @@
 // O stored from registers in pairs.
 // CHECK: llvm.store {{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // TWO: \22stages\22:2
+// Three consumers (kiln's choice at head dim 64 and 64 keys a step): 512 threads, a CTA per
+// three query tiles, 152 registers each, the turn passed round robin and taken first from
+// the last consumer.
+// THREE: \22grid\22:[{\22arg\22:3,\22dim\22:2,\22name\22:\22S\22,\22tile\22:192}
+// THREE-SAME: \22threads\22:512
+// THREE-SAME: \22tile\22:[192,128,128]
+// THREE: nvvm.mbarrier.init %{{.*}}, %c384_i32
+// THREE: nvvm.setmaxregister  increase 152
+// THREE: arith.remui %{{.*}}, %c3_i32
+// BAD4: consumers must be 0 (kiln's choice), 2 or 3, got 4
 // BAD: stages must be 0 (the deepest that fits) or 2..4, got 1
 
 module {
