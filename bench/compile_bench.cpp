@@ -4,11 +4,17 @@
 //   outcome and costs, then in the same process a memory hit (the same kernel again) and
 //   a second cold compile of another kernel (gemm_bias_gelu: the libraries are loaded by now).
 // Run it twice on one empty directory: the first row is cold, the second a disk hit.
-//   kiln-bench-compile --dir DIR [--csv FILE] [--backend cuda|cpu]
+//   kiln-bench-compile --dir DIR [--csv FILE] [--backend cuda|cpu] [--driver-cache off|on]
+// The CUDA driver keeps JIT-compiled PTX in a disk cache of its own (~/.nv/ComputeCache):
+// a module kiln hands to the driver's JIT (one with an sm_90a twin) compiles again in ~1 ms
+// in any later process on that machine. So by default this process turns that cache off
+// (CUDA_CACHE_DISABLE=1, before the driver loads): cold means a first compile on a fresh
+// machine, and a disk hit what a kiln cache shipped to another machine costs there.
 #include <kiln/kiln.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -19,16 +25,19 @@ double msSince(Clock::time_point t0) { return std::chrono::duration<double, std:
 } // namespace
 
 int main(int argc, char** argv) try {
-  std::string dir, csv, backend = "auto";
+  std::string dir, csv, backend = "auto", driverCache = "off";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
     else if (!std::strcmp(argv[i], "--csv")) csv = argv[i + 1];
     else if (!std::strcmp(argv[i], "--backend")) backend = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--driver-cache")) driverCache = argv[i + 1];
   }
-  if (dir.empty()) {
-    std::fprintf(stderr, "usage: kiln-bench-compile --dir DIR [--csv FILE] [--backend cuda|cpu]\n");
+  if (dir.empty() || (driverCache != "off" && driverCache != "on")) {
+    std::fprintf(stderr, "usage: kiln-bench-compile --dir DIR [--csv FILE] [--backend cuda|cpu] [--driver-cache off|on]\n");
     return 2;
   }
+  // Read when the driver loads, which is in Runtime::create.
+  if (driverCache == "off") setenv("CUDA_CACHE_DISABLE", "1", 1);
   auto t0 = Clock::now();
   kiln::Runtime rt = kiln::Runtime::create(kiln::parse_backend(backend), {.cache_dir = dir});
   const double importMs = msSince(t0);
@@ -56,15 +65,15 @@ int main(int argc, char** argv) try {
   const char* header =
       "outcome,import_ms,trace_ms,compile_call_ms,tile_passes_ms,lowering_ms,codegen_ms,assemble_ms,load_ms,"
       "cache_lookup_ms,cache_load_ms,cache_write_ms,memory_hit_ms,memory_outcome,second_kernel_ms,second_outcome,"
-      "reference_ok,device\n";
+      "reference_ok,device,driver_jit_cache\n";
   char row[1024];
   const bool hit = c.outcome == kiln::CacheOutcome::disk;
-  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%.3f,%s,%s,\"%s\"\n",
+  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%.3f,%s,%s,\"%s\",%s\n",
                 kiln::to_string(c.outcome), importMs, traceMs, compileMs, hit ? 0 : t.tile_passes_ms,
                 hit ? 0 : t.lowering_ms, hit ? 0 : t.codegen_ms, hit ? 0 : t.assemble_ms, hit ? 0 : t.load_ms,
                 c.lookup_ms, c.load_ms, c.write_ms, memoryMs, kiln::to_string(again.cache().outcome), secondMs,
                 kiln::to_string(other.cache().outcome), ok ? "true" : "false",
-                rt.describe().substr(0, rt.describe().find(" (")).c_str());
+                rt.describe().substr(0, rt.describe().find(" (")).c_str(), driverCache.c_str());
   std::printf("%s%s", header, row);
   if (!csv.empty()) {
     std::ifstream probe(csv);
