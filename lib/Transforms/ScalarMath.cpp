@@ -12,6 +12,26 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln::tile;
 
+arith::CmpFPredicate cmpFPredicate(StringRef predicate) {
+  return llvm::StringSwitch<arith::CmpFPredicate>(predicate)
+      .Case("lt", arith::CmpFPredicate::OLT)
+      .Case("le", arith::CmpFPredicate::OLE)
+      .Case("gt", arith::CmpFPredicate::OGT)
+      .Case("ge", arith::CmpFPredicate::OGE)
+      .Case("eq", arith::CmpFPredicate::OEQ)
+      .Default(arith::CmpFPredicate::UNE);
+}
+
+arith::CmpIPredicate cmpIPredicate(StringRef predicate) {
+  return llvm::StringSwitch<arith::CmpIPredicate>(predicate)
+      .Case("lt", arith::CmpIPredicate::slt)
+      .Case("le", arith::CmpIPredicate::sle)
+      .Case("gt", arith::CmpIPredicate::sgt)
+      .Case("ge", arith::CmpIPredicate::sge)
+      .Case("eq", arith::CmpIPredicate::eq)
+      .Default(arith::CmpIPredicate::ne);
+}
+
 bool isScalarMathOp(Operation* op) {
   return isa<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp,
              ScaleOp, CastOp, CmpOp, SelectOp>(op);
@@ -41,15 +61,7 @@ Value emitScalar(OpBuilder& b, Location loc, Operation* op, ArrayRef<Value> x) {
       .Case<ScaleOp>([&](ScaleOp s) { return b.create<arith::MulFOp>(loc, x[0], f32(s.getFactor().convertToDouble())); })
       .Case<CastOp>([&](auto) { return x[0]; })
       .Case<CmpOp>([&](CmpOp c) {
-        // Ordered but for "ne": NaN compares as C++'s float operators say.
-        auto p = llvm::StringSwitch<arith::CmpFPredicate>(c.getPredicate())
-                     .Case("lt", arith::CmpFPredicate::OLT)
-                     .Case("le", arith::CmpFPredicate::OLE)
-                     .Case("gt", arith::CmpFPredicate::OGT)
-                     .Case("ge", arith::CmpFPredicate::OGE)
-                     .Case("eq", arith::CmpFPredicate::OEQ)
-                     .Default(arith::CmpFPredicate::UNE);
-        Value holds = b.create<arith::CmpFOp>(loc, p, x[0], x[1]);
+        Value holds = b.create<arith::CmpFOp>(loc, cmpFPredicate(c.getPredicate()), x[0], x[1]);
         return b.create<arith::SelectOp>(loc, holds, f32(1.0), f32(0.0)).getResult();
       })
       .Case<SelectOp>([&](auto) {

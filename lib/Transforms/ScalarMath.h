@@ -7,6 +7,7 @@
 // widens its elements to f32 before and rounds once after (kiln/dtype.hpp). Composite ops
 // (relu, gelu, silu, sigmoid) are expanded by kiln-expand-composites before any backend
 // runs, so they never reach here.
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 
 namespace kiln {
@@ -18,5 +19,11 @@ bool isScalarMathOp(mlir::Operation* op);
 /// The f32 result of the elementwise tile op `op` applied to the f32 values `x` (one per
 /// operand of `op`). Null when `op` is not an elementwise op emitScalar knows.
 mlir::Value emitScalar(mlir::OpBuilder& b, mlir::Location loc, mlir::Operation* op, mlir::ArrayRef<mlir::Value> x);
+
+/// tile.cmp's predicate ("lt", "le", "gt", "ge", "eq", "ne") on floats: ordered but for
+/// "ne", as C++'s float operators (a NaN compares false, and not-equal).
+mlir::arith::CmpFPredicate cmpFPredicate(llvm::StringRef predicate);
+/// The same on integers (signed): for index tiles a backend keeps as integers.
+mlir::arith::CmpIPredicate cmpIPredicate(llvm::StringRef predicate);
 
 } // namespace kiln

@@ -34,7 +34,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 #include <map>
@@ -534,10 +533,9 @@ Value AttnEmitter::allTrue(Value cond) {
   auto c = cast<CmpOp>(op);
   auto a = range(c.getLhs(), true), r = range(c.getRhs(), true);
   StringRef p = c.getPredicate();
-  if (p == "lt") return cmp(arith::CmpIPredicate::slt, a->hi, r->lo);
-  if (p == "le") return cmp(arith::CmpIPredicate::sle, a->hi, r->lo);
-  if (p == "gt") return cmp(arith::CmpIPredicate::sgt, a->lo, r->hi);
-  return cmp(arith::CmpIPredicate::sge, a->lo, r->hi);
+  // Holds on the whole tile when it holds between the bounds that are the hardest for it.
+  if (p == "lt" || p == "le") return cmp(cmpIPredicate(p), a->hi, r->lo);
+  return cmp(cmpIPredicate(p), a->lo, r->hi);
 }
 
 Vals AttnEmitter::eval(Value v) {
@@ -628,28 +626,8 @@ Vals AttnEmitter::eval(Value v) {
         r = b_.create<arith::AndIOp>(loc_, xs[0], xs[1]); // a product of masks
       } else if (auto c = dyn_cast<CmpOp>(op)) {
         // A mask stays an i1 (0 and 1 are exact in every element type).
-        StringRef p = c.getPredicate();
-        if (ints) {
-          r = cmp(llvm::StringSwitch<arith::CmpIPredicate>(p)
-                      .Case("lt", arith::CmpIPredicate::slt)
-                      .Case("le", arith::CmpIPredicate::sle)
-                      .Case("gt", arith::CmpIPredicate::sgt)
-                      .Case("ge", arith::CmpIPredicate::sge)
-                      .Case("eq", arith::CmpIPredicate::eq)
-                      .Default(arith::CmpIPredicate::ne),
-                  xs[0], xs[1]);
-        } else {
-          // Ordered but for "ne", as ScalarMath's compare.
-          r = b_.create<arith::CmpFOp>(loc_,
-                                       llvm::StringSwitch<arith::CmpFPredicate>(p)
-                                           .Case("lt", arith::CmpFPredicate::OLT)
-                                           .Case("le", arith::CmpFPredicate::OLE)
-                                           .Case("gt", arith::CmpFPredicate::OGT)
-                                           .Case("ge", arith::CmpFPredicate::OGE)
-                                           .Case("eq", arith::CmpFPredicate::OEQ)
-                                           .Default(arith::CmpFPredicate::UNE),
-                                       toF32(xs[0]), toF32(xs[1]));
-        }
+        if (ints) r = cmp(cmpIPredicate(c.getPredicate()), xs[0], xs[1]);
+        else r = b_.create<arith::CmpFOp>(loc_, cmpFPredicate(c.getPredicate()), toF32(xs[0]), toF32(xs[1]));
       } else if (isa<SelectOp>(op)) {
         r = select(xs[0], xs[1], xs[2]);
       } else if (isa<CastOp>(op) && (isBool(xs[0]) || (isInt(xs[0]) && elt.isF32()))) {
