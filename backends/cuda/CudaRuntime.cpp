@@ -121,6 +121,12 @@ void checkDevicePointer(const CudaState& state, const TensorView& v, const std::
   checkDevicePointer(state, v, *span, who);
 }
 
+/// KernelReport::compiler's note when the driver's JIT found the machine code in its own
+/// disk cache (~/.nv/ComputeCache): an earlier process on this machine compiled this PTX.
+constexpr const char* kDriverCacheHit =
+    "machine code from the driver's JIT cache (compiled by an earlier process on this machine; "
+    "CUDA_CACHE_DISABLE=1 measures a first compile)";
+
 class CudaKernel : public kd::CompiledImpl {
 public:
   std::shared_ptr<CudaState> state;
@@ -372,6 +378,9 @@ public:
       // the machine code in its own cache (then the log is empty): no local memory then
       // still proves no spills.
       const std::string& log = out->module.jitLog();
+      // An empty log: nothing was compiled now. Say so, or a cold compile's figures (its
+      // load phase) would pass for a first compile on this GPU.
+      if (log.empty()) r.compiler += "; " + std::string(kDriverCacheHit);
       auto fromFunction = [](std::pair<int, int> c, CUfunction f) {
         FunctionInfo fi = queryFunction(f);
         if (c.first < 0) c.first = fi.registers;

@@ -182,6 +182,27 @@ TEST_CASE("gpu: the kernel report comes from the loaded cubin", "[gpu]") {
   CHECK(ck.backend() == Backend::cuda);
 }
 
+TEST_CASE("gpu: a compile whose machine code the driver's JIT cache held says so", "[gpu]") {
+  // Two fresh runtimes without kiln's cache compile the same kernel: the second time the
+  // driver's JIT (which builds modules with an sm_90a twin) finds the machine code in its own
+  // disk cache, unless CUDA_CACHE_DISABLE=1 turned that cache off.
+  Runtime first = Runtime::create(Backend::cuda, {.cache_dir = "off"});
+  if (first.fingerprint().target != "sm_90a") {
+    WARN("not run: the driver's JIT builds kiln's modules only for sm_90a twins, and this GPU is "
+         << first.fingerprint().target);
+    return;
+  }
+  const char* disabled = std::getenv("CUDA_CACHE_DISABLE");
+  const bool off = disabled && std::string(disabled) == "1";
+  (void)first.compile(catalogue::gemm_bias_relu(DType::bf16));
+  Runtime second = Runtime::create(Backend::cuda, {.cache_dir = "off"});
+  CompiledKernel again = second.compile(catalogue::gemm_bias_relu(DType::bf16));
+  INFO(again.report().compiler);
+  REQUIRE_THAT(again.report().compiler, Contains("CUDA driver PTX JIT"));
+  if (off) CHECK_THAT(again.report().compiler, !Contains("driver's JIT cache"));
+  else CHECK_THAT(again.report().compiler, Contains("machine code from the driver's JIT cache"));
+}
+
 TEST_CASE("gpu: a host pointer passed as a device tensor is refused, naming the argument", "[gpu][errors]") {
   CompiledKernel ck = gpu().compile(catalogue::add(DType::f32));
   HostTensor x(DType::f32, {8, 8});
