@@ -4,7 +4,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace kiln {
@@ -12,25 +11,30 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln::tile;
 
-arith::CmpFPredicate cmpFPredicate(StringRef predicate) {
-  return llvm::StringSwitch<arith::CmpFPredicate>(predicate)
-      .Case("lt", arith::CmpFPredicate::OLT)
-      .Case("le", arith::CmpFPredicate::OLE)
-      .Case("gt", arith::CmpFPredicate::OGT)
-      .Case("ge", arith::CmpFPredicate::OGE)
-      .Case("eq", arith::CmpFPredicate::OEQ)
-      .Default(arith::CmpFPredicate::UNE);
+namespace {
+/// tile.cmp's predicates on floats (ordered but for "ne") and on integers (signed).
+struct Predicate {
+  StringRef name;
+  arith::CmpFPredicate f;
+  arith::CmpIPredicate i;
+};
+constexpr Predicate kPredicates[] = {
+    {"lt", arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt},
+    {"le", arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle},
+    {"gt", arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt},
+    {"ge", arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge},
+    {"eq", arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq},
+    {"ne", arith::CmpFPredicate::UNE, arith::CmpIPredicate::ne},
+};
+const Predicate& predicate(StringRef name) {
+  for (const Predicate& p : kPredicates)
+    if (p.name == name) return p;
+  return kPredicates[5]; // the verifier admits no other name; "ne" as before
 }
+} // namespace
 
-arith::CmpIPredicate cmpIPredicate(StringRef predicate) {
-  return llvm::StringSwitch<arith::CmpIPredicate>(predicate)
-      .Case("lt", arith::CmpIPredicate::slt)
-      .Case("le", arith::CmpIPredicate::sle)
-      .Case("gt", arith::CmpIPredicate::sgt)
-      .Case("ge", arith::CmpIPredicate::sge)
-      .Case("eq", arith::CmpIPredicate::eq)
-      .Default(arith::CmpIPredicate::ne);
-}
+arith::CmpFPredicate cmpFPredicate(StringRef name) { return predicate(name).f; }
+arith::CmpIPredicate cmpIPredicate(StringRef name) { return predicate(name).i; }
 
 bool isScalarMathOp(Operation* op) {
   return isa<NegOp, ExpOp, Exp2Op, LogOp, SqrtOp, RsqrtOp, TanhOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp,

@@ -695,7 +695,7 @@ std::optional<AttnEmitter::Scaled> AttnEmitter::scaledOf(Value v) {
   auto positive = [](Value x) -> std::optional<double> {
     auto f = x.getDefiningOp<FullOp>();
     double c = f ? f.getValue().convertToDouble() : 0;
-    if (!f || !(c > 0) || std::isinf(c) || double(float(c)) != c) return std::nullopt;
+    if (!f || !(c > 0) || std::isinf(c)) return std::nullopt;
     return c;
   };
   std::optional<Scaled> out;
