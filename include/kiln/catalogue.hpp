@@ -45,6 +45,11 @@ KILN_API Kernel rmsnorm(DType dtype, double eps = 1e-6, RowTiles t = {});
 /// multi-head; G < H: grouped-query attention, H a multiple of G). The head dim D is fixed
 /// when the kernel is traced; B, H, G and S are launch values.
 KILN_API Kernel attention(DType dtype, int64_t head_dim, bool causal, AttentionTiles t = {});
+/// Causal attention over a K/V cache: Q and O [B, H, T, D] are the last T of the S positions
+/// whose keys and values K and V [B, G, S, D] hold (T <= S), so query row r attends to keys
+/// 0 .. r + S - T. A decode step (T = 1 .. 8 new tokens against a long cache) or a prefill
+/// chunk; T = S is attention(dtype, head_dim, true). GQA as in attention().
+KILN_API Kernel attention_decode(DType dtype, int64_t head_dim, AttentionTiles t = {});
 
 /// Inputs on fresh random data, the output poisoned (NaN), and the reference.
 struct KILN_API Problem {

@@ -48,10 +48,12 @@ KILN_API std::vector<double> add(const TensorView& x, const TensorView& y);
 /// Y[m,n] = X[m,n] / sqrt(mean_n(X[m,:]^2) + eps) * W[n].
 KILN_API std::vector<double> rmsnorm(const TensorView& x, const TensorView& w, double eps);
 
-/// O = softmax(Q K^T / sqrt(D) [+ causal mask]) V: Q [B,H,S,D], K and V [B,G,S,D], query
-/// head h reading K/V head h / (H / G) (H a multiple of G). Returns the D outputs of each
-/// query row listed in `rows` (indices into the B*H*S rows of O, row-major), in that order;
-/// every row when `rows` is empty. Each row costs 2*S*D multiply-adds.
+/// O = softmax(Q K^T / sqrt(D) [+ causal mask]) V: Q [B,H,T,D], K and V [B,G,S,D] with
+/// T <= S, query head h reading K/V head h / (H / G) (H a multiple of G). The queries are the
+/// last T of the S positions (T = S: the whole sequence), so under `causal` query row r sees
+/// keys 0 .. r + S - T. Returns the D outputs of each query row listed in `rows` (indices
+/// into the B*H*T rows of O, row-major), in that order; every row when `rows` is empty. Each
+/// row costs 2*S*D multiply-adds.
 KILN_API std::vector<double> attention(const TensorView& q, const TensorView& k, const TensorView& v, bool causal,
                                        const std::vector<int64_t>& rows = {});
 

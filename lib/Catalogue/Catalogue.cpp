@@ -64,32 +64,41 @@ Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, refe
   return p;
 }
 
-// Arguments Q, K, V, O for a shape B x H x G x S x D. Every output row is checked against
-// the f64 host reference while that costs at most 2^31 multiply-adds; past that, 256 rows
-// spread over every batch, head and position (the first and last rows of the sequence
-// among them), the whole reference taking minutes at the benchmark's sizes.
-Problem attentionProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, bool causal) {
-  const int64_t B = s[0], H = s[1], G = s[2], S = s[3], D = s[4];
+// Arguments Q, K, V, O for B heads-of-batch x H query heads x G K/V heads, T queries (the
+// last of the S positions) and head dim D. Every output row is checked against the f64 host
+// reference while that costs at most 2^31 multiply-adds; past that, 256 rows spread over
+// every batch, head and position (the first and last rows of the sequence among them), the
+// whole reference taking minutes at the benchmark's sizes.
+Problem attentionProblem(const std::string& name, int64_t B, int64_t H, int64_t G, int64_t T, int64_t S, int64_t D,
+                         DType dt, uint64_t seed, bool causal) {
   if (H % G != 0)
-    throw Error(ErrorKind::InvalidArgument, "attention: the query heads H (" + std::to_string(H) +
+    throw Error(ErrorKind::InvalidArgument, name + ": the query heads H (" + std::to_string(H) +
                                                 ") must be a multiple of the K/V heads G (" + std::to_string(G) + ")");
   if (D != 32 && D != 64 && D != 128)
-    throw Error(ErrorKind::Unsupported, "attention: head dim D = " + std::to_string(D) + " (the catalogue's "
+    throw Error(ErrorKind::Unsupported, name + ": head dim D = " + std::to_string(D) + " (the catalogue's "
                                         "attention is built for D = 32, 64 or 128)");
+  if (T > S)
+    throw Error(ErrorKind::InvalidArgument, name + ": T = " + std::to_string(T) + " queries past the cache's S = " +
+                                                std::to_string(S) + " positions (the queries are the last T of S)");
   Problem p;
-  p.args.push_back(random(dt, {B, H, S, D}, seed));
+  p.args.push_back(random(dt, {B, H, T, D}, seed));
   p.args.push_back(random(dt, {B, G, S, D}, seed + 1));
   p.args.push_back(random(dt, {B, G, S, D}, seed + 2));
-  p.args.push_back(poisoned(dt, {B, H, S, D}));
+  p.args.push_back(poisoned(dt, {B, H, T, D}));
   p.output = 3;
-  // Q K^T and P V: 2 * S * S * D multiply-adds per head, half of them under the causal mask.
-  p.flops = 4.0 * B * H * S * S * D * (causal ? 0.5 : 1.0);
-  const int64_t rows = B * H * S;
+  // Q K^T and P V: 2 * D multiply-adds per (query, visible key) pair. Causal: query r of T
+  // sees r + S - T + 1 keys, T S - T (T - 1) / 2 pairs (S^2 / 2 + S / 2 at T = S, counted
+  // as S^2 / 2 like FlashAttention's papers).
+  const double pairs = !causal ? double(T) * double(S)
+                       : T == S ? 0.5 * double(S) * double(S)
+                                : double(T) * double(S) - 0.5 * double(T) * double(T - 1);
+  p.flops = 4.0 * double(B) * double(H) * pairs * double(D);
+  const int64_t rows = B * H * T;
   std::vector<int64_t> sample;
   if (2.0 * double(rows) * double(S) * double(D) > double(int64_t(1) << 31)) {
     const int64_t n = std::min<int64_t>(rows, 256);
     for (int64_t k = 0; k < n; ++k) sample.push_back(k * (rows - 1) / std::max<int64_t>(n - 1, 1));
-    sample.push_back(S - 1); // the first head's last query row, under causal its longest
+    sample.push_back(T - 1); // the first head's last query row, under causal its longest
     for (int64_t r : sample)
       for (int64_t d = 0; d < D; ++d) p.checked.push_back(r * D + d);
   }
@@ -171,7 +180,8 @@ std::vector<Entry> makeAll() {
                    : "O = softmax(Q K^T / sqrt(D)) V per head (flash, online softmax; GQA when G < H)",
             "BxHxGxSxD", 5, [causal](DType d) { return attention(d, 128, causal, attentionTiles(d)); },
             [causal](const std::vector<int64_t>& s, DType d, uint64_t seed) {
-              return attentionProblem(s, d, seed, causal);
+              return attentionProblem(causal ? "attention_causal" : "attention", s[0], s[1], s[2], s[3], s[3], s[4], d,
+                                      seed, causal);
             }};
     a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s, const std::string& target) {
       return attention(d, s.at(4), causal, attentionTiles(d, target, s.at(4)));
@@ -179,6 +189,17 @@ std::vector<Entry> makeAll() {
     a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
     e.push_back(std::move(a));
   }
+  Entry dec{"attention_decode",
+            "O = softmax(Q K^T / sqrt(D), causal) V for T new queries against an S-long K/V cache (decode; GQA)",
+            "BxHxGxTxSxD", 6, [](DType d) { return attention_decode(d, 128, attentionTiles(d)); },
+            [](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+              return attentionProblem("attention_decode", s[0], s[1], s[2], s[3], s[4], s[5], d, seed, true);
+            }};
+  dec.make_for_shape = [](DType d, const std::vector<int64_t>& s, const std::string& target) {
+    return attention_decode(d, s.at(5), attentionTiles(d, target, s.at(5)));
+  };
+  dec.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(5)); };
+  e.push_back(std::move(dec));
   return e;
 }
 
@@ -208,7 +229,9 @@ std::vector<int64_t> parse_shape(const std::string& text, const Entry& entry) {
   auto bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::InvalidArgument, "kernel '" + entry.name + "': shape '" + text +
                                                  "' " + why + " (expected " + entry.shape_help +
-                                                 ", e.g. " + (entry.shape_rank == 5 ? "2x8x2x1000x128" : entry.shape_rank == 3 ? "257x129x65" : "127x1000") + ")");
+                                                 ", e.g. " + (entry.shape_rank == 6   ? "2x8x2x4x1000x128"
+                                                  : entry.shape_rank == 5 ? "2x8x2x1000x128"
+                                                  : entry.shape_rank == 3 ? "257x129x65" : "127x1000") + ")");
   };
   while (pos <= text.size()) {
     size_t x = text.find('x', pos);

@@ -116,6 +116,8 @@ Kernel rmsnorm(DType dt, double eps, RowTiles t) {
   });
 }
 
+namespace {
+
 // O = softmax(Q K^T / sqrt(D)) V, FlashAttention's way: each program owns t.q query rows of
 // one head and walks the keys t.kv at a time with an online softmax. The loop carries the
 // rows' running max m, their running sum l of exp(s - m), and the output's accumulator,
@@ -123,20 +125,27 @@ Kernel rmsnorm(DType dt, double eps, RowTiles t) {
 // softmax runs in base 2 with 1/sqrt(D) folded into log2(e) (exp2 is the GPU's native
 // exponential). Keys past S, and under `causal` keys after the query, score -inf; a causal
 // program stops at the key tile holding its last query row.
-Kernel attention(DType dt, int64_t D, bool causal, AttentionTiles t) {
-  return kernel(causal ? "attention_causal" : "attention", [=](Builder& k) {
+//
+// The queries are the last T of the sequence's S positions (T = S: a whole sequence; T < S:
+// the new tokens of a decode step or a prefill chunk, the K/V cache holding all S), so
+// query row r sits at position r + S - T. `kvCache` declares Q and O with their own length
+// T; without it T is S and the program is the plain attention kernel.
+Kernel attention_like(const std::string& name, DType dt, int64_t D, bool causal, bool kvCache, AttentionTiles t) {
+  return kernel(name, [=](Builder& k) {
     auto [B, H, G, S] = k.dims("B", "H", "G", "S");
-    auto Q = k.input("Q", {B, H, S, D}, dt);
+    Index T = kvCache ? k.dim("T") : S;
+    auto Q = k.input("Q", {B, H, T, D}, dt);
     auto K = k.input("K", {B, G, S, D}, dt), V = k.input("V", {B, G, S, D}, dt);
-    auto O = k.output("O", {B, H, S, D}, dt);
+    auto O = k.output("O", {B, H, T, D}, dt);
     const double c = std::log2(std::exp(1.0)) / std::sqrt(double(D));
     const double neg_inf = -std::numeric_limits<double>::infinity();
     const Shape st = {t.q, t.kv};
-    k.grid({cdiv(S, t.q), H, B}, [&](Index i, Index h, Index b) {
+    k.grid({cdiv(T, t.q), H, B}, [&](Index i, Index h, Index b) {
       Index z = k.constant(0), g = h / (H / G);
+      Index first = kvCache ? i * t.q + (S - T) : i * t.q; // the position of the program's first query
       Tile q = k.load(Q.tile({b, h, i, z}, {t.q, D}));
-      Tile row = k.iota(st, 0) + k.splat(i * t.q, st);
-      Index steps = causal ? min(cdiv(S, t.kv), cdiv(i * t.q + t.q, t.kv)) : cdiv(S, t.kv);
+      Tile row = k.iota(st, 0) + k.splat(first, st);
+      Index steps = causal ? min(cdiv(S, t.kv), cdiv(first + t.q, t.kv)) : cdiv(S, t.kv);
       auto r = k.loop(steps, 1, {k.full({t.q}, neg_inf), k.zeros({t.q}), k.zeros({t.q, D})},
                       [&](Index j, const std::vector<Tile>& run) {
         Tile s = dot(q, transpose(k.load(K.tile({b, g, j, z}, {t.kv, D}))), k.zeros(st)) * c;
@@ -153,6 +162,16 @@ Kernel attention(DType dt, int64_t D, bool causal, AttentionTiles t) {
       k.store(O.tile({b, h, i, z}, {t.q, D}), cast(r[2] / cols(r[1]), dt));
     });
   });
+}
+
+} // namespace
+
+Kernel attention(DType dt, int64_t D, bool causal, AttentionTiles t) {
+  return attention_like(causal ? "attention_causal" : "attention", dt, D, causal, /*kvCache=*/false, t);
+}
+
+Kernel attention_decode(DType dt, int64_t D, AttentionTiles t) {
+  return attention_like("attention_decode", dt, D, /*causal=*/true, /*kvCache=*/true, t);
 }
 
 } // namespace kiln::catalogue

@@ -120,25 +120,28 @@ std::vector<double> softmax(const TensorView& x) {
 std::vector<double> attention(const TensorView& q, const TensorView& k, const TensorView& v, bool causal,
                               const std::vector<int64_t>& rows) {
   for (auto [name, t] : {std::pair{"Q", &q}, {"K", &k}, {"V", &v}}) check_view("attention", name, *t, 4);
-  const int64_t B = q.dims[0], H = q.dims[1], S = q.dims[2], D = q.dims[3], G = k.dims[1];
-  if (k.dims != v.dims || k.dims[0] != B || k.dims[2] != S || k.dims[3] != D)
-    fail("attention", "K and V must be [B, G, S, D] with Q's B, S and D, got Q " + q.describe() + ", K " +
+  const int64_t B = q.dims[0], H = q.dims[1], T = q.dims[2], D = q.dims[3], G = k.dims[1], S = k.dims[2];
+  if (k.dims != v.dims || k.dims[0] != B || k.dims[3] != D)
+    fail("attention", "K and V must be [B, G, S, D] with Q's B and D, got Q " + q.describe() + ", K " +
                           k.describe() + ", V " + v.describe());
+  if (T > S)
+    fail("attention", "Q's " + std::to_string(T) + " queries must be at most K's " + std::to_string(S) +
+                          " positions (they are the sequence's last ones), got Q " + q.describe() + ", K " + k.describe());
   if (G < 1 || H % G != 0)
     fail("attention", "Q's heads (" + std::to_string(H) + ") must be a multiple of K's (" + std::to_string(G) + ")");
   const std::vector<int64_t> qs = q.effective_strides(), ks = k.effective_strides(), vs = v.effective_strides();
   std::vector<int64_t> all;
   if (rows.empty())
-    for (int64_t r = 0; r < B * H * S; ++r) all.push_back(r);
+    for (int64_t r = 0; r < B * H * T; ++r) all.push_back(r);
   const std::vector<int64_t>& want = rows.empty() ? all : rows;
   std::vector<double> out, p(static_cast<size_t>(S)), qrow(static_cast<size_t>(D));
   out.reserve(want.size() * size_t(D));
   const double scale = 1.0 / std::sqrt(double(D));
   for (int64_t r : want) {
-    if (r < 0 || r >= B * H * S) fail("attention", "row " + std::to_string(r) + " is outside O's B*H*S rows");
-    const int64_t n = r / (H * S), h = r / S % H, i = r % S, g = h / (H / G);
+    if (r < 0 || r >= B * H * T) fail("attention", "row " + std::to_string(r) + " is outside O's B*H*T rows");
+    const int64_t n = r / (H * T), h = r / T % H, i = r % T, g = h / (H / G);
     for (int64_t d = 0; d < D; ++d) qrow[size_t(d)] = load_as_f32(q.data, q.dtype, n * qs[0] + h * qs[1] + i * qs[2] + d * qs[3]);
-    const int64_t last = causal ? i : S - 1;
+    const int64_t last = causal ? i + S - T : S - 1;
     double m = -std::numeric_limits<double>::infinity(), sum = 0;
     for (int64_t c = 0; c <= last; ++c) {
       double s = 0;

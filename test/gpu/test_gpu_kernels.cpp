@@ -54,6 +54,11 @@ const std::vector<std::vector<int64_t>> kRowShapes = {
 const std::vector<std::vector<int64_t>> kAttentionShapes = {
     {1, 1, 1, 1, 64},   {2, 4, 2, 77, 64},   {1, 2, 2, 129, 128},  {2, 8, 2, 200, 32},
     {1, 4, 1, 1000, 128}, {3, 2, 2, 513, 64}, {1, 8, 2, 8200, 128}};
+// B x H x G x T x S x D: one new query against caches ragged past one and many key tiles,
+// GQA 4:1, five and eight queries, T = S, and a long cache (sampled).
+const std::vector<std::vector<int64_t>> kDecodeShapes = {
+    {1, 1, 1, 1, 1, 64},     {2, 8, 2, 1, 77, 128},  {1, 4, 1, 5, 1000, 128}, {3, 2, 2, 8, 513, 64},
+    {1, 2, 2, 130, 130, 32}, {1, 32, 8, 1, 20000, 128}, {2, 4, 4, 3, 9000, 64}};
 
 
 verify::Report runOnGpu(const CompiledKernel& ck, catalogue::Problem& p) {
@@ -67,7 +72,10 @@ void checkOnShapes(const std::string& name) {
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
     CompiledKernel one = gpu().compile(e.make(dt)); // one compile serves every shape...
     uint64_t seed = 100;
-    for (const auto& s : e.shape_rank == 5 ? kAttentionShapes : e.shape_rank == 3 ? kGemmShapes : kRowShapes) {
+    for (const auto& s : e.shape_rank == 6   ? kDecodeShapes
+                         : e.shape_rank == 5 ? kAttentionShapes
+                         : e.shape_rank == 3 ? kGemmShapes
+                                             : kRowShapes) {
       // ...but attention's, built per head dim (the runtime's cache serves repeats)
       std::optional<CompiledKernel> own;
       if (e.make_for_shape) own.emplace(gpu().compile(catalogue::kernel_for(e, dt, s, gpu().fingerprint().target)));
@@ -93,6 +101,9 @@ TEST_CASE("gpu: the catalogue's attention is correct on ragged shapes, head dims
 }
 TEST_CASE("gpu: the catalogue's causal attention is correct on ragged shapes, head dims and head groups", "[gpu]") {
   checkOnShapes("attention_causal");
+}
+TEST_CASE("gpu: attention over a K/V cache (decode) is correct on ragged caches, query counts and head groups", "[gpu]") {
+  checkOnShapes("attention_decode");
 }
 TEST_CASE("gpu: rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("rmsnorm"); }
 

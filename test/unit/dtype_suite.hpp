@@ -29,8 +29,17 @@ inline const std::vector<std::vector<int64_t>> kRowShapes = {
 inline const std::vector<std::vector<int64_t>> kAttentionShapes = {
     {1, 1, 1, 1, 32}, {2, 4, 2, 37, 32}, {1, 2, 1, 70, 32}, {1, 3, 3, 65, 32}};
 
+/// B x H x G x T x S x D (T queries, the last of S positions): T = S = 1, one new query over a
+/// ragged cache with GQA 2:1, five queries across a key tile's edge, T = S (the causal
+/// kernel's case), and queries that fill more than one query tile of the f32 kernel.
+inline const std::vector<std::vector<int64_t>> kDecodeShapes = {
+    {1, 1, 1, 1, 1, 32}, {2, 4, 2, 1, 37, 32}, {1, 2, 1, 5, 70, 32}, {1, 3, 3, 20, 20, 32}, {1, 2, 2, 19, 83, 32}};
+
 inline const std::vector<std::vector<int64_t>>& shapesFor(const catalogue::Entry& e) {
-  return e.shape_rank == 5 ? kAttentionShapes : e.shape_rank == 3 ? kGemmShapes : kRowShapes;
+  return e.shape_rank == 6   ? kDecodeShapes
+         : e.shape_rank == 5 ? kAttentionShapes
+         : e.shape_rank == 3 ? kGemmShapes
+                             : kRowShapes;
 }
 
 inline std::string str(const std::vector<int64_t>& s) {

@@ -12,7 +12,8 @@ TEST_CASE("the catalogue has the foundation kernels and the MLP's residual GEMM"
   std::vector<std::string> names;
   for (const auto& e : catalogue::all()) names.push_back(e.name);
   CHECK(names == std::vector<std::string>{"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual",
-                                          "softmax", "add", "rmsnorm", "attention", "attention_causal"});
+                                          "softmax", "add", "rmsnorm", "attention", "attention_causal",
+                                          "attention_decode"});
 }
 
 TEST_CASE("attention's shapes name batch, query heads, K/V heads, sequence and head dim", "[catalogue]") {
@@ -29,6 +30,46 @@ TEST_CASE("attention's shapes name batch, query heads, K/V heads, sequence and h
   CHECK_THROWS_AS(a.problem({1, 1, 1, 16, 96}, DType::bf16, 1), Error);
   CHECK(a.specialisation({1, 1, 1, 16, 64}) == "D=64");
   CHECK(catalogue::kernel_for(a, DType::bf16, {1, 1, 1, 16, 64}).signature().args.at(0).dims.back().extent == 64);
+}
+
+TEST_CASE("attention_decode's shapes add the new queries T before the cache's length S, and T may not pass S",
+          "[catalogue]") {
+  const auto& a = catalogue::find("attention_decode");
+  CHECK(catalogue::parse_shape("1x32x8x1x32768x128", a) == std::vector<int64_t>{1, 32, 8, 1, 32768, 128});
+  CHECK_THROWS_AS(catalogue::parse_shape("1x32x8x32768x128", a), Error);
+  try {
+    a.problem({1, 2, 2, 9, 8, 64}, DType::bf16, 1);
+    FAIL("9 queries against 8 positions made a problem");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidArgument);
+    CHECK_THAT(std::string(e.what()), Contains("T = 9 queries past the cache's S = 8 positions"));
+  }
+  CHECK(a.specialisation({1, 1, 1, 1, 16, 64}) == "D=64");
+  catalogue::Problem p = a.problem({2, 4, 2, 3, 50, 32}, DType::f32, 1);
+  CHECK(p.args.at(0).view().dims == std::vector<int64_t>{2, 4, 3, 32});
+  CHECK(p.args.at(1).view().dims == std::vector<int64_t>{2, 2, 50, 32});
+  // Query r of 3 sees 48 + r keys: 48 + 49 + 50 pairs per head.
+  CHECK(p.flops == 4.0 * 2 * 4 * (48 + 49 + 50) * 32);
+  // T = S is the causal kernel's problem, flop for flop.
+  CHECK(a.problem({1, 2, 1, 40, 40, 32}, DType::f32, 1).flops ==
+        catalogue::find("attention_causal").problem({1, 2, 1, 40, 32}, DType::f32, 1).flops);
+}
+
+TEST_CASE("the attention reference with fewer queries than keys gives the last rows of the whole sequence's", "[catalogue]") {
+  const auto& whole = catalogue::find("attention_causal");
+  catalogue::Problem full = whole.problem({1, 2, 1, 30, 32}, DType::f32, 5);
+  // Q's last 4 rows per head, as their own [1, 2, 4, 32] tensor.
+  HostTensor q(DType::f32, {1, 2, 4, 32});
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t d = 0; d < 32; ++d) q.set((h * 4 + r) * 32 + d, full.args[0].get((h * 30 + 26 + r) * 32 + d));
+  std::vector<double> tail = reference::attention(q.view(), full.args[1].view(), full.args[2].view(), true);
+  REQUIRE(tail.size() == 2 * 4 * 32);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t d = 0; d < 32; ++d)
+        CHECK(tail[size_t((h * 4 + r) * 32 + d)] == full.reference[size_t((h * 30 + 26 + r) * 32 + d)]);
+  CHECK_THROWS_AS(reference::attention(full.args[0].view(), q.view(), q.view(), true), Error);
 }
 
 TEST_CASE("a large attention problem is verified on a sample of rows spread over every head", "[catalogue]") {

@@ -52,6 +52,11 @@ TEST_CASE("attention, plain and causal, is correct on ragged shapes and head gro
     for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find(name), d);
 }
 
+TEST_CASE("attention over a K/V cache is correct for one and several new queries in f32, bf16 and f16", "[cpu]") {
+  for (DType d : {DType::f32, DType::bf16, DType::f16})
+    test::checkEntryOnShapes(cpu(), catalogue::find("attention_decode"), d);
+}
+
 TEST_CASE("small and odd tile configurations give the same answers", "[cpu]") {
   for (catalogue::GemmTiles t : {catalogue::GemmTiles{16, 8, 4, 1}, catalogue::GemmTiles{1, 1, 1, 2},
                                  catalogue::GemmTiles{3, 5, 7, 4}}) {

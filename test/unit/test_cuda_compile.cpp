@@ -128,6 +128,21 @@ TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step (6
   }
 }
 
+TEST_CASE("attention_decode compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
+  compilesWithoutSpills("attention_decode");
+}
+
+TEST_CASE("attention over a K/V cache gets the sm_90a twin too: its queries are O's rows, its keys K's", "[cuda][compile]") {
+  const catalogue::Entry& e = catalogue::find("attention_decode");
+  Runtime hopper = offline("sm_90a");
+  CompiledKernel ck = hopper.compile(catalogue::kernel_for(e, DType::bf16, {1, 32, 8, 1, 32768, 128}, "sm_90a"));
+  INFO(ck.report().str());
+  CHECK_THAT(ck.report().sm90, Contains("attention_decode__sm90_attn: attention: 128 query rows (2 programs) x 128 keys a step"));
+  // One new query of a 64-byte aligned cache: the twin's rules hold (TMA reads K and V).
+  catalogue::Problem p = e.problem({1, 4, 2, 1, 300, 128}, DType::bf16, 3);
+  CHECK(ck.launch_path(p.views()).rfind("sm_90a twin", 0) == 0);
+}
+
 TEST_CASE("every CUDA stage can be printed without a GPU", "[cuda][compile]") {
   Runtime rt = offline("sm_90a");
   Kernel k = catalogue::gemm_bias_relu(DType::bf16);

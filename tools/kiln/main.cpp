@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
   compile->add_option("--dtype", cdtype, "element type: f32 | f16 | bf16")->capture_default_str();
   compile->add_option("--backend", cbackend, "cpu | cuda (default: cuda for ptx, cubin or --arch, else cpu)");
   compile->add_option("--shape", cshape,
-                      "the kernel `kiln run --shape` builds for this shape and target (attention: BxHxGxSxD); "
+                      "the kernel `kiln run --shape` builds for this shape and target (attention: BxHxGxSxD; attention_decode: BxHxGxTxSxD); "
                       "default: the catalogue's default tiles");
 
   auto* run = app.add_subcommand("run", "trace, compile, run on fresh random data and verify");
@@ -217,7 +217,8 @@ int main(int argc, char** argv) {
   uint64_t seed = std::random_device{}();
   run->add_option("kernel", rkernel, "catalogue kernel (see `kiln list`)")->required();
   run->add_option("--backend", rbackend, "auto | cpu | cuda")->capture_default_str();
-  run->add_option("--shape", shape, "MxNxK for gemm kernels, MxN for the others")->required();
+  run->add_option("--shape", shape, "MxNxK for GEMMs, MxN for row kernels, BxHxGxSxD for attention, BxHxGxTxSxD for attention_decode "
+                                   "(`kiln list` shows each)")->required();
   run->add_option("--dtype", rdtype, "element type: f32 | f16 | bf16")->capture_default_str();
   run->add_option("--seed", seed, "random seed for the inputs (default: a fresh one, printed)")
       ->check(CLI::Validator(
