@@ -50,7 +50,8 @@ struct CudaState {
   bool twinByDriver = true;
   /// KILN_HOPPER_SPLIT_K=off|auto|on (or a number: hopper_split_k): split-K never (the default: on the H200 it was
   /// slower wherever it cut tiles but on a decode shape), where the cost model says it pays,
-  /// or wherever tiles leave the last round of CTAs part-empty. EXPERIMENTAL.
+  /// or wherever tiles leave the last round of CTAs part-empty. EXPERIMENTAL. The modes are
+  /// the GEMM's; attention's key splits follow the number only (1: never).
   hopper::SplitK hopperSplitK = hopper::SplitK::Off;
   /// Counts the workspaces below in Runtime::memory().
   std::shared_ptr<kd::MemoryMeter> meter;
@@ -188,6 +189,9 @@ public:
       return "sm_90a twin '" + code.sm90[size_t(t)].entry + "' (" + std::to_string(work.ctas) + " CTAs" +
              (work.splitTiles ? ", split-K: the last " + std::to_string(work.splitTiles) +
                                       " tiles cut along K into " + std::to_string(work.splits) + " chunks"
+              : work.cluster > 1 && code.sm90[size_t(t)].kind == hopper::LaunchPlan::Attention
+                  ? ", key splits in clusters of " + std::to_string(work.cluster) + ": each program's keys cut into " +
+                        std::to_string(work.cluster) + " parts, merged in rank order"
               : work.cluster > 1 && code.sm90[size_t(t)].kClusters()
                   ? ", split-K in clusters of " + std::to_string(work.cluster) + ": each tile cut along K into " +
                         std::to_string(work.cluster) + " chunks"

@@ -84,7 +84,9 @@ struct KILN_API RuntimeOptions {
   /// decode twins in clusters of 2 or 4 (the largest up to it; chunks of at least 4 k-steps),
   /// the others cut the tiles of the last, part-empty round of CTAs into that many chunks
   /// where each keeps 4 k-steps and the workspace holds them (docs/cuda.md). The tuner tries
-  /// 1, 2, 4 and 8.
+  /// 1, 2, 4 and 8. The attention twin reads it for its key splits (each program's keys cut
+  /// among the CTAs of a cluster of 2, 4 or 8 where its CTAs alone would leave SMs idle, as
+  /// in decode): 1 never, 2..16 at most that many parts.
   int hopper_split_k = 0;
   /// CPU backend: the x86-64 CPU the JIT generates code for. Empty means $KILN_CPU, and
   /// when that is unset too, "host" (this machine's CPU and every feature it has). Else a

@@ -680,6 +680,62 @@ TEST_CASE("the attention twin runs on aligned 4-D tensors, ragged S and grouped 
   }
 }
 
+namespace {
+// attention_decode: Q and O [B, H, T, 128], K and V [B, G, S, 128]; keys split in clusters of
+// up to 8 (K's dim 2, 128 keys a step).
+LaunchPlan keyCachePlan() {
+  LaunchPlan p = attentionPlan();
+  p.entry = "attention_decode__sm90_attn";
+  p.gridDims = {{3, 2, 128, "T"}, {3, 1, 1, "H"}, {3, 0, 1, "B"}};
+  p.reduction = {1, 2, 128, "S"};
+  p.kCluster = 8;
+  return p;
+}
+std::vector<TensorView> keyCacheArgs(int64_t B, int64_t H, int64_t G, int64_t T, int64_t S) {
+  return {view(0, {B, H, T, 128}), view(256, {B, G, S, 128}), view(512, {B, G, S, 128}), view(768, {B, H, T, 128})};
+}
+} // namespace
+
+TEST_CASE("attention cuts its keys in clusters only where its CTAs would leave SMs idle, never below four steps a part",
+          "[sm90]") {
+  std::string why;
+  auto keys = [&](int64_t B, int64_t H, int64_t T, int64_t S, LaunchConfig config = LaunchConfig{132}) {
+    Split work;
+    REQUIRE(choose({keyCachePlan()}, keyCacheArgs(B, H, H, T, S), config, &why, &work) == 0);
+    return std::pair{work.ctas, work.cluster};
+  };
+  // One query of 32 heads against 32k keys: 32 CTAs alone, 128 in clusters of 4 (8 would
+  // make 256, more than run at once).
+  CHECK(keys(1, 32, 1, 32768) == std::pair<int64_t, int64_t>{128, 4});
+  CHECK(keys(2, 32, 8, 32768) == std::pair<int64_t, int64_t>{128, 2});
+  CHECK(keys(1, 8, 1, 32768) == std::pair<int64_t, int64_t>{64, 8}); // at most 8 parts
+  // Enough CTAs already: whole programs.
+  CHECK(keys(4, 32, 1, 32768) == std::pair<int64_t, int64_t>{128, 0});
+  // Short caches: a part keeps 4 steps of 128 keys at least.
+  CHECK(keys(1, 32, 1, 1024) == std::pair<int64_t, int64_t>{64, 2});
+  CHECK(keys(1, 32, 1, 800) == std::pair<int64_t, int64_t>{32, 0}); // 7 steps
+  // Where the driver says fewer clusters fit at once (a cluster lives in one GPC), fewer.
+  LaunchPlan fewer = keyCachePlan();
+  fewer.clusterSlots = {0, 0, 66, 0, 30, 0, 0, 0, 14};
+  Split work;
+  REQUIRE(choose({fewer}, keyCacheArgs(1, 32, 32, 1, 32768), LaunchConfig{132}, &why, &work) == 0);
+  CHECK(work.cluster == 2);
+  // hopper_split_k = 1: never; 2: at most 2 parts; no SM count: whole.
+  CHECK(keys(1, 32, 1, 32768, LaunchConfig{132, SplitK::Auto, 1}).second == 0);
+  CHECK(keys(1, 32, 1, 32768, LaunchConfig{132, SplitK::Auto, 2}).second == 2);
+  CHECK(keys(1, 32, 1, 32768, LaunchConfig{0}).second == 0);
+  // A plan without key splits (a loop not recognised as an online softmax) never splits.
+  Split plain;
+  REQUIRE(choose({attentionPlan()}, attentionArgs(1, 32, 32, 64), LaunchConfig{132}, &why, &plain) == 0);
+  CHECK(plain.cluster == 0);
+  // The plan says so, and survives JSON.
+  CHECK_THAT(keyCachePlan().str(), Contains("keys split in clusters of up to 8"));
+  LaunchPlan back = LaunchPlan::fromJson(keyCachePlan().toJson());
+  CHECK(back.kClusters());
+  CHECK(back.kCluster == 8);
+  CHECK(back.reduction.arg == 1);
+}
+
 TEST_CASE("the attention twin is refused where TMA or O's paired stores cannot work, and the reason is named", "[sm90]") {
   std::string why;
   auto refused = [&](std::vector<TensorView> a, const char* reason) {

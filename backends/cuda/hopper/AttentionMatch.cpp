@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
+#include <cmath>
+
 namespace kiln::hopper {
 
 using namespace mlir;
@@ -34,6 +36,8 @@ public:
     if (!matchGridLoopStore(k, 3, g, why_)) return false;
     m_.grid = g.grid, m_.loop = g.loop, m_.store = g.store;
     if (!matchStore() || !matchDots() || !matchOps()) return false;
+    m_.noSplitWhy.clear();
+    if (!matchSoftmaxState(m_.noSplitWhy)) m_.softmax.reset();
     return true;
   }
 
@@ -205,6 +209,90 @@ private:
     for (Value init : m_.loop.getInits())
       if (!rowTile(init.getType())) return fail("the loop carries a tile of other than 64 rows");
     return true;
+  }
+
+  /// Fills m_.softmax (see AttentionMatch::SoftmaxState); false with `why` otherwise.
+  bool matchSoftmaxState(std::string& why) {
+    auto no = [&](const char* s) {
+      why = s;
+      return false;
+    };
+    Block& body = m_.loop.getBody().front();
+    ValueRange yields = body.getTerminator()->getOperands();
+    auto carried = m_.loop.getCarried();
+    if (carried.size() != 3) return no("the loop does not carry exactly m, l and acc");
+    // Either operand order of a commutative op: (x, other) with x = want.
+    auto other = [](Operation* op, Value want) -> Value {
+      if (!op || op->getNumOperands() != 2) return Value();
+      if (op->getOperand(0) == want) return op->getOperand(1);
+      if (op->getOperand(1) == want) return op->getOperand(0);
+      return Value();
+    };
+    AttentionMatch::SoftmaxState st;
+    int m = -1;
+    for (unsigned k = 0; k < 3 && m < 0; ++k)
+      if (auto mx = yields[k].getDefiningOp<MaxOp>(); mx && other(mx, carried[k])) m = int(k);
+    if (m < 0) return no("no carried value is a running max (yield max(m, x))");
+    st.m = unsigned(m);
+    // The accumulator: the second dot's result, on acc a (a broadcast along the rows).
+    int acc = -1;
+    for (unsigned k = 0; k < 3; ++k)
+      if (yields[k] == m_.pv.getResult()) acc = int(k);
+    if (acc < 0 || acc == m) return no("the second dot's result is not carried");
+    st.acc = unsigned(acc);
+    const unsigned l = 3 - st.m - st.acc;
+    st.l = l;
+    // a = base^(m - m'), from the rescale of the accumulator.
+    Operation* scaled = m_.pv.getAcc().getDefiningOp();
+    if (!isa_and_nonnull<MulOp>(scaled)) return no("the second dot's accumulator is not acc a");
+    Value bcast = other(scaled, carried[st.acc]);
+    auto bc = bcast ? bcast.getDefiningOp<BroadcastOp>() : BroadcastOp();
+    if (!bc) return no("the second dot's accumulator is not acc a");
+    Value a = bc.getInput();
+    Operation* e = a.getDefiningOp();
+    if (!isa_and_nonnull<Exp2Op, ExpOp>(e)) return no("the rescale is not exp2 or exp of m - m'");
+    st.base2 = isa<Exp2Op>(e);
+    auto diff = e->getOperand(0).getDefiningOp<SubOp>();
+    if (!diff || diff.getOperand(0) != carried[st.m] || diff.getOperand(1) != yields[st.m])
+      return no("the rescale is not exp2 or exp of m - m'");
+    // l' = l a + y.
+    auto sum = yields[l].getDefiningOp<AddOp>();
+    bool ok = false;
+    for (unsigned k = 0; sum && k < 2 && !ok; ++k)
+      if (auto mul = sum->getOperand(k).getDefiningOp<MulOp>()) ok = other(mul, carried[l]) == a;
+    if (!ok) return no("the running sum is not l a + y");
+    // Initial state: -inf, 0, 0 (a part with no keys is the merge's neutral element).
+    auto fullOf = [&](unsigned k) -> std::optional<double> {
+      auto f = m_.loop.getInits()[k].getDefiningOp<FullOp>();
+      if (!f) return std::nullopt;
+      return f.getValue().convertToDouble();
+    };
+    auto m0 = fullOf(st.m), l0 = fullOf(l), a0 = fullOf(st.acc);
+    if (!m0 || !std::isinf(*m0) || *m0 > 0 || l0 != 0.0 || a0 != 0.0)
+      return no("the loop does not start from m = -inf, l = 0, acc = 0");
+    for (SelectOp sel : body.getOps<SelectOp>())
+      if (!indexComparisons(sel.getMask())) return no("a select's mask is not comparisons of index tiles");
+    m_.softmax = st;
+    return true;
+  }
+
+  /// Comparisons (<, <=, >, >=) of index tiles (iota, splats of indices, their sums and
+  /// differences) and products of them: masks whose bounds the twin can reason about.
+  bool indexComparisons(Value cond) {
+    Operation* op = cond.getDefiningOp();
+    if (auto bc = dyn_cast_or_null<BroadcastOp>(op)) return indexComparisons(bc.getInput());
+    if (isa_and_nonnull<MulOp>(op)) return indexComparisons(op->getOperand(0)) && indexComparisons(op->getOperand(1));
+    auto c = dyn_cast_or_null<CmpOp>(op);
+    return c && llvm::is_contained({"lt", "le", "gt", "ge"}, c.getPredicate()) && indexTile(c.getLhs()) &&
+           indexTile(c.getRhs());
+  }
+  bool indexTile(Value v) {
+    Operation* op = v.getDefiningOp();
+    if (isa_and_nonnull<IotaOp>(op)) return true;
+    if (auto s = dyn_cast_or_null<SplatOp>(op)) return s.getScalar().getType().isIndex();
+    if (auto bc = dyn_cast_or_null<BroadcastOp>(op)) return indexTile(bc.getInput());
+    if (isa_and_nonnull<AddOp, SubOp>(op)) return indexTile(op->getOperand(0)) && indexTile(op->getOperand(1));
+    return false;
   }
 
   AttentionMatch& m_;

@@ -23,6 +23,7 @@
 // Every tile in the loop is 64 rows: one warpgroup's wgmma accumulator holds it (each
 // thread two rows), so every op the loop may hold is evaluated where its elements live
 // (row reductions by quad shuffles). Anything else keeps the portable lowering.
+#include <optional>
 #include <string>
 
 #include "Dialect/Tile/TileDialect.h"
@@ -46,6 +47,21 @@ struct AttentionMatch {
   /// The grid's indices: the query tile (along Q's dim 2) and the element indices of Q's
   /// dims 0 and 1, as block arguments of the grid body.
   mlir::Value iIv, hIv, bIv;
+  /// The loop as an online softmax whose keys may be cut into parts, each run from the
+  /// loop's initial state and merged after (key splits). Set when the loop carries exactly
+  /// a running max m (yield max(m, x), from -inf), a running sum l (yield l a + y, from 0)
+  /// and the accumulator acc (the second dot's, on acc a, from 0), where a is
+  /// exp2(m - m') or exp(m - m') (`base2`), m' the yielded max; and every select in the
+  /// loop has a mask of index comparisons (which the twin can check on a part's first
+  /// key step: a part must not start on keys all masked for some row, where a program
+  /// that starts from -inf takes exp(-inf - -inf)). Parts merge as
+  /// M = max m_p, l = sum l_p base^(m_p - M), acc = sum acc_p base^(m_p - M).
+  struct SoftmaxState {
+    unsigned m = 0, l = 0, acc = 0; ///< indices into the loop's carried values
+    bool base2 = true;
+  };
+  std::optional<SoftmaxState> softmax;
+  std::string noSplitWhy; ///< why `softmax` is empty
 };
 
 /// Fills `out` when `kernel` has the shape above; otherwise returns false with `why` saying

@@ -20,6 +20,18 @@
 // element 4c + 2h + x at column 8c + 2(l % 4) + x: wgmma's accumulator layout.
 // Shared memory (1024-B aligned): Q (C x D/64 boxes of 64 rows x 128 B), the ring (per
 // stage K then V, each D/64 boxes of KV rows x 128 B), then the mbarriers.
+//
+// Key splits (a loop AttentionMatch recognises as an online softmax, when the grid alone
+// would leave SMs idle: decode): a launch in clusters of s CTAs (2..kKeySplitMax, a launch
+// attribute) gives every CTA of a cluster the same programs, rank r their key steps
+// [r p, (r + 1) p), p = ceil(steps / s), each run from the loop's initial state. After the
+// loops each peer's consumers write their state (m, l, acc per thread) into their own ring;
+// a cluster barrier; rank 0 reads them through distributed shared memory and merges them in
+// rank order (the same bits whichever CTA finishes first); a second cluster barrier keeps
+// the peers alive until it has; rank 0 runs the epilogue. A part must not start on a key
+// step whose first key some row masks (the program, from m = -inf, would take
+// exp(-inf - -inf) = NaN there): every CTA checks each boundary from the masks' index
+// bounds, and where one fails the cluster runs unsplit (rank 0 takes every step).
 #include "hopper/AttentionMatch.h"
 #include "hopper/LaunchPlan.h"
 #include "hopper/TwinBuilder.h"
@@ -74,7 +86,14 @@ struct AttnGeometry {
   /// and the next step's, in flight together, need more than 152 registers: ptxas then
   /// serialises the wgmmas).
   static int64_t consumersFor(int64_t d, int64_t kv, int64_t asked) { return asked ? asked : d == 64 && kv == 64 ? 3 : 2; }
+  /// Key splits: a consumer thread's loop state (`values` f32) for each consumer, in the ring
+  /// (free once every consumer has left its loop).
+  int64_t exchangeBytes(int64_t values) const { return consumers * 128 * values * 4; }
+  bool exchangeFits(int64_t values) const { return exchangeBytes(values) <= stages * stageBytes(); }
 };
+
+/// The most CTAs a cluster cuts a program's keys into (the portable cluster size).
+constexpr int64_t kKeySplitMax = 8;
 
 /// A tile's values in this thread: n / 2 of a [64 x n] tile, 2 of a [64] one (by row h),
 /// or one value standing for every element (uniform).
@@ -86,7 +105,12 @@ public:
       : TwinBuilder(m.kernel), m_(m), gm_(gm),
         g_{m.d, m.kv, stages ? stages : AttnGeometry::deepest(m.d, m.kv, consumers), consumers},
         qShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "k")),
-        vShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")) {}
+        vShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")) {
+    // The state exchanged per consumer thread: 2 values of each [64] tile, n / 2 of [64 x n].
+    int64_t values = 0;
+    for (Value init : m.loop.getInits()) values += count(init);
+    splits_ = m.softmax.has_value() && g_.exchangeFits(values);
+  }
 
   void run();
 
@@ -128,14 +152,39 @@ private:
     else b_.create<NVVM::BarrierOp>(loc_, Type(), id, i32(256), NVVM::BarrierReductionAttr(), Value());
   }
   void waitFull(Value j) {
-    b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, fullBarrier(remu(j, i32(g_.stages))), phaseOf(j), i32(10000000));
+    b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, fullBarrier(remu(ring(j), i32(g_.stages))), phaseOf(j), i32(10000000));
   }
-  void release(Value j) { b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), emptyBarrier(remu(j, i32(g_.stages))), Value()); }
-  Value phaseOf(Value j) { return b_.create<arith::AndIOp>(loc_, divu(j, i32(g_.stages)), i32(1)); }
+  void release(Value j) {
+    b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), emptyBarrier(remu(ring(j), i32(g_.stages))), Value());
+  }
+  Value phaseOf(Value j) { return b_.create<arith::AndIOp>(loc_, divu(ring(j), i32(g_.stages)), i32(1)); }
   Value qBarrier() { return sharedPtr(i32(g_.barrierOffset())); }
   Value fullBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8))); }
   Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8 + 8 * g_.stages))); }
-  Value stageOffset(Value j) { return add(i32(g_.qBytes()), mul(remu(j, i32(g_.stages)), i32(g_.stageBytes()))); }
+  Value stageOffset(Value j) { return add(i32(g_.qBytes()), mul(remu(ring(j), i32(g_.stages)), i32(g_.stageBytes()))); }
+  /// Key step j's place in the ring: its steps counted from the CTA's first (lo_).
+  Value ring(Value j) { return sub(j, lo_); }
+  /// Key splits: the CTA's key steps [lo_, hi_) of every program (`all` the most steps of
+  /// its programs): rank r's part of them, or all of them for rank 0 (none for the rest)
+  /// where a part would start on a step with a key masked for some row.
+  void splitKeys(Value i0, Value all);
+  /// Whether every row of query tile `i`'s program keeps the first key of step `j` in every
+  /// select of the loop (from the masks' index bounds).
+  Value firstKeyKept(Value i, Value j);
+  /// Key splits, after the consumer's loop: rank 0's state merged with its peers' (the
+  /// peers' own, unchanged); `state` flat, `sizes` per carried tile.
+  Vals mergeParts(const Vals& state, ArrayRef<int64_t> sizes);
+  /// The cluster's barrier, arrive (release) then wait (acquire): every thread of every CTA.
+  void clusterSync() {
+    b_.create<NVVM::ClusterArriveOp>(loc_, UnitAttr());
+    b_.create<NVVM::ClusterWaitOp>(loc_, UnitAttr());
+  }
+  /// 2^x by one MUFU.EX2 (results below 2^-126 flush to zero).
+  Value ex2(Value x) {
+    return b_.create<LLVM::CallIntrinsicOp>(loc_, b_.getF32Type(), b_.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+                                            ValueRange{x})
+        .getResult(0);
+  }
 
   /// Issues S = Q K^T for key step j as one wgmma group (the caller has waited for its
   /// stage and fenced): the accumulator struct, valid after a wgmma wait.
@@ -209,6 +258,11 @@ private:
   std::map<std::string, Value> dims_; // symbol -> i32 parameter
   Value tid_, wg_, smem_, sbase_, group_, h_, b_idx_; // group_: the CTA's query tiles / consumers
   Value qTiles_; // the program's query tiles: ceildiv(S, 64); one past the last is no program
+  // Key splits: whether the twin has them, the launch's cluster size and this CTA's rank
+  // (1 and 0 without), the CTA's key steps [lo_, hi_) (0 and the most steps without).
+  bool splits_ = false;
+  Value kSize_, kRank_, lo_, hi_;
+  bool firstKey_ = false; // range(): an iota along the columns as its first column only
   // Per consumer: its query tile, its row of the tile per h, its first column.
   Value i_, row_[2], col0_;
   IRMapping idx_;                   // the consumer's index values (grid and loop indices)
@@ -271,6 +325,11 @@ void AttnEmitter::declareParams() {
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
   };
   plan_.gridDims = {{int(m_.oArg), 2, g_.consumers * kRows, dimName(2)}, {int(m_.oArg), 1, 1, dimName(1)}, {int(m_.oArg), 0, 1, dimName(0)}};
+  if (splits_) { // the keys: K's dim 2, in steps of kv
+    TensorArgType k = m_.kernel.getArgType(m_.kArg);
+    plan_.reduction = {int(m_.kArg), 2, m_.kv, k.getDimSymbol(2).empty() ? std::to_string(k.getDimConstant(2)) : k.getDimSymbol(2).str()};
+    plan_.kCluster = kKeySplitMax;
+  }
 }
 
 Value AttnEmitter::dimOf(unsigned arg, unsigned d) {
@@ -331,6 +390,15 @@ void AttnEmitter::run() {
   // The CTA's group of query tiles (one per consumer), head and batch; groups in reverse so
   // that a causal grid's longest programs start first.
   Value bid = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
+  // Key splits: a cluster's CTAs (adjacent along x) share their programs.
+  if (splits_) {
+    kSize_ = b_.create<NVVM::ClusterDim>(loc_, b_.getI32Type());
+    kRank_ = b_.create<NVVM::ClusterId>(loc_, b_.getI32Type());
+    bid = divu(bid, kSize_);
+  } else {
+    kSize_ = i32(1);
+    kRank_ = i32(0);
+  }
   qTiles_ = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
   Value groups = divu(add(qTiles_, i32(g_.consumers - 1)), i32(g_.consumers));
   Value heads = dimOf(m_.oArg, 1);
@@ -338,6 +406,10 @@ void AttnEmitter::run() {
   Value rest = divu(bid, groups);
   h_ = remu(rest, heads);
   b_idx_ = divu(rest, heads);
+  Value i0 = mul(group_, i32(g_.consumers));
+  lo_ = i32(0);
+  hi_ = mostSteps(i0);
+  if (splits_) splitKeys(i0, hi_);
 
   ifThen(eq(tid_, i32(0)), [&] {
     b_.create<NVVM::MBarrierInitOp>(loc_, qBarrier(), i32(1), Value());
@@ -378,16 +450,15 @@ void AttnEmitter::producer() {
       for (int64_t c = 0; c < boxes; ++c)
         tma(i32((w * boxes + c) * kRows * 128), tmQ_, {i32(c * kBox), mul(add(i0, i32(w)), i32(kRows)), h_, b_idx_},
             qBarrier());
-    Value steps = mostSteps(i0);
     // K's and V's heads: the same for every program of the CTA (AttentionMatch checks).
     IRMapping map = programIndices(i0);
     auto viewAt = [&](LoadOp ld, int k) { return fromIndex(index(ld.getView().getDefiningOp<ViewOp>().getIndices()[k], map)); };
     Value kb = viewAt(m_.k, 0), kh = viewAt(m_.k, 1), vb = viewAt(m_.v, 0), vh = viewAt(m_.v, 1);
-    auto loop = b_.create<scf::ForOp>(loc_, i32(0), steps, i32(1));
+    auto loop = b_.create<scf::ForOp>(loc_, lo_, hi_, i32(1));
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(loop.getBody()->getTerminator());
     Value j = loop.getInductionVar();
-    Value s = remu(j, i32(g_.stages));
+    Value s = remu(ring(j), i32(g_.stages));
     // The ring's first pass waits on the phase before the barrier's first: complete.
     b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, emptyBarrier(s), b_.create<arith::XOrIOp>(loc_, phaseOf(j), i32(1)),
                                              i32(10000000));
@@ -401,6 +472,12 @@ void AttnEmitter::producer() {
       tma(add(stage, i32(g_.kBytes() + c * m_.kv * 128)), tmV_, {i32(c * kBox), key0, vh, vb}, full);
     }
   });
+  // Key splits: the producer's threads take part in the consumers' two cluster barriers.
+  if (splits_)
+    ifThen(ult(i32(1), kSize_), [&] {
+      clusterSync();
+      clusterSync();
+    });
 }
 
 Value AttnEmitter::packPair(Value lo, Value hi) {
@@ -498,8 +575,11 @@ Vals AttnEmitter::evalF(Value v) {
 std::optional<AttnEmitter::Range> AttnEmitter::range(Value v, bool emit) {
   Operation* op = v.getDefiningOp();
   if (!op || !cast<TileType>(v.getType()).getElementType().isF32()) return std::nullopt;
-  if (auto io = dyn_cast<IotaOp>(op))
-    return emit ? Range{i32(0), i32(cast<TileType>(v.getType()).getShape()[size_t(io.getDim())] - 1)} : Range{};
+  if (auto io = dyn_cast<IotaOp>(op)) {
+    auto t = cast<TileType>(v.getType());
+    const bool firstOnly = firstKey_ && t.getRank() == 2 && io.getDim() == 1;
+    return emit ? Range{i32(0), i32(firstOnly ? 0 : t.getShape()[size_t(io.getDim())] - 1)} : Range{};
+  }
   if (auto s = dyn_cast<SplatOp>(op); s && s.getScalar().getType().isIndex()) {
     if (!emit) return Range{};
     Value x = fromIndex(index(s.getScalar(), idx_));
@@ -727,8 +807,8 @@ void AttnEmitter::consumer() {
   Value w = sub(wg_, i32(1));
   Value i0 = mul(group_, i32(g_.consumers));
   i_ = add(i0, w);
-  Value steps = stepsOf(i_);
-  Value all = mostSteps(i0);
+  // The program's own steps of the CTA's [lo_, hi_): [lo_, mine).
+  Value mine = b_.create<arith::MinUIOp>(loc_, hi_, b_.create<arith::MaxUIOp>(loc_, stepsOf(i_), lo_));
   Value t = remu(tid_, i32(128));
   Value lane = remu(t, i32(32));
   Value rowBase = add(mul(divu(t, i32(32)), i32(16)), divu(lane, i32(4)));
@@ -740,7 +820,7 @@ void AttnEmitter::consumer() {
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), i32(0), i32(10000000));
   // Ping-pong (FA3): the consumers issue their tensor-core bursts in turn, round robin from
   // consumer 0, so one's burst runs while the others compute their softmax. Each takes
-  // `all` turns (a shorter program idles through the rest in its drain loop); the last
+  // hi_ - lo_ turns (a shorter program idles through the rest in its drain loop); the last
   // consumer hands the first turn over now, consumer 0 takes the last one back at the end.
   ifThen(eq(w, i32(g_.consumers - 1)), [&] { turn(/*pass=*/true); });
 
@@ -789,20 +869,20 @@ void AttnEmitter::consumer() {
   // The scores of step 0 before the loop; the last step (no scores after it) after it.
   SmallVector<Type> types;
   for (Value v : inits) types.push_back(v.getType());
-  auto some = b_.create<scf::IfOp>(loc_, types, ult(i32(0), steps), /*withElseRegion=*/true);
+  auto some = b_.create<scf::IfOp>(loc_, types, ult(lo_, mine), /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(some.elseBlock());
     b_.create<scf::YieldOp>(loc_, inits);
     b_.setInsertionPointToStart(some.thenBlock());
-    waitFull(i32(0));
+    waitFull(lo_);
     b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
-    Value s0 = issueScores(i32(0));
+    Value s0 = issueScores(lo_);
     b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
     SmallVector<Value> loopInits(inits);
     llvm::append_range(loopInits, extract(s0));
-    Value last = sub(steps, i32(1));
-    auto loop = b_.create<scf::ForOp>(loc_, i32(0), last, i32(1), loopInits);
+    Value last = sub(mine, i32(1));
+    auto loop = b_.create<scf::ForOp>(loc_, lo_, last, i32(1), loopInits);
     {
       OpBuilder::InsertionGuard g2(b_);
       b_.setInsertionPointToStart(loop.getBody());
@@ -831,7 +911,7 @@ void AttnEmitter::consumer() {
   // The other program's remaining steps: waited for, their turns taken and handed on, and
   // released, so the ring and the turns stay in step.
   {
-    auto drain = b_.create<scf::ForOp>(loc_, steps, all, i32(1));
+    auto drain = b_.create<scf::ForOp>(loc_, mine, hi_, i32(1));
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(drain.getBody()->getTerminator());
     waitFull(drain.getInductionVar());
@@ -840,7 +920,132 @@ void AttnEmitter::consumer() {
     release(drain.getInductionVar());
   }
   ifThen(eq(w, i32(0)), [&] { turn(/*pass=*/false); });
-  ifThen(ult(i_, qTiles_), [&] { epilogue(); });
+  if (splits_) {
+    Vals state;
+    for (Value r : m_.loop.getResults()) llvm::append_range(state, env_[r]);
+    Vals merged = mergeParts(state, sizes);
+    size_t k = 0;
+    for (auto [c, r] : llvm::enumerate(m_.loop.getResults())) {
+      env_[r] = Vals(merged.begin() + k, merged.begin() + k + sizes[c]);
+      k += size_t(sizes[c]);
+    }
+  }
+  ifThen(b_.create<arith::AndIOp>(loc_, ult(i_, qTiles_), eq(kRank_, i32(0))), [&] { epilogue(); });
+}
+
+void AttnEmitter::splitKeys(Value i0, Value all) {
+  Value per = divu(add(all, sub(kSize_, i32(1))), kSize_);
+  // Every boundary r p (0 < r < s) that some program of the CTA runs: its first key kept
+  // by every row of that program.
+  auto check = b_.create<scf::ForOp>(loc_, i32(1), kSize_, i32(1), ValueRange{b_.create<arith::ConstantIntOp>(loc_, 1, 1)});
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(check.getBody());
+    Value ok = check.getRegionIterArgs()[0];
+    Value at = mul(check.getInductionVar(), per);
+    for (int64_t w = 0; w < g_.consumers; ++w) {
+      Value i = add(i0, i32(w));
+      Value runs = ult(at, stepsOf(i));
+      // Evaluated only where the program runs that step (else its bounds may not exist).
+      auto when = b_.create<scf::IfOp>(loc_, TypeRange{b_.getI1Type()}, runs, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard g2(b_);
+      b_.setInsertionPointToStart(when.thenBlock());
+      b_.create<scf::YieldOp>(loc_, firstKeyKept(i, at));
+      b_.setInsertionPointToStart(when.elseBlock());
+      b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<arith::ConstantIntOp>(loc_, 1, 1)});
+      b_.setInsertionPointAfter(when);
+      ok = b_.create<arith::AndIOp>(loc_, ok, when.getResult(0));
+    }
+    b_.create<scf::YieldOp>(loc_, ok);
+  }
+  per = b_.create<arith::SelectOp>(loc_, check.getResult(0), per, all);
+  lo_ = b_.create<arith::MinUIOp>(loc_, mul(kRank_, per), all);
+  hi_ = b_.create<arith::MinUIOp>(loc_, add(lo_, per), all);
+}
+
+Value AttnEmitter::firstKeyKept(Value i, Value j) {
+  Scope outer = scope();
+  idx_ = programIndices(i);
+  idx_.map(m_.loop.getInductionVar(), toIndex(j));
+  firstKey_ = true;
+  Value ok = b_.create<arith::ConstantIntOp>(loc_, 1, 1);
+  for (SelectOp sel : m_.loop.getBody().front().getOps<SelectOp>()) ok = b_.create<arith::AndIOp>(loc_, ok, allTrue(sel.getMask()));
+  firstKey_ = false;
+  restore(std::move(outer));
+  return ok;
+}
+
+Vals AttnEmitter::mergeParts(const Vals& state, ArrayRef<int64_t> sizes) {
+  const AttentionMatch::SoftmaxState& st = *m_.softmax;
+  const int64_t values = int64_t(state.size());
+  SmallVector<Type> types(state.size(), b_.getF32Type());
+  auto split = b_.create<scf::IfOp>(loc_, types, ult(i32(1), kSize_), /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointToStart(split.elseBlock());
+  b_.create<scf::YieldOp>(loc_, ValueRange(state));
+  b_.setInsertionPointToStart(split.thenBlock());
+  // Every consumer has left its loop: the ring is free (each waited for every stage the
+  // producer filled). Value v of consumer w's thread t at ((w values + v) 128 + t) x 4.
+  b_.create<NVVM::BarrierOp>(loc_, Type(), i32(1 + g_.consumers), i32(128 * g_.consumers), NVVM::BarrierReductionAttr(),
+                             Value());
+  Value t = remu(tid_, i32(128));
+  Value w = sub(wg_, i32(1));
+  Value mineAt = add(i32(g_.qBytes()), mul(add(mul(w, i32(values * 128)), t), i32(4)));
+  ifThen(ult(i32(0), kRank_), [&] {
+    for (int64_t v = 0; v < values; ++v)
+      b_.create<LLVM::StoreOp>(loc_, state[size_t(v)], sharedPtr(add(mineAt, i32(v * 512))), /*alignment=*/4);
+  });
+  clusterSync();
+  // Rank 0: the peers' states in rank order.
+  auto lead = b_.create<scf::IfOp>(loc_, types, eq(kRank_, i32(0)), /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard lg(b_);
+    b_.setInsertionPointToStart(lead.elseBlock());
+    b_.create<scf::YieldOp>(loc_, ValueRange(state));
+    b_.setInsertionPointToStart(lead.thenBlock());
+    auto peers = b_.create<scf::ForOp>(loc_, i32(1), kSize_, i32(1), ValueRange(state));
+    {
+      OpBuilder::InsertionGuard pg(b_);
+      b_.setInsertionPointToStart(peers.getBody());
+      auto clusterPtr = LLVM::LLVMPointerType::get(b_.getContext(), 7);
+      Value there = b_.create<NVVM::MapaOp>(loc_, clusterPtr, sharedPtr(mineAt), peers.getInductionVar());
+      Vals cur(peers.getRegionIterArgs().begin(), peers.getRegionIterArgs().end()), part;
+      for (int64_t v = 0; v < values; ++v)
+        part.push_back(b_.create<LLVM::LoadOp>(loc_, b_.getF32Type(), byteAt(there, i32(v * 512)), /*alignment=*/4));
+      // Offsets of m, l and acc in the flat state.
+      SmallVector<int64_t> offset(sizes.size(), 0);
+      for (size_t c = 1; c < sizes.size(); ++c) offset[c] = offset[c - 1] + sizes[c - 1];
+      const float log2e = 1.4426950408889634f;
+      Value negInf = f32(-INFINITY), zero = f32(0.0f);
+      Value a[2], c[2];
+      for (int64_t h = 0; h < 2; ++h) {
+        Value m = cur[size_t(offset[st.m] + h)], pm = part[size_t(offset[st.m] + h)];
+        Value top = b_.create<arith::MaximumFOp>(loc_, m, pm);
+        // base^(x - top), 0 for a part with no keys (x = -inf: also where top is -inf).
+        auto weight = [&](Value x) {
+          Value d = b_.create<arith::SubFOp>(loc_, x, top);
+          if (!st.base2) d = b_.create<arith::MulFOp>(loc_, d, f32(log2e));
+          Value none = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OEQ, x, negInf);
+          return b_.create<arith::SelectOp>(loc_, none, zero, ex2(d)).getResult();
+        };
+        a[h] = weight(m);
+        c[h] = weight(pm);
+        cur[size_t(offset[st.m] + h)] = top;
+      }
+      auto mix = [&](int64_t e, int64_t h) {
+        Value x = b_.create<arith::MulFOp>(loc_, cur[size_t(e)], a[h]);
+        cur[size_t(e)] = b_.create<math::FmaOp>(loc_, part[size_t(e)], c[h], x);
+      };
+      for (int64_t h = 0; h < 2; ++h) mix(offset[st.l] + h, h);
+      for (int64_t e = 0; e < sizes[st.acc]; ++e) mix(offset[st.acc] + e, (e / 2) % 2);
+      b_.create<scf::YieldOp>(loc_, ValueRange(cur));
+    }
+    b_.create<scf::YieldOp>(loc_, peers.getResults());
+  }
+  // The peers stay until rank 0 has read them.
+  clusterSync();
+  b_.create<scf::YieldOp>(loc_, lead.getResults());
+  return Vals(split.getResults().begin(), split.getResults().end());
 }
 
 void AttnEmitter::epilogue() {

@@ -30,8 +30,9 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     if (plan.raster < 0 || plan.raster > 64) throw std::out_of_range("bad raster group");
     if (plan.cluster < 1 || plan.cluster > 8) throw std::out_of_range("bad cluster size");
     plan.kCluster = detail::jsonIntOr<int64_t>(j, "k_cluster", 1);
-    if (plan.kCluster < 1 || plan.kCluster > 8 || (plan.kCluster > 1 && (plan.cluster != 1 || !plan.swapAB)))
-      throw std::out_of_range("bad k_cluster (1..8, only for a decode twin without a cluster of its own)");
+    if (plan.kCluster < 1 || plan.kCluster > 8 ||
+        (plan.kCluster > 1 && (plan.cluster != 1 || (!plan.swapAB && plan.kind != Attention))))
+      throw std::out_of_range("bad k_cluster (1..8, only for a decode twin or attention without a cluster of its own)");
     plan.ctasPerSm = detail::jsonInt<int64_t>(j.at("ctas_per_sm"));
     if (plan.ctasPerSm < 1 || plan.ctasPerSm > 32) throw std::out_of_range("bad ctas_per_sm");
     for (const auto& g : j.at("grid")) {
@@ -93,7 +94,9 @@ std::string LaunchPlan::str() const {
            std::to_string(tileN) +
            " keys a step, head dim " + std::to_string(tileK) + ", " + std::to_string(stages) + " stages, " +
            std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, one CTA per ceildiv(" +
-           (gridDims.empty() ? std::string("S") : gridDims[0].name) + ", " + std::to_string(tileM) + ") x heads x batches";
+           (gridDims.empty() ? std::string("S") : gridDims[0].name) + ", " + std::to_string(tileM) + ") x heads x batches" +
+           (kClusters() ? " (keys split in clusters of up to " + std::to_string(kCluster) + " where that leaves no SM idle)"
+                        : "");
   std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +
                   (stages ? std::to_string(stages) + " stages, " : std::string()) +
                   (cluster > 1 ? "clusters of " + std::to_string(cluster) + (clusterAlongM ? " (B multicast), " : " (A multicast), ")

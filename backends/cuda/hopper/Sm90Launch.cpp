@@ -195,6 +195,27 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   return mode == SplitK::On || best.cost < 0.97 * whole.cost ? best : whole;
 }
 
+Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config) {
+  const int64_t units = unitCount(plan, args); // CTAs, each its own programs' keys whole
+  const Split whole{units, 0, 0, double(units)};
+  if (!plan.kClusters() || config.smCount <= 0 || config.splits == 1) return whole;
+  const TensorView& k = args[size_t(plan.reduction.arg)];
+  const int64_t steps = (k.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile;
+  const int64_t slots = int64_t(config.smCount) * plan.ctasPerSm;
+  Split best = whole;
+  // The keys are read once whatever the split: it pays only to put more SMs on them. So the
+  // largest cluster whose CTAs all run at once, each with kKeySplitMinSteps steps at least;
+  // asked for a number of parts (`splits`), the most up to it that fit.
+  for (int64_t s = 2; s <= plan.kCluster && steps / s >= kKeySplitMinSteps; s *= 2) {
+    const int64_t known = size_t(s) < plan.clusterSlots.size() ? plan.clusterSlots[size_t(s)] : 0;
+    const int64_t fit = known > 0 ? known : slots / s;
+    if (units > fit) break;
+    if (config.splits > 1 && s > config.splits) break;
+    best = {units * s, 0, 0, double(steps) / double(s), s};
+  }
+  return best;
+}
+
 namespace {
 /// The decode twin for `args`, or -1 (see choose()).
 template <class Usable>
@@ -244,10 +265,11 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     return ok;
   };
   if (!twins.empty()) usable(0); // names why the first twin does not apply, as before
-  // Attention twins: the first that applies, one CTA per pair of query tiles.
+  // Attention twins: the first that applies, one CTA per group of query tiles (or a
+  // cluster of CTAs cutting its keys).
   for (size_t i = 0; i < twins.size(); ++i)
     if (twins[i].kind == LaunchPlan::Attention && usable(i)) {
-      if (work) *work = split(twins[i], args, config);
+      if (work) *work = keySplit(twins[i], args, config);
       return int(i);
     }
   if (!twins.empty() && twins[0].kind == LaunchPlan::Attention) return -1;

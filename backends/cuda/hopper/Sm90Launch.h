@@ -46,6 +46,16 @@ struct Split {
   int64_t cluster = 0;
 };
 
+/// An attention twin's key splits (LaunchPlan::kClusters) for `args`: clusters of s CTAs
+/// (Split::cluster; 2, 4, ... up to plan.kCluster), each cutting its programs' keys into s
+/// parts, for the largest s whose clusters all run at once (where the grid alone would leave
+/// SMs idle: decode) and whose parts keep kKeySplitMinSteps steps; config.splits = 1 never
+/// splits, s > 1 at most s parts. Else one CTA per group of query tiles (cluster 0).
+Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config);
+/// A part of an attention program's keys has this many key steps at least (fewer would
+/// cost more in pipeline fill and the merge than they spread).
+inline constexpr int64_t kKeySplitMinSteps = 4;
+
 /// The split of `args`' tiles for `plan`. Whole tiles: ceil(tiles / slots) rounds on
 /// slots = smCount x ctasPerSm CTAs. Split-K (a split-K plan whose tiles leave the last
 /// round part-empty): the whole rounds but the last full one, then the rest cut into s

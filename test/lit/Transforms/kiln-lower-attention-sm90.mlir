@@ -3,6 +3,7 @@
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-attention-sm90="stages=1" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90="consumers=3" | FileCheck %s --check-prefix=THREE
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-attention-sm90="consumers=4" 2>&1 | FileCheck %s --check-prefix=BAD4
+// RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=KEYS
 
 // Causal attention as the DSL traces it (catalogue::attention, head dim 128, 64 query rows
 // by 128 keys a step): a TMA + wgmma twin beside the tile kernel, which stays for the
@@ -108,6 +109,39 @@
 // THREE: nvvm.mbarrier.init %{{.*}}, %c384_i32
 // THREE: nvvm.setmaxregister  increase 152
 // THREE: arith.remui %{{.*}}, %c3_i32
+// Key splits: the loop is an online softmax (max, l a + y, acc a from -inf, 0, 0) and its one
+// mask is index comparisons, so the plan allows clusters of up to 8 CTAs cutting K's keys
+// (dim 2, 128 a step). The CTA's programs from the cluster's index; each boundary checked
+// from the mask's bounds at its first key; after the loops the consumers meet (named
+// barrier 3), a cluster barrier, rank 0 reads its peers' states through distributed
+// shared memory and merges them, a second cluster barrier, then rank 0's epilogue.
+// KEYS: \22k_cluster\22:8
+// KEYS-SAME: \22reduction\22:{\22arg\22:1,\22dim\22:2,\22name\22:\22S\22,\22tile\22:128}
+// KEYS: %[[SIZE:[0-9]+]] = nvvm.read.ptx.sreg.cluster.nctarank
+// KEYS: nvvm.read.ptx.sreg.cluster.ctarank
+// KEYS: arith.divui %{{[0-9]+}}, %[[SIZE]]
+// KEYS: scf.for %{{.*}} = %c1_i32{{.*}} to %[[SIZE]] step %c1_i32{{.*}} iter_args(%{{.*}} = %true) -> (i1)
+// KEYS: nvvm.setmaxregister  decrease 40
+// KEYS: nvvm.cluster.arrive
+// KEYS-NEXT: nvvm.cluster.wait
+// KEYS-NEXT: nvvm.cluster.arrive
+// KEYS-NEXT: nvvm.cluster.wait
+// KEYS: nvvm.setmaxregister  increase 232
+// KEYS: nvvm.barrier id = %c3_i32 number_of_threads = %c256_i32
+// KEYS: nvvm.cluster.arrive
+// KEYS: nvvm.cluster.wait
+// KEYS: nvvm.mapa
+// KEYS: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<7> -> f32
+// KEYS: arith.maximumf
+// KEYS: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// KEYS: math.fma
+// KEYS: nvvm.cluster.arrive
+// KEYS-NEXT: nvvm.cluster.wait
+// KEYS: llvm.store {{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+// A mask of "ne" (whose bounds cannot say a part's first key is kept): no key splits.
+// KEYS-LABEL: gpu.func @attention_no_diagonal__sm90_attn
+// KEYS-SAME: \22k_cluster\22:1
+// KEYS-NOT: nvvm.cluster.arrive
 // BAD4: consumers must be 0 (kiln's choice), 2 or 3, got 4
 // BAD: stages must be 0 (the deepest that fits) or 2..4, got 1
 
