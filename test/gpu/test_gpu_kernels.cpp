@@ -622,9 +622,9 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
 
 TEST_CASE("gpu: attention over a K/V cache splits its keys across a cluster where its CTAs are few, and agrees with the "
           "unsplit twin and the portable kernel", "[gpu][sm90]") {
-  // B x H x G x T x S x D: one query of 32 heads against 32k keys (clusters of 4 on the
-  // H200), GQA at head dim 64 (8), eight and five queries against ragged caches (2), three
-  // against a ragged cache at head dim 64, and one too short to split (3 steps).
+  // B x H x G x T x S x D: one query of 32 heads against 32k keys (32 CTAs unsplit), GQA
+  // at head dim 64 (8), eight and five queries against ragged caches (2), three against a
+  // ragged cache at head dim 64, and one too short to split (3 steps).
   const std::vector<std::vector<int64_t>> shapes = {{1, 32, 32, 1, 32768, 128}, {1, 8, 2, 1, 4096, 64},
                                                    {2, 4, 4, 8, 1000, 128},    {1, 2, 2, 5, 700, 128},
                                                    {1, 1, 1, 3, 2053, 64},     {1, 4, 4, 1, 300, 128}};
@@ -645,7 +645,7 @@ TEST_CASE("gpu: attention over a K/V cache splits its keys across a cluster wher
           INFO(to_string(d) << " " << str(s) << ": " << path);
           const bool split = path.find("key splits in clusters of") != std::string::npos;
           if (rt == &unsplit || rt == &r.portable || !hopper) CHECK_FALSE(split);
-          if (hopper && rt == &gpu() && s[1] == 32) CHECK_THAT(path, Contains("key splits in clusters of 4"));
+          if (hopper && rt == &gpu() && s[1] == 32) CHECK(split); // 32 CTAs alone on 132 SMs
           if (hopper && rt != &r.portable && s[4] == 300) CHECK_FALSE(split); // 3 steps: nothing to cut
           if (hopper && rt == &most && s[4] == 1000) CHECK_THAT(path, Contains("clusters of 2"));
           ck.launch(dp.views);

@@ -696,7 +696,7 @@ std::vector<TensorView> keyCacheArgs(int64_t B, int64_t H, int64_t G, int64_t T,
 }
 } // namespace
 
-TEST_CASE("attention cuts its keys in clusters only where its CTAs would leave SMs idle, never below four steps a part",
+TEST_CASE("attention cuts its keys in clusters where that leaves the busiest SM fewer key steps, never below four a part",
           "[sm90]") {
   std::string why;
   auto keys = [&](int64_t B, int64_t H, int64_t T, int64_t S, LaunchConfig config = LaunchConfig{132}) {
@@ -714,10 +714,17 @@ TEST_CASE("attention cuts its keys in clusters only where its CTAs would leave S
   // Short caches: a part keeps 4 steps of 128 keys at least.
   CHECK(keys(1, 32, 1, 1024) == std::pair<int64_t, int64_t>{64, 2});
   CHECK(keys(1, 32, 1, 800) == std::pair<int64_t, int64_t>{32, 0}); // 7 steps
-  // Where the driver says fewer clusters fit at once (a cluster lives in one GPC), fewer.
+  // Where the driver says fewer clusters fit at once (a cluster lives in one GPC), rounds of
+  // them count: 30 of 4 at once take 2 x 64 steps, no better than 2 parts in one round
+  // (128); 14 of 8, 3 x 32 = 96: clusters of 8. With 8 out of reach, 2 (the smaller at a tie).
   LaunchPlan fewer = keyCachePlan();
   fewer.clusterSlots = {0, 0, 66, 0, 30, 0, 0, 0, 14};
   Split work;
+  REQUIRE(choose({fewer}, keyCacheArgs(1, 32, 32, 1, 32768), LaunchConfig{132}, &why, &work) == 0);
+  CHECK(work.cluster == 8);
+  CHECK(work.ctas == 256);
+  fewer.clusterSlots = {0, 0, 66, 0, 30, 0, 0, 0, 0};
+  fewer.kCluster = 4;
   REQUIRE(choose({fewer}, keyCacheArgs(1, 32, 32, 1, 32768), LaunchConfig{132}, &why, &work) == 0);
   CHECK(work.cluster == 2);
   // hopper_split_k = 1: never; 2: at most 2 parts; no SM count: whole.

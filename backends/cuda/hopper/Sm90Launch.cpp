@@ -197,21 +197,25 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
 
 Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config) {
   const int64_t units = unitCount(plan, args); // CTAs, each its own programs' keys whole
-  const Split whole{units, 0, 0, double(units)};
-  if (!plan.kClusters() || config.smCount <= 0 || config.splits == 1) return whole;
-  const TensorView& k = args[size_t(plan.reduction.arg)];
-  const int64_t steps = (k.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile;
-  const int64_t slots = int64_t(config.smCount) * plan.ctasPerSm;
-  Split best = whole;
+  const TensorView& k = args[size_t(plan.reduction.arg >= 0 ? plan.reduction.arg : 0)];
+  const int64_t steps = plan.reduction.arg >= 0
+                            ? (k.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile
+                            : 1;
+  const int64_t slots = std::max<int64_t>(1, int64_t(config.smCount) * plan.ctasPerSm);
+  // The busiest SM's key steps: rounds of CTAs (clusters) times the steps of one.
+  Split best{units, 0, 0, double((units + slots - 1) / slots) * double(steps)};
+  if (!plan.kClusters() || config.smCount <= 0 || config.splits == 1) return best;
   // The keys are read once whatever the split: it pays only to put more SMs on them. So the
-  // largest cluster whose CTAs all run at once, each with kKeySplitMinSteps steps at least;
-  // asked for a number of parts (`splits`), the most up to it that fit.
+  // cluster size whose rounds of clusters (as many at once as the driver says fit: a cluster
+  // lives in one GPC) take the fewest steps, each part keeping kKeySplitMinSteps steps; the
+  // smaller at a tie. Asked for a number of parts (`splits`), at most that many.
   for (int64_t s = 2; s <= plan.kCluster && steps / s >= kKeySplitMinSteps; s *= 2) {
+    if (config.splits > 1 && s > config.splits) break;
     const int64_t known = size_t(s) < plan.clusterSlots.size() ? plan.clusterSlots[size_t(s)] : 0;
     const int64_t fit = known > 0 ? known : slots / s;
-    if (units > fit) break;
-    if (config.splits > 1 && s > config.splits) break;
-    best = {units * s, 0, 0, double(steps) / double(s), s};
+    if (fit < 1) continue;
+    const double cost = double((units + fit - 1) / fit) * double((steps + s - 1) / s);
+    if (cost < best.cost) best = {units * s, 0, 0, cost, s};
   }
   return best;
 }

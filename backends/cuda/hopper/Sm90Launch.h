@@ -48,9 +48,11 @@ struct Split {
 
 /// An attention twin's key splits (LaunchPlan::kClusters) for `args`: clusters of s CTAs
 /// (Split::cluster; 2, 4, ... up to plan.kCluster), each cutting its programs' keys into s
-/// parts, for the largest s whose clusters all run at once (where the grid alone would leave
-/// SMs idle: decode) and whose parts keep kKeySplitMinSteps steps; config.splits = 1 never
-/// splits, s > 1 at most s parts. Else one CTA per group of query tiles (cluster 0).
+/// parts, for the s that leaves the busiest SM the fewest key steps — ceil(CTAs / clusters
+/// that fit at once) x ceil(steps / s) (Split::cost), against ceil(CTAs / SMs) x steps
+/// unsplit: it pays where the grid alone would leave SMs idle (decode) — with parts of
+/// kKeySplitMinSteps steps at least; config.splits = 1 never splits, s > 1 at most s parts.
+/// Else one CTA per group of query tiles (cluster 0).
 Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config);
 /// A part of an attention program's keys has this many key steps at least (fewer would
 /// cost more in pipeline fill and the merge than they spread).
