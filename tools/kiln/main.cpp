@@ -92,9 +92,9 @@ int cmdCache(const std::string& action, std::string dir) {
 }
 
 int cmdList() {
-  std::printf("%-17s %-10s %s\n", "kernel", "shape", "what");
+  std::printf("%-17s %-12s %s\n", "kernel", "shape", "what");
   for (const auto& e : kiln::catalogue::all())
-    std::printf("%-17s %-10s %s\n", e.name.c_str(), e.shape_help.c_str(), e.summary.c_str());
+    std::printf("%-17s %-12s %s\n", e.name.c_str(), e.shape_help.c_str(), e.summary.c_str());
   return 0;
 }
 
