@@ -174,6 +174,14 @@ private:
   /// Key splits, after the consumer's loop: rank 0's state merged with its peers' (the
   /// peers' own, unchanged); `state` flat, `sizes` per carried tile.
   Vals mergeParts(const Vals& state, ArrayRef<int64_t> sizes);
+  /// The loop's results in env_ from their values flat (`sizes` per carried tile).
+  void setLoopResults(const Vals& flat, ArrayRef<int64_t> sizes) {
+    size_t k = 0;
+    for (auto [c, r] : llvm::enumerate(m_.loop.getResults())) {
+      env_[r] = Vals(flat.begin() + k, flat.begin() + k + sizes[c]);
+      k += size_t(sizes[c]);
+    }
+  }
   /// The cluster's barrier, arrive (release) then wait (acquire): every thread of every CTA.
   void clusterSync() {
     b_.create<NVVM::ClusterArriveOp>(loc_, UnitAttr());
@@ -715,10 +723,7 @@ Vals AttnEmitter::eval(Value v) {
       } else if (isa<Exp2Op>(op)) {
         // ex2.approx.ftz: one MUFU.EX2 (without ftz, ptxas wraps it in a rescale for
         // subnormal results). Results below 2^-126 flush to zero.
-        r = round(b_.create<LLVM::CallIntrinsicOp>(loc_, b_.getF32Type(),
-                                                   b_.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
-                                                   ValueRange{toF32(xs[0])})
-                      .getResult(0));
+        r = round(ex2(toF32(xs[0])));
       } else {
         for (Value& x : xs) x = toF32(x);
         r = round(emitScalar(b_, loc_, op, xs));
@@ -901,13 +906,7 @@ void AttnEmitter::consumer() {
                                   Vals(results.begin() + inits.size(), results.end()), [] {}, [] {});
     b_.create<scf::YieldOp>(loc_, out);
   }
-  {
-    size_t k = 0;
-    for (auto [c, r] : llvm::enumerate(m_.loop.getResults())) {
-      env_[r] = Vals(some.getResults().begin() + k, some.getResults().begin() + k + sizes[c]);
-      k += size_t(sizes[c]);
-    }
-  }
+  setLoopResults(Vals(some.getResults().begin(), some.getResults().end()), sizes);
   // The other program's remaining steps: waited for, their turns taken and handed on, and
   // released, so the ring and the turns stay in step.
   {
@@ -923,12 +922,7 @@ void AttnEmitter::consumer() {
   if (splits_) {
     Vals state;
     for (Value r : m_.loop.getResults()) llvm::append_range(state, env_[r]);
-    Vals merged = mergeParts(state, sizes);
-    size_t k = 0;
-    for (auto [c, r] : llvm::enumerate(m_.loop.getResults())) {
-      env_[r] = Vals(merged.begin() + k, merged.begin() + k + sizes[c]);
-      k += size_t(sizes[c]);
-    }
+    setLoopResults(mergeParts(state, sizes), sizes);
   }
   ifThen(b_.create<arith::AndIOp>(loc_, ult(i_, qTiles_), eq(kRank_, i32(0))), [&] { epilogue(); });
 }
