@@ -516,11 +516,13 @@ public:
       setMaxDynamicSharedMemory(k.sm90.back(), int(plan.sharedBytes), plan.entry);
       // K-clusters: how many of each size fit at once (a cluster lives in one GPC, whose
       // SMs need not divide by its size), so a persistent launch never leaves one waiting.
+      // (A GEMM's split takes powers of two; attention's key splits any size.)
       if (plan.kClusters())
-        for (int64_t s = 0; s <= plan.kCluster; ++s) // (split() takes powers of two)
-          plan.clusterSlots.push_back(s < 2 || (s & (s - 1)) ? 0
-                                            : maxActiveClusters(k.sm90.back(), unsigned(s), unsigned(plan.threads),
-                                                                unsigned(plan.sharedBytes)));
+        for (int64_t s = 0; s <= plan.kCluster; ++s)
+          plan.clusterSlots.push_back(s < 2 || (plan.kind != hopper::LaunchPlan::Attention && (s & (s - 1)))
+                                          ? 0
+                                          : maxActiveClusters(k.sm90.back(), unsigned(s), unsigned(plan.threads),
+                                                              unsigned(plan.sharedBytes)));
     }
   }
 

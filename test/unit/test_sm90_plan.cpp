@@ -705,25 +705,34 @@ TEST_CASE("attention cuts its keys in clusters where that leaves the busiest SM 
     return std::pair{work.ctas, work.cluster};
   };
   // One query of 32 heads against 32k keys: 32 CTAs alone, 128 in clusters of 4 (8 would
-  // make 256, more than run at once).
+  // make 256, more than run at once; 7, 224 in two rounds of 37 steps).
   CHECK(keys(1, 32, 1, 32768) == std::pair<int64_t, int64_t>{128, 4});
   CHECK(keys(2, 32, 8, 32768) == std::pair<int64_t, int64_t>{128, 2});
   CHECK(keys(1, 8, 1, 32768) == std::pair<int64_t, int64_t>{64, 8}); // at most 8 parts
+  // 12 heads: 12 clusters of 8 (96 CTAs) in one round; 8 parts is the most.
+  CHECK(keys(1, 12, 1, 32768) == std::pair<int64_t, int64_t>{96, 8});
   // Enough CTAs already: whole programs.
   CHECK(keys(4, 32, 1, 32768) == std::pair<int64_t, int64_t>{128, 0});
   // Short caches: a part keeps 4 steps of 128 keys at least.
   CHECK(keys(1, 32, 1, 1024) == std::pair<int64_t, int64_t>{64, 2});
   CHECK(keys(1, 32, 1, 800) == std::pair<int64_t, int64_t>{32, 0}); // 7 steps
+  CHECK(keys(1, 32, 1, 1536) == std::pair<int64_t, int64_t>{96, 3}); // 12 steps: 3 parts of 4
   // Where the driver says fewer clusters fit at once (a cluster lives in one GPC), rounds of
-  // them count: 30 of 4 at once take 2 x 64 steps, no better than 2 parts in one round
-  // (128); 14 of 8, 3 x 32 = 96: clusters of 8. With 8 out of reach, 2 (the smaller at a tie).
+  // them count, and any size may win. 40 of 3 fit: 32 in one round of 86 steps, where 30 of
+  // 4 take 2 x 64 and 14 of 7 or 8 three rounds (111, 96).
   LaunchPlan fewer = keyCachePlan();
-  fewer.clusterSlots = {0, 0, 66, 0, 30, 0, 0, 0, 14};
+  fewer.clusterSlots = {0, 0, 66, 40, 30, 24, 20, 14, 14};
   Split work;
+  REQUIRE(choose({fewer}, keyCacheArgs(1, 32, 32, 1, 32768), LaunchConfig{132}, &why, &work) == 0);
+  CHECK(work.cluster == 3);
+  CHECK(work.ctas == 96);
+  // 20 of 3 and 15 of 5 or 6: the fewest steps are in clusters of 8 (3 x 32 = 96).
+  fewer.clusterSlots = {0, 0, 66, 20, 30, 15, 15, 14, 14};
   REQUIRE(choose({fewer}, keyCacheArgs(1, 32, 32, 1, 32768), LaunchConfig{132}, &why, &work) == 0);
   CHECK(work.cluster == 8);
   CHECK(work.ctas == 256);
-  fewer.clusterSlots = {0, 0, 66, 0, 30, 0, 0, 0, 0};
+  // With 8 out of reach and 3 no better than 2 in two rounds: 2 (the smaller at a tie with 4).
+  fewer.clusterSlots = {0, 0, 66, 20, 30};
   fewer.kCluster = 4;
   REQUIRE(choose({fewer}, keyCacheArgs(1, 32, 32, 1, 32768), LaunchConfig{132}, &why, &work) == 0);
   CHECK(work.cluster == 2);

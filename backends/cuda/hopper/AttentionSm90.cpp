@@ -171,6 +171,11 @@ private:
   /// Whether every row of query tile `i`'s program keeps the first key of step `j` in every
   /// select of the loop (from the masks' index bounds).
   Value firstKeyKept(Value i, Value j);
+  /// firstKeyKept where the program runs step `j`, else true (its bounds may not exist).
+  Value keptWhereRun(Value i, Value j);
+  /// The online softmax's merge of two states over disjoint keys (flat, `sizes` per
+  /// carried tile): m the greater, l and acc each scaled by base^(its m - m) and summed.
+  Vals combine(Vals cur, const Vals& part, ArrayRef<int64_t> sizes);
   /// Key splits, after the consumer's loop: rank 0's state merged with its peers' (the
   /// peers' own, unchanged); `state` flat, `sizes` per carried tile.
   Vals mergeParts(const Vals& state, ArrayRef<int64_t> sizes);
@@ -937,24 +942,23 @@ void AttnEmitter::splitKeys(Value i0, Value all) {
     b_.setInsertionPointToStart(check.getBody());
     Value ok = check.getRegionIterArgs()[0];
     Value at = mul(check.getInductionVar(), per);
-    for (int64_t w = 0; w < g_.consumers; ++w) {
-      Value i = add(i0, i32(w));
-      Value runs = ult(at, stepsOf(i));
-      // Evaluated only where the program runs that step (else its bounds may not exist).
-      auto when = b_.create<scf::IfOp>(loc_, TypeRange{b_.getI1Type()}, runs, /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard g2(b_);
-      b_.setInsertionPointToStart(when.thenBlock());
-      b_.create<scf::YieldOp>(loc_, firstKeyKept(i, at));
-      b_.setInsertionPointToStart(when.elseBlock());
-      b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<arith::ConstantIntOp>(loc_, 1, 1)});
-      b_.setInsertionPointAfter(when);
-      ok = b_.create<arith::AndIOp>(loc_, ok, when.getResult(0));
-    }
+    for (int64_t w = 0; w < g_.consumers; ++w)
+      ok = b_.create<arith::AndIOp>(loc_, ok, keptWhereRun(add(i0, i32(w)), at));
     b_.create<scf::YieldOp>(loc_, ok);
   }
   per = b_.create<arith::SelectOp>(loc_, check.getResult(0), per, all);
   lo_ = b_.create<arith::MinUIOp>(loc_, mul(kRank_, per), all);
   hi_ = b_.create<arith::MinUIOp>(loc_, add(lo_, per), all);
+}
+
+Value AttnEmitter::keptWhereRun(Value i, Value j) {
+  auto when = b_.create<scf::IfOp>(loc_, TypeRange{b_.getI1Type()}, ult(j, stepsOf(i)), /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointToStart(when.thenBlock());
+  b_.create<scf::YieldOp>(loc_, firstKeyKept(i, j));
+  b_.setInsertionPointToStart(when.elseBlock());
+  b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<arith::ConstantIntOp>(loc_, 1, 1)});
+  return when.getResult(0);
 }
 
 Value AttnEmitter::firstKeyKept(Value i, Value j) {
@@ -969,8 +973,38 @@ Value AttnEmitter::firstKeyKept(Value i, Value j) {
   return ok;
 }
 
-Vals AttnEmitter::mergeParts(const Vals& state, ArrayRef<int64_t> sizes) {
+Vals AttnEmitter::combine(Vals cur, const Vals& part, ArrayRef<int64_t> sizes) {
   const AttentionMatch::SoftmaxState& st = *m_.softmax;
+  // Offsets of m, l and acc in the flat state.
+  SmallVector<int64_t> offset(sizes.size(), 0);
+  for (size_t c = 1; c < sizes.size(); ++c) offset[c] = offset[c - 1] + sizes[c - 1];
+  const float log2e = 1.4426950408889634f;
+  Value negInf = f32(-INFINITY), zero = f32(0.0f);
+  Value a[2], c[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    Value m = cur[size_t(offset[st.m] + h)], pm = part[size_t(offset[st.m] + h)];
+    Value top = b_.create<arith::MaximumFOp>(loc_, m, pm);
+    // base^(x - top), 0 for a part with no keys (x = -inf: also where top is -inf).
+    auto weight = [&](Value x) {
+      Value d = b_.create<arith::SubFOp>(loc_, x, top);
+      if (!st.base2) d = b_.create<arith::MulFOp>(loc_, d, f32(log2e));
+      Value none = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OEQ, x, negInf);
+      return b_.create<arith::SelectOp>(loc_, none, zero, ex2(d)).getResult();
+    };
+    a[h] = weight(m);
+    c[h] = weight(pm);
+    cur[size_t(offset[st.m] + h)] = top;
+  }
+  auto mix = [&](int64_t e, int64_t h) {
+    Value x = b_.create<arith::MulFOp>(loc_, cur[size_t(e)], a[h]);
+    cur[size_t(e)] = b_.create<math::FmaOp>(loc_, part[size_t(e)], c[h], x);
+  };
+  for (int64_t h = 0; h < 2; ++h) mix(offset[st.l] + h, h);
+  for (int64_t e = 0; e < sizes[st.acc]; ++e) mix(offset[st.acc] + e, (e / 2) % 2);
+  return cur;
+}
+
+Vals AttnEmitter::mergeParts(const Vals& state, ArrayRef<int64_t> sizes) {
   const int64_t values = int64_t(state.size());
   SmallVector<Type> types(state.size(), b_.getF32Type());
   auto split = b_.create<scf::IfOp>(loc_, types, ult(i32(1), kSize_), /*withElseRegion=*/true);
@@ -1006,32 +1040,7 @@ Vals AttnEmitter::mergeParts(const Vals& state, ArrayRef<int64_t> sizes) {
       Vals cur(peers.getRegionIterArgs().begin(), peers.getRegionIterArgs().end()), part;
       for (int64_t v = 0; v < values; ++v)
         part.push_back(b_.create<LLVM::LoadOp>(loc_, b_.getF32Type(), byteAt(there, i32(v * 512)), /*alignment=*/4));
-      // Offsets of m, l and acc in the flat state.
-      SmallVector<int64_t> offset(sizes.size(), 0);
-      for (size_t c = 1; c < sizes.size(); ++c) offset[c] = offset[c - 1] + sizes[c - 1];
-      const float log2e = 1.4426950408889634f;
-      Value negInf = f32(-INFINITY), zero = f32(0.0f);
-      Value a[2], c[2];
-      for (int64_t h = 0; h < 2; ++h) {
-        Value m = cur[size_t(offset[st.m] + h)], pm = part[size_t(offset[st.m] + h)];
-        Value top = b_.create<arith::MaximumFOp>(loc_, m, pm);
-        // base^(x - top), 0 for a part with no keys (x = -inf: also where top is -inf).
-        auto weight = [&](Value x) {
-          Value d = b_.create<arith::SubFOp>(loc_, x, top);
-          if (!st.base2) d = b_.create<arith::MulFOp>(loc_, d, f32(log2e));
-          Value none = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::OEQ, x, negInf);
-          return b_.create<arith::SelectOp>(loc_, none, zero, ex2(d)).getResult();
-        };
-        a[h] = weight(m);
-        c[h] = weight(pm);
-        cur[size_t(offset[st.m] + h)] = top;
-      }
-      auto mix = [&](int64_t e, int64_t h) {
-        Value x = b_.create<arith::MulFOp>(loc_, cur[size_t(e)], a[h]);
-        cur[size_t(e)] = b_.create<math::FmaOp>(loc_, part[size_t(e)], c[h], x);
-      };
-      for (int64_t h = 0; h < 2; ++h) mix(offset[st.l] + h, h);
-      for (int64_t e = 0; e < sizes[st.acc]; ++e) mix(offset[st.acc] + e, (e / 2) % 2);
+      cur = combine(cur, part, sizes);
       b_.create<scf::YieldOp>(loc_, ValueRange(cur));
     }
     b_.create<scf::YieldOp>(loc_, peers.getResults());

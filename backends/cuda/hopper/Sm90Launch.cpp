@@ -208,8 +208,10 @@ Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, cons
   // The keys are read once whatever the split: it pays only to put more SMs on them. So the
   // cluster size whose rounds of clusters (as many at once as the driver says fit: a cluster
   // lives in one GPC) take the fewest steps, each part keeping kKeySplitMinSteps steps; the
-  // smaller at a tie. Asked for a number of parts (`splits`), at most that many.
-  for (int64_t s = 2; s <= plan.kCluster && steps / s >= kKeySplitMinSteps; s *= 2) {
+  // smaller at a tie. Any size, not only powers of two: where 32 clusters of 4 do not fit
+  // at once (H200: a GPC's SMs need not divide by 4), 32 of 3 may, on 96 SMs instead of 64.
+  // Asked for a number of parts (`splits`), at most that many.
+  for (int64_t s = 2; s <= plan.kCluster && steps / s >= kKeySplitMinSteps; ++s) {
     if (config.splits > 1 && s > config.splits) break;
     const int64_t known = size_t(s) < plan.clusterSlots.size() ? plan.clusterSlots[size_t(s)] : 0;
     const int64_t fit = known > 0 ? known : slots / s;

@@ -47,7 +47,7 @@ struct Split {
 };
 
 /// An attention twin's key splits (LaunchPlan::kClusters) for `args`: clusters of s CTAs
-/// (Split::cluster; 2, 4, ... up to plan.kCluster), each cutting its programs' keys into s
+/// (Split::cluster; any s from 2 up to plan.kCluster), each cutting its programs' keys into s
 /// parts, for the s that leaves the busiest SM the fewest key steps — ceil(CTAs / clusters
 /// that fit at once) x ceil(steps / s) (Split::cost), against ceil(CTAs / SMs) x steps
 /// unsplit: it pays where the grid alone would leave SMs idle (decode) — with parts of

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the device (repo root, .device carried): the GPU tests of attention over a K/V cache,
-# kiln bench attention_decode (key splits on, and off: KILN_HOPPER_SPLIT_K=off) beside
+# kiln bench attention_decode (KILN_HOPPER_SPLIT_K per MODES: unset is kiln's choice, 1 no
+# key splits, n at most n parts), the launch kiln chooses per shape, beside
 # PyTorch SDPA in the same call, and cold compiles.
 set -u
 OUT=${OUT:-/tmp/kiln-out}; mkdir -p $OUT; R=/tmp/dec; rm -rf $R /tmp/kiln; mkdir -p $R /tmp/kiln
@@ -12,7 +13,7 @@ if [ -z "${NO_TESTS:-}" ]; then
   timeout ${TT:-400} $K/kiln-gpu-tests "${TESTS:-*K/V cache*}" > $R/tests.log 2>&1; echo "tests rc=$? $(tail -2 $R/tests.log | head -1)"
 fi
 # One kiln bench per shape (the kernel is built per head dim); the rows printed as they come.
-for mode in auto 1; do
+for mode in ${MODES:-auto 1}; do
   for s in $SHAPES; do
     KILN_HOPPER_SPLIT_K=$mode timeout 150 $K/kiln bench attention_decode --backend=cuda --dtype ${DT:-bf16} --shape $s \
       --routes kiln --reps ${REPS:-20} --warmup 3 --no-progress --csv $R/bench-$mode-$s.csv > $R/bench-$mode-$s.log 2>&1 ||
@@ -23,6 +24,11 @@ for r in csv.DictReader(open(sys.argv[1])):
     print(f"kiln[split={sys.argv[2]}] {r['shape']} {float(r['warm_ms'])*1e3:.1f} us {float(r['gbps'])/1e3:.3f} TB/s verified={r['reference_ok']} rel_err={r['rel_err']}")
 PY
   done
+done
+# The launch kiln chooses per shape (the bench CSV does not say): one verified kiln run each.
+for s in $SHAPES; do
+  timeout 60 $K/kiln run attention_decode --backend cuda --dtype ${DT:-bf16} --shape $s --seed 1 > $R/run-$s.log 2>&1
+  echo "path $s: $(grep -o 'reference_ok=[a-z]*' $R/run-$s.log) $(grep '^launch:' $R/run-$s.log | grep -o '([0-9]* CTAs[^)]*)')"
 done
 python3 -W ignore docs/benchmarks/2026-12-02-h200-attention-decode/sdpa_decode.py $SHAPES 2>&1 | tee $R/sdpa.log
 if [ -z "${NO_COLD:-}" ]; then
