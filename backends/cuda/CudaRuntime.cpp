@@ -186,17 +186,7 @@ public:
     if (state->compile_only) { // no device: which twin would run is the GPU's to say
       if (hopper::applies(code.sm90[0], args, &why)) return "sm_90a twin '" + code.sm90[0].entry + "'";
     } else if (int t = twinFor(args, &why, &work); t >= 0) {
-      return "sm_90a twin '" + code.sm90[size_t(t)].entry + "' (" + std::to_string(work.ctas) + " CTAs" +
-             (work.splitTiles ? ", split-K: the last " + std::to_string(work.splitTiles) +
-                                      " tiles cut along K into " + std::to_string(work.splits) + " chunks"
-              : work.cluster > 1 && code.sm90[size_t(t)].kind == hopper::LaunchPlan::Attention
-                  ? ", key splits in clusters of " + std::to_string(work.cluster) + ": each program's keys cut into " +
-                        std::to_string(work.cluster) + " parts, merged in rank order"
-              : work.cluster > 1 && code.sm90[size_t(t)].kClusters()
-                  ? ", split-K in clusters of " + std::to_string(work.cluster) + ": each tile cut along K into " +
-                        std::to_string(work.cluster) + " chunks"
-                  : std::string()) +
-             ")";
+      return "sm_90a twin '" + code.sm90[size_t(t)].entry + "' (" + hopper::describe(code.sm90[size_t(t)], work) + ")";
     }
     return "portable kernel '" + sig.name + "' (the sm_90a twin does not apply: " + why + ")";
   }

@@ -750,6 +750,16 @@ TEST_CASE("attention cuts its keys in clusters where that leaves the busiest SM 
   CHECK(back.kClusters());
   CHECK(back.kCluster == 8);
   CHECK(back.reduction.arg == 1);
+  // A plan whose keys are never split says why, in its description and its JSON.
+  LaunchPlan never = attentionPlan();
+  never.noKeySplits = "a select's mask is not comparisons of index tiles";
+  CHECK_THAT(never.str(), Contains("(keys never split: a select's mask is not comparisons of index tiles)"));
+  CHECK(LaunchPlan::fromJson(never.toJson()).noKeySplits == never.noKeySplits);
+  CHECK_FALSE(attentionPlan().toJson().contains("no_key_splits"));
+  // launch_path's words for the cut the launch chose.
+  CHECK(describe(keyCachePlan(), Split{96, 0, 0, 86, 3}) ==
+        "96 CTAs, key splits in clusters of 3: each program's keys cut into 3 parts, merged in rank order");
+  CHECK(describe(keyCachePlan(), Split{32, 0, 0, 256, 0}) == "32 CTAs");
 }
 
 TEST_CASE("the attention twin is refused where TMA or O's paired stores cannot work, and the reason is named", "[sm90]") {

@@ -342,6 +342,8 @@ void AttnEmitter::declareParams() {
     TensorArgType k = m_.kernel.getArgType(m_.kArg);
     plan_.reduction = {int(m_.kArg), 2, m_.kv, k.getDimSymbol(2).empty() ? std::to_string(k.getDimConstant(2)) : k.getDimSymbol(2).str()};
     plan_.kCluster = kKeySplitMax;
+  } else {
+    plan_.noKeySplits = m_.softmax ? "its loop's state does not fit in the K/V ring" : m_.noSplitWhy;
   }
 }
 

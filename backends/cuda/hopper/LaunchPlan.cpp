@@ -68,6 +68,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
         throw std::out_of_range("bad reduction dim");
     }
     if (plan.kCluster > 1 && plan.reduction.arg < 0) throw std::out_of_range("k_cluster without a reduction dim");
+    if (j.contains("no_key_splits")) plan.noKeySplits = j.at("no_key_splits").get<std::string>();
     int splitKParams = 0;
     for (const LaunchParam& p : plan.params)
       splitKParams += p.kind == LaunchParam::Workspace || p.kind == LaunchParam::SplitTiles ||
@@ -95,8 +96,9 @@ std::string LaunchPlan::str() const {
            " keys a step, head dim " + std::to_string(tileK) + ", " + std::to_string(stages) + " stages, " +
            std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, one CTA per ceildiv(" +
            (gridDims.empty() ? std::string("S") : gridDims[0].name) + ", " + std::to_string(tileM) + ") x heads x batches" +
-           (kClusters() ? " (keys split in clusters of up to " + std::to_string(kCluster) + " where that leaves no SM idle)"
-                        : "");
+           (kClusters()             ? " (keys split in clusters of up to " + std::to_string(kCluster) + " where that leaves no SM idle)"
+            : noKeySplits.empty() ? ""
+                                  : " (keys never split: " + noKeySplits + ")");
   std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +
                   (stages ? std::to_string(stages) + " stages, " : std::string()) +
                   (cluster > 1 ? "clusters of " + std::to_string(cluster) + (clusterAlongM ? " (B multicast), " : " (A multicast), ")

@@ -85,6 +85,10 @@ struct LaunchPlan {
   /// s: how many clusters of s CTAs fit on the GPU at once (0 or absent: unknown, taken as
   /// SMs x ctasPerSm / s). Clusters live inside one GPC, so s = 4 may leave SMs over.
   std::vector<int64_t> clusterSlots;
+  /// Attention: why its keys are never split across a cluster (the loop is not an online
+  /// softmax the twin recognises, or its state does not fit in the ring); empty where they
+  /// may be, and for GEMMs. In the JSON only when set.
+  std::string noKeySplits;
 
   /// Split-K through the runtime's workspace (parameters Workspace, SplitTiles, KSplits).
   bool splitK() const { return reduction.arg >= 0 && kCluster == 1; }
@@ -105,10 +109,12 @@ inline nlohmann::json LaunchPlan::toJson() const {
     p.push_back(j);
   }
   for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
-  return {{"kind", kind == Attention ? "attention" : "gemm"}, {"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
+  nlohmann::json j = {{"kind", kind == Attention ? "attention" : "gemm"}, {"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
           {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB}, {"k_cluster", kCluster},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};
+  if (!noKeySplits.empty()) j["no_key_splits"] = noKeySplits;
+  return j;
 }
 
 } // namespace kiln::hopper

@@ -222,6 +222,18 @@ Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, cons
   return best;
 }
 
+std::string describe(const LaunchPlan& plan, const Split& work) {
+  const std::string ctas = std::to_string(work.ctas) + " CTAs", s = std::to_string(work.cluster);
+  if (work.splitTiles)
+    return ctas + ", split-K: the last " + std::to_string(work.splitTiles) + " tiles cut along K into " +
+           std::to_string(work.splits) + " chunks";
+  if (work.cluster > 1 && plan.kind == LaunchPlan::Attention)
+    return ctas + ", key splits in clusters of " + s + ": each program's keys cut into " + s + " parts, merged in rank order";
+  if (work.cluster > 1 && plan.kClusters())
+    return ctas + ", split-K in clusters of " + s + ": each tile cut along K into " + s + " chunks";
+  return ctas;
+}
+
 namespace {
 /// The decode twin for `args`, or -1 (see choose()).
 template <class Usable>

@@ -54,6 +54,9 @@ struct Split {
 /// kKeySplitMinSteps steps at least; config.splits = 1 never splits, s > 1 at most s parts.
 /// Else one CTA per group of query tiles (cluster 0).
 Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config);
+/// A launch of `plan` cut as `work` says, for launch_path: "132 CTAs, split-K: the last 96
+/// tiles cut along K into 4 chunks", "96 CTAs, key splits in clusters of 3: ...".
+std::string describe(const LaunchPlan& plan, const Split& work);
 /// A part of an attention program's keys has this many key steps at least (fewer would
 /// cost more in pipeline fill and the merge than they spread).
 inline constexpr int64_t kKeySplitMinSteps = 4;

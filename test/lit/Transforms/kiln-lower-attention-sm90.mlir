@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90="stages=2" | FileCheck %s --check-prefix=TWO
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-attention-sm90="stages=1" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-attention-sm90="stages=4" 2>&1 | FileCheck %s --check-prefix=BIG
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90="consumers=3" | FileCheck %s --check-prefix=THREE
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-attention-sm90="consumers=4" 2>&1 | FileCheck %s --check-prefix=BAD4
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=KEYS
@@ -138,12 +139,16 @@
 // KEYS: nvvm.cluster.arrive
 // KEYS-NEXT: nvvm.cluster.wait
 // KEYS: llvm.store {{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
-// A mask of "ne" (whose bounds cannot say a part's first key is kept): no key splits.
+// A mask of "ne" (whose bounds cannot say a part's first key is kept): no key splits, and
+// the plan says why.
 // KEYS-LABEL: gpu.func @attention_no_diagonal__sm90_attn
 // KEYS-SAME: \22k_cluster\22:1
+// KEYS-SAME: \22no_key_splits\22:\22a select's mask is not comparisons of index tiles\22
 // KEYS-NOT: nvvm.cluster.arrive
 // BAD4: consumers must be 0 (kiln's choice), 2 or 3, got 4
 // BAD: stages must be 0 (the deepest that fits) or 2..4, got 1
+// Four stages of 128 keys at head dim 128 (64 KiB each) and two Q tiles: past 227 KiB.
+// BIG: stages=4 does not fit in shared memory at head dim 128 and 128 keys per step
 
 module {
   tile.kernel @attention_causal(in %Q: !tile.tensor<[B, H, S, 128], bf16>, in %K: !tile.tensor<[B, G, S, 128], bf16>, in %V: !tile.tensor<[B, G, S, 128], bf16>, out %O: !tile.tensor<[B, H, S, 128], bf16>) {
