@@ -113,9 +113,14 @@ Problem attentionProblem(const std::string& name, int64_t B, int64_t H, int64_t 
 // with 64 at head dim 64, where it runs three programs a CTA (451 against 430 with two at
 // 128 keys; three at 128 keys lack the registers); elsewhere the portable kernel's 64 keys
 // (at 128 it needs 153 KiB of shared memory, more than sm_86/89 have, and spills).
-AttentionTiles attentionTiles(DType d, const std::string& target = "", int64_t headDim = 128) {
+//
+// Over a K/V cache (`decode`) the sm_90a twin takes 128 keys a step at head dim 64 too: a
+// decode step streams the cache once, one step's chain of products and softmax at a time per
+// program, so bytes per step are what count (H200, 2026-12-02, 1x32x32x1x32768x64 bf16:
+// see docs/benchmarks/2026-12-02-h200-attention-decode).
+AttentionTiles attentionTiles(DType d, const std::string& target = "", int64_t headDim = 128, bool decode = false) {
   if (d == DType::f32) return {16, 16};
-  return target == "sm_90a" && headDim != 64 ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
+  return target == "sm_90a" && (headDim != 64 || decode) ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
 }
 
 std::vector<Entry> makeAll() {
@@ -196,7 +201,7 @@ std::vector<Entry> makeAll() {
               return attentionProblem("attention_decode", s[0], s[1], s[2], s[3], s[4], s[5], d, seed, true);
             }};
   dec.make_for_shape = [](DType d, const std::vector<int64_t>& s, const std::string& target) {
-    return attention_decode(d, s.at(5), attentionTiles(d, target, s.at(5)));
+    return attention_decode(d, s.at(5), attentionTiles(d, target, s.at(5), /*decode=*/true));
   };
   dec.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(5)); };
   e.push_back(std::move(dec));

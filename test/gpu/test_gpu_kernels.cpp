@@ -624,10 +624,13 @@ TEST_CASE("gpu: attention over a K/V cache splits its keys across a cluster wher
           "unsplit twin and the portable kernel", "[gpu][sm90]") {
   // B x H x G x T x S x D: one query of 32 heads against 32k keys (32 CTAs unsplit), GQA
   // at head dim 64 (8), eight and five queries against ragged caches (2), three against a
-  // ragged cache at head dim 64, and one too short to split (3 steps).
+  // ragged cache at head dim 64, and one too short to split (3 steps). Grouped heads fold
+  // into one program: 4 of one query (the D64 GQA one), 4 of 16 queries (64 rows, causal
+  // across them), 3 of one at head dim 64 (12 programs of 3 rows).
   const std::vector<std::vector<int64_t>> shapes = {{1, 32, 32, 1, 32768, 128}, {1, 8, 2, 1, 4096, 64},
                                                    {2, 4, 4, 8, 1000, 128},    {1, 2, 2, 5, 700, 128},
-                                                   {1, 1, 1, 3, 2053, 64},     {1, 4, 4, 1, 300, 128}};
+                                                   {1, 1, 1, 3, 2053, 64},     {1, 4, 4, 1, 300, 128},
+                                                   {1, 32, 8, 16, 2000, 128},  {2, 6, 2, 1, 3000, 64}};
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   Runtime unsplit = Runtime::create(Backend::cuda, {.hopper_split_k = 1});
   Runtime most = Runtime::create(Backend::cuda, {.hopper_split_k = 8});
@@ -648,6 +651,10 @@ TEST_CASE("gpu: attention over a K/V cache splits its keys across a cluster wher
           if (hopper && rt == &gpu() && s[1] == 32) CHECK(split); // 32 CTAs alone on 132 SMs
           if (hopper && rt != &r.portable && s[4] == 300) CHECK_FALSE(split); // 3 steps: nothing to cut
           if (hopper && rt == &most && s[4] == 1000) CHECK_THAT(path, Contains("clusters of 2"));
+          // A group's query heads whose rows fit one tile: folded (every twin launch).
+          const int64_t ratio = s[1] / s[2];
+          if (hopper && rt != &r.portable && ratio > 1 && ratio * s[3] <= 64)
+            CHECK_THAT(path, Contains(std::to_string(ratio) + " query heads to a program"));
           ck.launch(dp.views);
           verify::Report rep = catalogue::verify_output(gpu(), dp, p);
           INFO(rep.summary());
@@ -660,10 +667,11 @@ TEST_CASE("gpu: attention over a K/V cache splits its keys across a cluster wher
 TEST_CASE("gpu: the sm_90a attention twin is right on ragged shapes, causal and grouped heads, beside the portable kernel", "[gpu][sm90]") {
   // The catalogue's shapes of head dim 64 and 128 (the twin's): one query tile and a CTA's
   // second program absent (S = 1, 77), odd numbers of query tiles, keys ragged past several
-  // steps, GQA 4:1 and 2:1, and a sampled long one.
+  // steps, GQA 4:1 and 2:1, and a sampled long one; short sequences whose grouped heads fold
+  // into one program (4 heads of 7 rows, causal; 3 of 20 at head dim 64).
   const std::vector<std::vector<int64_t>> shapes = {{1, 1, 1, 1, 64},   {2, 4, 2, 77, 64},   {1, 2, 2, 129, 128},
                                                    {1, 4, 1, 1000, 128}, {3, 2, 2, 513, 64}, {1, 8, 2, 8200, 128},
-                                                   {2, 2, 1, 200, 128}};
+                                                   {2, 2, 1, 200, 128},  {2, 8, 2, 7, 128},  {1, 6, 2, 20, 64}};
   const TwinRuntimes& r = twinRuntimes();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   for (const char* name : {"attention", "attention_causal"})

@@ -762,6 +762,40 @@ TEST_CASE("attention cuts its keys in clusters where that leaves the busiest SM 
   CHECK(describe(keyCachePlan(), Split{32, 0, 0, 256, 0}) == "32 CTAs");
 }
 
+TEST_CASE("grouped-query decode folds the query heads that share a K/V head into one program, as many as fit 64 rows",
+          "[sm90]") {
+  LaunchPlan folds = keyCachePlan();
+  folds.params.push_back({LaunchParam::HeadFold, 1, 1, {}});
+  REQUIRE(folds.foldsHeadsOf() == 1);
+  // H / G = 4 heads a group: one query each, 4 to a program; 16 queries each, 4 (64 rows);
+  // 20 each, 2 (3 would fit 60 rows but does not divide the group); 33 each, none.
+  CHECK(headFold(folds, keyCacheArgs(1, 32, 8, 1, 4096)) == 4);
+  CHECK(headFold(folds, keyCacheArgs(1, 32, 8, 16, 4096)) == 4);
+  CHECK(headFold(folds, keyCacheArgs(1, 32, 8, 20, 4096)) == 2);
+  CHECK(headFold(folds, keyCacheArgs(1, 32, 8, 33, 4096)) == 1);
+  CHECK(headFold(folds, keyCacheArgs(1, 32, 32, 1, 4096)) == 1);  // a K/V head per query head
+  CHECK(headFold(folds, keyCacheArgs(1, 32, 3, 1, 4096)) == 10);  // H / G = 10 (the last group short)
+  CHECK(headFold(keyCachePlan(), keyCacheArgs(1, 32, 8, 1, 4096)) == 1); // a plan that cannot fold
+  // B1 H32 G8, one query against 32k keys: 8 programs (not 32), each its group's K/V read
+  // once, then cut in clusters of 8 (64 CTAs; 8 parts is the most).
+  std::string why;
+  Split work;
+  REQUIRE(choose({folds}, keyCacheArgs(1, 32, 8, 1, 32768), LaunchConfig{132}, &why, &work) == 0);
+  CHECK(work.fold == 4);
+  CHECK(work.cluster == 8);
+  CHECK(work.ctas == 64);
+  CHECK(describe(folds, work) == "64 CTAs, 4 query heads to a program (their rows in one tile, one read of their K/V head), "
+                                 "key splits in clusters of 8: each program's keys cut into 8 parts, merged in rank order");
+  // B16 H32 G8 over 4096 keys: 128 programs fill the SMs unsplit.
+  REQUIRE(choose({folds}, keyCacheArgs(16, 32, 8, 1, 4096), LaunchConfig{132}, &why, &work) == 0);
+  CHECK(work.fold == 4);
+  CHECK(work.ctas == 128);
+  CHECK(work.cluster == 0);
+  // The parameter survives JSON, and the plan says it folds.
+  CHECK(LaunchPlan::fromJson(folds.toJson()).foldsHeadsOf() == 1);
+  CHECK_THAT(folds.str(), Contains("query heads sharing a K/V head folded into one program"));
+}
+
 TEST_CASE("the attention twin is refused where TMA or O's paired stores cannot work, and the reason is named", "[sm90]") {
   std::string why;
   auto refused = [&](std::vector<TensorView> a, const char* reason) {

@@ -38,6 +38,7 @@ public:
     if (!matchStore() || !matchDots() || !matchOps()) return false;
     m_.noSplitWhy.clear();
     if (!matchSoftmaxState(m_.noSplitWhy)) m_.softmax.reset();
+    m_.foldHeads = matchHeadGroups();
     return true;
   }
 
@@ -209,6 +210,32 @@ private:
     for (Value init : m_.loop.getInits())
       if (!rowTile(init.getType())) return fail("the loop carries a tile of other than 64 rows");
     return true;
+  }
+
+  /// Whether the query heads may be folded (AttentionMatch::foldHeads).
+  bool matchHeadGroups() {
+    auto kView = m_.k.getView().getDefiningOp<ViewOp>(), vView = m_.v.getView().getDefiningOp<ViewOp>();
+    Value g = kView.getIndices()[1];
+    if (vView.getIndices()[1] != g || dependsOn(kView.getIndices()[0], m_.hIv) || dependsOn(vView.getIndices()[0], m_.hIv))
+      return false;
+    auto dimNamed = [&](Value v, unsigned arg) {
+      auto d = v.getDefiningOp<DimOp>();
+      return d && d.getSymbol() == m_.kernel.getArgType(arg).getDimSymbol(1) && !d.getSymbol().empty();
+    };
+    auto byGroup = g.getDefiningOp<arith::FloorDivSIOp>();
+    auto size = byGroup ? byGroup.getRhs().getDefiningOp<arith::MaxSIOp>() : arith::MaxSIOp();
+    auto ratio = size ? size.getLhs().getDefiningOp<arith::FloorDivSIOp>() : arith::FloorDivSIOp();
+    auto groups = ratio ? ratio.getRhs().getDefiningOp<arith::MaxSIOp>() : arith::MaxSIOp();
+    if (!groups || byGroup.getLhs() != m_.hIv || !isConstIndex(size.getRhs(), 1) || !isConstIndex(groups.getRhs(), 1) ||
+        !dimNamed(ratio.getLhs(), m_.oArg) || !dimNamed(groups.getLhs(), m_.kArg) ||
+        m_.kernel.getArgType(m_.vArg).getDimSymbol(1) != m_.kernel.getArgType(m_.kArg).getDimSymbol(1))
+      return false;
+    // h only in Q's and O's views (at their head, where matchDots and matchStore put it)
+    // and the group; the group only in K's and V's views.
+    for (Operation* user : m_.hIv.getUsers())
+      if (user != byGroup && user != m_.q.getView().getDefiningOp() && user != m_.store.getView().getDefiningOp())
+        return false;
+    return llvm::all_of(g.getUsers(), [&](Operation* u) { return u == kView || u == vView; });
   }
 
   /// Fills m_.softmax (see AttentionMatch::SoftmaxState); false with `why` otherwise.

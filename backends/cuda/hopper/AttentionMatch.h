@@ -62,6 +62,14 @@ struct AttentionMatch {
   };
   std::optional<SoftmaxState> softmax;
   std::string noSplitWhy; ///< why `softmax` is empty
+  /// Grouped-query attention whose query heads may share a program (head folding): K's and
+  /// V's head is one index, h / (H / G) as the DSL writes it (floordiv(h, max(floordiv(H,
+  /// max(G, 1)), 1))), H O's dim 1 and G K's, and h is used nowhere else but Q's and O's
+  /// views (so nothing of the program but the rows it reads and writes depends on its
+  /// head, the loop's count included). Then heads f c .. f c + f - 1, f dividing
+  /// max(H / G, 1), read the same K and V, and f of them with few query rows (decode) can
+  /// be one program of f T rows.
+  bool foldHeads = false;
 };
 
 /// Fills `out` when `kernel` has the shape above; otherwise returns false with `why` saying

@@ -21,6 +21,13 @@
 // Shared memory (1024-B aligned): Q (C x D/64 boxes of 64 rows x 128 B), the ring (per
 // stage K then V, each D/64 boxes of KV rows x 128 B), then the mbarriers.
 //
+// Head folding (GQA, AttentionMatch::foldHeads; the launch's HeadFold parameter f > 1):
+// a CTA's programs hold f query heads that share a K/V head, T rows each (f T <= 64): Q's
+// map reads T rows of f heads into one 64-row tile, row r being head h + r / T's query
+// r mod T; the program's row indices (iota along dim 0) are r mod T; O's rows go back to
+// their heads. The CTAs are ceildiv(H, f) per batch instead of H: the K/V cache is read once
+// per group, not once per query head.
+//
 // Key splits (a loop AttentionMatch recognises as an online softmax, when the grid alone
 // would leave SMs idle: decode): a launch in clusters of s CTAs (2..kKeySplitMax, a launch
 // attribute) gives every CTA of a cluster the same programs, rank r their key steps
@@ -270,14 +277,16 @@ private:
   SmallVector<Value, 3> oStrides_;
   std::map<std::string, Value> dims_; // symbol -> i32 parameter
   Value tid_, wg_, smem_, sbase_, group_, h_, b_idx_; // group_: the CTA's query tiles / consumers
+  Value fold_; // query heads per program (the HeadFold parameter; 1 without head folding)
   Value qTiles_; // the program's query tiles: ceildiv(S, 64); one past the last is no program
   // Key splits: whether the twin has them, the launch's cluster size and this CTA's rank
   // (1 and 0 without), the CTA's key steps [lo_, hi_) (0 and the most steps without).
   bool splits_ = false;
   Value kSize_, kRank_, lo_, hi_;
   bool firstKey_ = false; // range(): an iota along the columns as its first column only
-  // Per consumer: its query tile, its row of the tile per h, its first column.
-  Value i_, row_[2], col0_;
+  // Per consumer: its query tile, its row of the tile per h (as the program sees it: mod T
+  // with head folding) and as the tile holds it, its first column.
+  Value i_, row_[2], tileRow_[2], col0_;
   IRMapping idx_;                   // the consumer's index values (grid and loop indices)
   DenseMap<Value, Vals> env_;       // tile values computed so far (current scope)
   DenseMap<Value, Scaled> scaled_;  // tiles seen as x c so far (current scope)
@@ -297,6 +306,7 @@ void AttnEmitter::declareParams() {
   param({LaunchParam::TensorMap, int(m_.vArg), 0, {kBox, m_.kv, 1, 1}}, generic);
   param({LaunchParam::Pointer, int(m_.oArg), 0, {}}, global);
   for (int d = 0; d < 3; ++d) param({LaunchParam::Stride, int(m_.oArg), d, {}}, b_.getI64Type());
+  if (m_.foldHeads) param({LaunchParam::HeadFold, int(m_.kArg), 1, {}}, b_.getI32Type());
   // Every symbolic dim, from the first argument that has it.
   std::vector<std::string> symbols;
   for (unsigned a = 0; a < m_.kernel.getNumArguments(); ++a) {
@@ -321,6 +331,7 @@ void AttnEmitter::declareParams() {
   tmV_ = entry.getArgument(i++);
   oPtr_ = entry.getArgument(i++);
   for (int d = 0; d < 3; ++d) oStrides_.push_back(entry.getArgument(i++));
+  fold_ = m_.foldHeads ? entry.getArgument(i++) : Value();
   for (const std::string& s : symbols) dims_[s] = entry.getArgument(i++);
 
   plan_.kind = LaunchPlan::Attention;
@@ -416,10 +427,12 @@ void AttnEmitter::run() {
   }
   qTiles_ = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
   Value groups = divu(add(qTiles_, i32(g_.consumers - 1)), i32(g_.consumers));
-  Value heads = dimOf(m_.oArg, 1);
+  if (!fold_) fold_ = i32(1);
+  // Programs per batch along the heads: one per head, or per f heads folded.
+  Value heads = divu(add(dimOf(m_.oArg, 1), sub(fold_, i32(1))), fold_);
   group_ = sub(sub(groups, i32(1)), remu(bid, groups));
   Value rest = divu(bid, groups);
-  h_ = remu(rest, heads);
+  h_ = mul(remu(rest, heads), fold_); // the program's first head
   b_idx_ = divu(rest, heads);
   Value i0 = mul(group_, i32(g_.consumers));
   lo_ = i32(0);
@@ -458,8 +471,15 @@ void AttnEmitter::producer() {
     };
     const int64_t boxes = m_.d / kBox;
     // Every program's Q tile (a program past S reads zeros: TMA fills them).
-    b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), qBarrier(), i32(g_.qBytes()), NVVM::MemScopeKind::CTA,
-                                              false, Value());
+    // Folded heads: boxes of T rows of f heads (f T of the tile's 64 rows); TMA counts a
+    // box's bytes whole, past the tensor's end too.
+    Value qBytes = i32(g_.qBytes());
+    if (m_.foldHeads)
+      qBytes = b_.create<arith::SelectOp>(loc_, ult(i32(1), fold_),
+                                          mul(mul(fold_, dimOf(m_.oArg, 2)), i32(g_.consumers * (m_.d / kBox) * 128)),
+                                          qBytes);
+    b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), qBarrier(), qBytes, NVVM::MemScopeKind::CTA, false,
+                                              Value());
     Value i0 = mul(group_, i32(g_.consumers));
     for (int64_t w = 0; w < g_.consumers; ++w)
       for (int64_t c = 0; c < boxes; ++c)
@@ -824,9 +844,12 @@ void AttnEmitter::consumer() {
   Value t = remu(tid_, i32(128));
   Value lane = remu(t, i32(32));
   Value rowBase = add(mul(divu(t, i32(32)), i32(16)), divu(lane, i32(4)));
-  // Rows and columns inside the program's tiles (iota counts from the tile's corner).
-  row_[0] = rowBase;
-  row_[1] = add(rowBase, i32(8));
+  // Rows and columns inside the program's tiles (iota counts from the tile's corner). With
+  // heads folded, row r of the tile is query r mod T of head h + r / T. (Without, or with a
+  // launch's f of 1, r mod T is r for every row that is stored: r < T.)
+  tileRow_[0] = rowBase;
+  tileRow_[1] = add(rowBase, i32(8));
+  for (int64_t h = 0; h < 2; ++h) row_[h] = m_.foldHeads ? remu(tileRow_[h], dimOf(m_.oArg, 2)) : tileRow_[h];
   col0_ = mul(remu(lane, i32(4)), i32(2));
   idx_ = programIndices(i_);
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), i32(0), i32(10000000));
@@ -1059,10 +1082,20 @@ void AttnEmitter::epilogue() {
   Vals o = expand(evalF(m_.store.getValue()), m_.d / 2);
   auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
   Value S = dimOf(m_.oArg, 2);
-  Value base = add(mul(ext64(b_idx_), oStrides_[0]), mul(ext64(h_), oStrides_[1]));
   for (int64_t h = 0; h < 2; ++h) {
-    Value row = add(mul(i_, i32(kRows)), row_[h]);
-    ifThen(ult(row, S), [&] {
+    Value row = add(mul(i_, i32(kRows)), tileRow_[h]);
+    Value stored = ult(row, S);
+    Value head = h_;
+    if (m_.foldHeads) { // f > 1: tile row r is query r mod T of head h + r / T (if one of O's)
+      Value folded = ult(i32(1), fold_);
+      Value off = b_.create<arith::SelectOp>(loc_, folded, divu(tileRow_[h], S), i32(0));
+      row = b_.create<arith::SelectOp>(loc_, folded, row_[h], row);
+      head = add(h_, off);
+      stored = b_.create<arith::AndIOp>(
+          loc_, ult(row, S), b_.create<arith::AndIOp>(loc_, ult(off, fold_), ult(head, dimOf(m_.oArg, 1))));
+    }
+    Value base = add(mul(ext64(b_idx_), oStrides_[0]), mul(ext64(head), oStrides_[1]));
+    ifThen(stored, [&] {
       Value rowBase = add(base, mul(ext64(row), oStrides_[2]));
       for (int64_t c = 0; c < m_.d / 8; ++c) {
         int64_t e = 4 * c + 2 * h;

@@ -98,7 +98,8 @@ std::string LaunchPlan::str() const {
            (gridDims.empty() ? std::string("S") : gridDims[0].name) + ", " + std::to_string(tileM) + ") x heads x batches" +
            (kClusters()             ? " (keys split in clusters of up to " + std::to_string(kCluster) + " where that leaves no SM idle)"
             : noKeySplits.empty() ? ""
-                                  : " (keys never split: " + noKeySplits + ")");
+                                  : " (keys never split: " + noKeySplits + ")") +
+           (foldsHeadsOf() >= 0 ? "; query heads sharing a K/V head folded into one program where few rows each" : "");
   std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +
                   (stages ? std::to_string(stages) + " stages, " : std::string()) +
                   (cluster > 1 ? "clusters of " + std::to_string(cluster) + (clusterAlongM ? " (B multicast), " : " (A multicast), ")

@@ -28,6 +28,9 @@ struct LaunchParam {
     SplitTiles, ///< how many of C's tiles (the last in the kernel's order) the launch cuts
                 ///< along K (i32; 0: every CTA takes whole tiles)
     KSplits,    ///< into how many chunks of k-steps each split tile is cut (i32)
+    HeadFold,   ///< attention: query heads per program, f (i32; 1: one head each). `arg`: K,
+                ///< whose dim 1 is G; f divides max(H / max(G, 1), 1) (AttentionMatch::foldHeads),
+                ///< and with f > 1 Q's map (parameter 0) reads boxes of T rows of f heads
   } kind = Pointer;
   int arg = 0;
   int dim = 0;
@@ -35,8 +38,8 @@ struct LaunchParam {
 };
 
 inline constexpr const char* kParamKinds[] = {"tensormap", "pointer", "stride", "dim", "workspace", "split_tiles",
-                                              "k_splits"};
-inline constexpr int kParamKindCount = 7;
+                                              "k_splits", "head_fold"};
+inline constexpr int kParamKindCount = 8;
 
 /// The kernel's work items (tiles of C) are the product over gridDims of
 /// ceildiv(extent of argument `arg` along `dim`, tile).
@@ -94,6 +97,13 @@ struct LaunchPlan {
   bool splitK() const { return reduction.arg >= 0 && kCluster == 1; }
   /// Split-K inside clusters (no parameters: the launch's cluster size says).
   bool kClusters() const { return reduction.arg >= 0 && kCluster > 1; }
+  /// Attention whose query heads may share a program (a HeadFold parameter): K's argument,
+  /// else -1.
+  int foldsHeadsOf() const {
+    for (const LaunchParam& p : params)
+      if (p.kind == LaunchParam::HeadFold) return p.arg;
+    return -1;
+  }
 
   nlohmann::json toJson() const;  // inline below: the compiler (built without RTTI) writes plans too
   /// Throws kiln::Error(InvalidArgument) on a malformed plan (a corrupt cache entry).

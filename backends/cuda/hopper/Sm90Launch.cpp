@@ -195,15 +195,30 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   return mode == SplitK::On || best.cost < 0.97 * whole.cost ? best : whole;
 }
 
+int64_t headFold(const LaunchPlan& plan, const std::vector<TensorView>& args) {
+  const int kArg = plan.foldsHeadsOf();
+  if (kArg < 0) return 1;
+  const TensorView& o = args[size_t(plan.output)];
+  const int64_t rows = o.dims[2], groups = args[size_t(kArg)].dims[1];
+  const int64_t ratio = std::max<int64_t>(o.dims[1] / std::max<int64_t>(groups, 1), 1);
+  for (int64_t f = std::min<int64_t>(ratio, 64 / std::max<int64_t>(rows, 1)); f > 1; --f)
+    if (ratio % f == 0) return f;
+  return 1;
+}
+
 Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config) {
-  const int64_t units = unitCount(plan, args); // CTAs, each its own programs' keys whole
+  // CTAs, each its own programs' keys whole: groups of query tiles x heads (f to a program
+  // where they fold) x batches.
+  const int64_t fold = headFold(plan, args);
+  const int64_t heads = args[size_t(plan.output)].dims[1];
+  const int64_t units = unitCount(plan, args) / std::max<int64_t>(heads, 1) * ((heads + fold - 1) / fold);
   const TensorView& k = args[size_t(plan.reduction.arg >= 0 ? plan.reduction.arg : 0)];
   const int64_t steps = plan.reduction.arg >= 0
                             ? (k.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile
                             : 1;
   const int64_t slots = std::max<int64_t>(1, int64_t(config.smCount) * plan.ctasPerSm);
   // The busiest SM's key steps: rounds of CTAs (clusters) times the steps of one.
-  Split best{units, 0, 0, double((units + slots - 1) / slots) * double(steps)};
+  Split best{units, 0, 0, double((units + slots - 1) / slots) * double(steps), 0, fold};
   if (!plan.kClusters() || config.smCount <= 0 || config.splits == 1) return best;
   // The keys are read once whatever the split: it pays only to put more SMs on them. So the
   // cluster size whose rounds of clusters (as many at once as the driver says fit: a cluster
@@ -217,7 +232,7 @@ Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, cons
     const int64_t fit = known > 0 ? known : slots / s;
     if (fit < 1) continue;
     const double cost = double((units + fit - 1) / fit) * double((steps + s - 1) / s);
-    if (cost < best.cost) best = {units * s, 0, 0, cost, s};
+    if (cost < best.cost) best = {units * s, 0, 0, cost, s, fold};
   }
   return best;
 }
@@ -227,8 +242,14 @@ std::string describe(const LaunchPlan& plan, const Split& work) {
   if (work.splitTiles)
     return ctas + ", split-K: the last " + std::to_string(work.splitTiles) + " tiles cut along K into " +
            std::to_string(work.splits) + " chunks";
-  if (work.cluster > 1 && plan.kind == LaunchPlan::Attention)
-    return ctas + ", key splits in clusters of " + s + ": each program's keys cut into " + s + " parts, merged in rank order";
+  if (plan.kind == LaunchPlan::Attention) {
+    std::string out = ctas;
+    if (work.fold > 1)
+      out += ", " + std::to_string(work.fold) + " query heads to a program (their rows in one tile, one read of their K/V head)";
+    if (work.cluster > 1)
+      out += ", key splits in clusters of " + s + ": each program's keys cut into " + s + " parts, merged in rank order";
+    return out;
+  }
   if (work.cluster > 1 && plan.kClusters())
     return ctas + ", split-K in clusters of " + s + ": each tile cut along K into " + s + " chunks";
   return ctas;
@@ -356,6 +377,8 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
         box[d] = cuuint32_t(p.box[d]);
         unit[d] = 1;
       }
+      // Folded heads: Q's map (attention's first parameter) reads the T rows of f heads.
+      if (i == 0 && work.fold > 1) box[1] = cuuint32_t(v.dims[2]), box[2] = cuuint32_t(work.fold);
       auto type = v.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
       KILN_CU_CHECK_CTX(cuda::driver().cuTensorMapEncodeTiled(static_cast<CUtensorMap*>(slot), type, cuuint32_t(rank), v.data, dims,
                                                               pitch, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -385,6 +408,11 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
       CUdeviceptr ws =
           work.splitTiles ? workspace(size_t(splitKWorkspaceBytes(plan.tileM, plan.tileN, work.splitTiles, work.splits))) : 0;
       std::memcpy(slot, &ws, sizeof ws);
+      break;
+    }
+    case LaunchParam::HeadFold: {
+      auto n = int32_t(work.fold);
+      std::memcpy(slot, &n, sizeof n);
       break;
     }
     case LaunchParam::SplitTiles:

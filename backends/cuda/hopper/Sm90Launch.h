@@ -44,7 +44,15 @@ struct Split {
   /// K-clusters (LaunchPlan::kClusters): CTAs per cluster, each tile cut along K into that
   /// many chunks, one per CTA of the cluster (splitTiles 0). 0: the plan's own cluster.
   int64_t cluster = 0;
+  /// Attention: query heads per program (headFold()); 1: one.
+  int64_t fold = 1;
 };
+
+/// An attention twin that folds heads (LaunchPlan::foldsHeadsOf): query heads per program
+/// for `args` — the most f dividing max(H / max(G, 1), 1) whose f T rows fit one 64-row
+/// tile (T: O's dim 2, the queries per head); 1 where none does, or for other plans. The f
+/// heads share their K/V head, so a program reads it once for all of them.
+int64_t headFold(const LaunchPlan& plan, const std::vector<TensorView>& args);
 
 /// An attention twin's key splits (LaunchPlan::kClusters) for `args`: clusters of s CTAs
 /// (Split::cluster; any s from 2 up to plan.kCluster), each cutting its programs' keys into s

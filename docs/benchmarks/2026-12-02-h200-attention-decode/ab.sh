@@ -2,7 +2,7 @@
 # On the device (repo root, .device carried with two builds): kiln bench per shape with the
 # build in .device/kiln-device-base.tar.xz and the one in .device/kiln-device.tar.xz, in
 # turn, in one call (an A/B of a compiler change with no runtime switch), then the new
-# build's GPU tests named in TESTS.
+# build's GPU tests named in TESTS, and PyTorch SDPA beside (SDPA=1).
 set -u
 OUT=${OUT:-/tmp/kiln-out}; mkdir -p $OUT; R=/tmp/ab; rm -rf $R; mkdir -p $R
 SHAPES=${SHAPES:-"attention_decode:1x32x32x1x32768x64 attention_decode:1x32x8x1x32768x64 attention:4x32x32x4096x64 attention_causal:4x32x32x4096x64"}
@@ -24,6 +24,11 @@ PY
     done
   done
 done
+# PyTorch SDPA on the attention_decode shapes, same call (SDPA=1).
+if [ -n "${SDPA:-}" ]; then
+  dec=$(for ks in $SHAPES; do [ "${ks%%:*}" = attention_decode ] && echo -n "${ks#*:} "; done)
+  python3 -W ignore docs/benchmarks/2026-12-02-h200-attention-decode/sdpa_decode.py $dec 2>&1 | grep -v "FLASH\|EFFICIENT" | tee $R/sdpa.log
+fi
 if [ -n "${TESTS:-}" ]; then
   LD_LIBRARY_PATH=/tmp/kiln-new/lib:/usr/local/cuda/lib64 timeout ${TT:-200} /tmp/kiln-new/bin/kiln-gpu-tests "$TESTS" > $R/tests.log 2>&1
   echo "tests rc=$? $(tail -2 $R/tests.log | head -1)"

@@ -5,6 +5,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90="consumers=3" | FileCheck %s --check-prefix=THREE
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-attention-sm90="consumers=4" 2>&1 | FileCheck %s --check-prefix=BAD4
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=KEYS
+// RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=FOLD
 
 // Causal attention as the DSL traces it (catalogue::attention, head dim 128, 64 query rows
 // by 128 keys a step): a TMA + wgmma twin beside the tile kernel, which stays for the
@@ -13,8 +14,9 @@
 // CHECK-NOT: kiln.sm90
 // CHECK: tile.kernel @attention_causal
 // CHECK: gpu.module @kiln
-// Parameters: tensor maps of Q, K and V; O's address and strides; the dims B, H, G, S.
-// CHECK: gpu.func @attention_causal__sm90_attn(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32) kernel
+// Parameters: tensor maps of Q, K and V; O's address and strides; the query heads per
+// program (head folding, below); the dims B, H, G, S.
+// CHECK: gpu.func @attention_causal__sm90_attn(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32) kernel
 // One CTA per pair of query tiles, head and batch; 4-D tensor maps of 64-column boxes.
 // CHECK-SAME: \22grid\22:[{\22arg\22:3,\22dim\22:2,\22name\22:\22S\22,\22tile\22:128},{\22arg\22:3,\22dim\22:1,\22name\22:\22H\22,\22tile\22:1},{\22arg\22:3,\22dim\22:0,\22name\22:\22B\22,\22tile\22:1}]
 // CHECK-SAME: \22kind\22:\22attention\22
@@ -145,6 +147,34 @@
 // KEYS-SAME: \22k_cluster\22:1
 // KEYS-SAME: \22no_key_splits\22:\22a select's mask is not comparisons of index tiles\22
 // KEYS-NOT: nvvm.cluster.arrive
+// KEYS-LABEL: gpu.func @attention_one_head_each__sm90_attn
+// Head folding: K's and V's head is h / (H / G) as the DSL writes it and h is used nowhere
+// else, so the launch may give a program f query heads (an i32 parameter): ceildiv(H, f)
+// programs per batch along the heads, the first head f times the program's; Q's expected
+// bytes f T rows a box where f > 1; the program's rows mod T; O's head h + r / T where f > 1.
+// FOLD-LABEL: gpu.func @attention_causal__sm90_attn(
+// FOLD-SAME: %arg6: i64, %[[F:arg7]]: i32, %arg8: i32, %arg9: i32, %[[S:arg10]]: i32
+// FOLD-SAME: {\22arg\22:1,\22dim\22:1,\22kind\22:\22head_fold\22}
+// FOLD: %[[FM1:[0-9]+]] = arith.subi %[[F]], %c1_i32
+// FOLD-NEXT: %[[HF:[0-9]+]] = arith.addi %arg9, %[[FM1]] : i32
+// FOLD-NEXT: %[[HEADS:[0-9]+]] = arith.divui %[[HF]], %[[F]] : i32
+// FOLD: %[[HI:[0-9]+]] = arith.remui %{{[0-9]+}}, %[[HEADS]] : i32
+// FOLD-NEXT: arith.muli %[[HI]], %[[F]] : i32
+// FOLD: %[[FOLDED:[0-9]+]] = arith.cmpi ult, %c1_i32{{.*}}, %[[F]] : i32
+// FOLD-NEXT: %[[FS:[0-9]+]] = arith.muli %[[F]], %[[S]] : i32
+// FOLD: %[[FB:[0-9]+]] = arith.muli %[[FS]], %c512_i32 : i32
+// FOLD-NEXT: %[[QB:[0-9]+]] = arith.select %[[FOLDED]], %[[FB]], %c32768_i32 : i32
+// FOLD: nvvm.mbarrier.arrive.expect_tx %{{[0-9]+}}, %[[QB]]
+// FOLD: nvvm.setmaxregister  increase 232
+// FOLD: arith.remui %{{[0-9]+}}, %[[S]] : i32
+// FOLD-NEXT: arith.remui %{{[0-9]+}}, %[[S]] : i32
+// FOLD: %[[OFF:[0-9]+]] = arith.divui %{{[0-9]+}}, %[[S]] : i32
+// FOLD: arith.select %{{[0-9]+}}, %[[OFF]], %c0_i32
+// FOLD: llvm.store {{.*}} : i32, !llvm.ptr<1>
+// A kernel whose K head is not h / (H / G) has no such parameter (the last one here).
+// FOLD-LABEL: gpu.func @attention_one_head_each__sm90_attn
+// FOLD-NOT: head_fold
+// FOLD: gpu.return
 // BAD4: consumers must be 0 (kiln's choice), 2 or 3, got 4
 // BAD: stages must be 0 (the deepest that fits) or 2..4, got 1
 // Four stages of 128 keys at head dim 128 (64 KiB each) and two Q tiles: past 227 KiB.
@@ -397,6 +427,89 @@ module {
         %49 = tile.add %47, %48 : <64xf32>
         %50 = tile.cast %44 : <64x128xf32> -> <64x128xbf16>
         %51 = tile.view %V[%arg2, %4, %arg3, %c0] : <[B, G, S, 128], bf16> -> <128x128xbf16>
+        %52 = tile.load %51 : <128x128xbf16> -> <128x128xbf16>
+        %53 = tile.broadcast %46 [0] : <64xf32> -> <64x128xf32>
+        %54 = tile.mul %arg6, %53 : <64x128xf32>
+        %55 = tile.dot %50, %52, %54 : <64x128xbf16>, <128x128xbf16> -> <64x128xf32>
+        tile.yield %41, %49, %55 : !tile.tile<64xf32>, !tile.tile<64xf32>, !tile.tile<64x128xf32>
+      }
+      %20 = tile.view %O[%arg2, %arg1, %arg0, %c0] : <[B, H, S, 128], bf16> -> <64x128xbf16>
+      %21 = tile.broadcast %19#1 [0] : <64xf32> -> <64x128xf32>
+      %22 = tile.div %19#2, %21 : <64x128xf32>
+      %23 = tile.cast %22 : <64x128xf32> -> <64x128xbf16>
+      tile.store %23, %20 : <64x128xbf16>, <64x128xbf16>
+    }
+  }
+}
+
+// -----
+
+// Each query head its own K/V head (K's head is h): no head folding.
+module {
+  tile.kernel @attention_one_head_each(in %Q: !tile.tensor<[B, H, S, 128], bf16>, in %K: !tile.tensor<[B, G, S, 128], bf16>, in %V: !tile.tensor<[B, G, S, 128], bf16>, out %O: !tile.tensor<[B, H, S, 128], bf16>) {
+    %B = tile.dim "B"
+    %H = tile.dim "H"
+    %G = tile.dim "G"
+    %S = tile.dim "S"
+    %c64 = arith.constant 64 : index
+    %0 = arith.ceildivsi %S, %c64 : index
+    tile.grid (%arg0, %arg1, %arg2) in (%0, %H, %B) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %1 = arith.maxsi %G, %c1 : index
+      %2 = arith.floordivsi %H, %1 : index
+      %c1_0 = arith.constant 1 : index
+      %3 = arith.maxsi %2, %c1_0 : index
+      %4 = arith.floordivsi %arg1, %3 : index
+      %5 = tile.view %Q[%arg2, %arg1, %arg0, %c0] : <[B, H, S, 128], bf16> -> <64x128xbf16>
+      %6 = tile.load %5 : <64x128xbf16> -> <64x128xbf16>
+      %7 = tile.iota dim 0 : <64x128xf32>
+      %c64_1 = arith.constant 64 : index
+      %8 = arith.muli %arg0, %c64_1 : index
+      %9 = tile.splat %8 : index -> <64x128xf32>
+      %10 = tile.add %7, %9 : <64x128xf32>
+      %c128 = arith.constant 128 : index
+      %11 = arith.ceildivsi %S, %c128 : index
+      %c64_2 = arith.constant 64 : index
+      %12 = arith.muli %arg0, %c64_2 : index
+      %c64_3 = arith.constant 64 : index
+      %13 = arith.addi %12, %c64_3 : index
+      %c128_4 = arith.constant 128 : index
+      %14 = arith.ceildivsi %13, %c128_4 : index
+      %15 = arith.minsi %11, %14 : index
+      %16 = tile.full 0xFFF0000000000000 : <64xf32>
+      %17 = tile.full 0.000000e+00 : <64xf32>
+      %18 = tile.full 0.000000e+00 : <64x128xf32>
+      %19:3 = tile.loop %arg3 to %15 stages 1 carry(%arg4 = %16 : !tile.tile<64xf32>, %arg5 = %17 : !tile.tile<64xf32>, %arg6 = %18 : !tile.tile<64x128xf32>) {
+        %24 = tile.view %K[%arg2, %arg1, %arg3, %c0] : <[B, G, S, 128], bf16> -> <128x128xbf16>
+        %25 = tile.load %24 : <128x128xbf16> -> <128x128xbf16>
+        %26 = tile.transpose %25 : <128x128xbf16> -> <128x128xbf16>
+        %27 = tile.full 0.000000e+00 : <64x128xf32>
+        %28 = tile.dot %6, %26, %27 : <64x128xbf16>, <128x128xbf16> -> <64x128xf32>
+        %29 = tile.scale %28, 0.12751743082459868 : <64x128xf32>
+        %30 = tile.iota dim 1 : <64x128xf32>
+        %c128_5 = arith.constant 128 : index
+        %31 = arith.muli %arg3, %c128_5 : index
+        %32 = tile.splat %31 : index -> <64x128xf32>
+        %33 = tile.add %30, %32 : <64x128xf32>
+        %34 = tile.splat %S : index -> <64x128xf32>
+        %35 = tile.cmp "lt", %33, %34 : <64x128xf32>
+        %36 = tile.cmp "le", %33, %10 : <64x128xf32>
+        %37 = tile.mul %35, %36 : <64x128xf32>
+        %38 = tile.full 0xFFF0000000000000 : <64x128xf32>
+        %39 = tile.select %37, %29, %38 : <64x128xf32>
+        %40 = tile.reduce_max %39 dim 1 : <64x128xf32> -> <64xf32>
+        %41 = tile.max %arg4, %40 : <64xf32>
+        %42 = tile.broadcast %41 [0] : <64xf32> -> <64x128xf32>
+        %43 = tile.sub %39, %42 : <64x128xf32>
+        %44 = tile.exp2 %43 : <64x128xf32>
+        %45 = tile.sub %arg4, %41 : <64xf32>
+        %46 = tile.exp2 %45 : <64xf32>
+        %47 = tile.mul %arg5, %46 : <64xf32>
+        %48 = tile.reduce_sum %44 dim 1 : <64x128xf32> -> <64xf32>
+        %49 = tile.add %47, %48 : <64xf32>
+        %50 = tile.cast %44 : <64x128xf32> -> <64x128xbf16>
+        %51 = tile.view %V[%arg2, %arg1, %arg3, %c0] : <[B, G, S, 128], bf16> -> <128x128xbf16>
         %52 = tile.load %51 : <128x128xbf16> -> <128x128xbf16>
         %53 = tile.broadcast %46 [0] : <64xf32> -> <64x128xf32>
         %54 = tile.mul %arg6, %53 : <64x128xf32>
