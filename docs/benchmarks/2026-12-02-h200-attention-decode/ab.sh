@@ -7,7 +7,7 @@ set -u
 OUT=${OUT:-/tmp/kiln-out}; mkdir -p $OUT; R=/tmp/ab; rm -rf $R; mkdir -p $R
 SHAPES=${SHAPES:-"attention_decode:1x32x32x1x32768x64 attention_decode:1x32x8x1x32768x64 attention:4x32x32x4096x64 attention_causal:4x32x32x4096x64"}
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } > $R/device.txt
-for round in 1 2; do
+for round in $(seq 1 ${ROUNDS:-2}); do
   for build in base new; do
     pkg=.device/kiln-device.tar.xz; [ $build = base ] && pkg=.device/kiln-device-base.tar.xz
     rm -rf /tmp/kiln-$build; mkdir -p /tmp/kiln-$build; tar -xJf $pkg -C /tmp/kiln-$build
