@@ -118,12 +118,15 @@ def KilnLowerAttentionSm90 : Pass<"kiln-lower-attention-sm90", "::mlir::ModuleOp
     A `tile.kernel` that is attention in FlashAttention's form (see hopper/AttentionMatch.h:
     a grid over 64-row query tiles, heads and batches; a loop over key tiles computing
     S = Q K^T, any row-wise program on S, and acc' = cast(P) V + f(acc); an elementwise
-    epilogue stored to O) gets a second kernel `<name>__sm90_attn` in `gpu.module @kiln`: 384
-    threads, a producer warpgroup loading Q once and K/V tiles into a ring of `stages`
-    128B-swizzled stages by TMA, and two consumer warpgroups, each one instance of the
-    program, running both products on wgmma (P from registers) and the program's own ops on
-    the accumulator fragments. Its launch plan is the `kiln.launch_plan` attribute. For a
-    kernel that is neither a GEMM nor attention, the module's `kiln.sm90` attribute says why.
+    epilogue stored to O) gets a second kernel `<name>__sm90_attn` in `gpu.module @kiln`: a
+    producer warpgroup loading Q once and K/V tiles into a ring of `stages` 128B-swizzled
+    stages by TMA, and two or three consumer warpgroups, each one instance of the program,
+    running both products on wgmma (P from registers) and the program's own ops on the
+    accumulator fragments. A loop that is an online softmax may have its keys split across
+    a thread-block cluster (merged through distributed shared memory); grouped-query heads
+    that share a K/V head may be folded into one program (the launch decides both). Its
+    launch plan is the `kiln.launch_plan` attribute. For a kernel that is neither a GEMM nor
+    attention, the module's `kiln.sm90` attribute says why.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
