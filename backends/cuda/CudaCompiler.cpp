@@ -4,6 +4,7 @@
 #include "hopper/Twins.h"
 
 #include <algorithm>
+#include <future>
 
 #include "Compiler/KernelImpl.h"
 #include "Compiler/Pipeline.h"
@@ -29,6 +30,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -198,6 +200,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     pm.addPass(kiln::createKilnLowerToGPU(opts));
     pm.addPass(detail::createCanonicalizer());
     pm.addPass(createCSEPass());
+    if (o.splitPortable) pm.addPass(kiln::createKilnSplitPortable());
     if (failed(pm.run(m)))
       diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to GPU kernels failed");
   }
@@ -243,6 +246,19 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
   markTensorMapParams(m, code);
 }
 
+/// One gpu.module's PTX (the NVVM target attached to it), or nothing (the diagnostics
+/// say why). May run on its own thread while another module is serialised (the context
+/// then multithreaded): it throws nothing and touches nothing but `gm`.
+std::optional<std::string> toPtx(gpu::GPUModuleOp gm) {
+  auto target = cast<gpu::TargetAttrInterface>(gm.getTargetsAttr()[0]);
+  gpu::TargetOptions options({}, {}, {}, {}, gpu::CompilationTarget::Assembly);
+  std::optional<SmallVector<char, 0>> object = target.serializeToObject(gm, options);
+  if (!object) return std::nullopt;
+  std::string ptx(object->begin(), object->end());
+  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  return ptx;
+}
+
 } // namespace
 
 DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Stage stop, std::string* dump) {
@@ -276,21 +292,25 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   out.times.lowering_ms = detail::msSince(t0);
   if (stop == Stage::mlir || stop == Stage::layouts) return out;
 
+  // The twins' and the kernel's module (kiln-split-portable may have moved the kernel to
+  // one of its own, second).
   auto gms = llvm::to_vector(m.getOps<gpu::GPUModuleOp>());
-  for (auto f : gms[0].getOps<LLVM::LLVMFuncOp>()) {
-    if (f.getName() == name) {
-      if (auto smem = f->getAttrOfType<IntegerAttr>("kiln.shared_bytes")) out.shared_bytes = smem.getInt();
-      // Checked here, not at launch: a compile-only build for another machine must not ship
-      // a kernel no GPU of its target can run.
-      const int64_t limit = int64_t(cudaTarget(arch).sharedKiBPerCta) * 1024;
-      if (out.shared_bytes > limit)
-        kiln::detail::throwError(ErrorKind::Unsupported,
-                    "kernel '" + name + "' needs " + std::to_string(out.shared_bytes) + " bytes of shared memory per CTA; " +
-                        arch + " allows at most " + std::to_string(limit) +
-                        " (smaller tiles or fewer pipeline stages need less)");
-    } else if (f.isExternal() && f.getName().starts_with("__nv_")) {
-      kiln::detail::throwError(ErrorKind::CompileFailed, "kernel '" + name + "': lowering left a call to libdevice's " +
-                                                f.getName().str() + "; kiln emits self-contained PTX");
+  for (auto gm : gms) {
+    for (auto f : gm.getOps<LLVM::LLVMFuncOp>()) {
+      if (f.getName() == name) {
+        if (auto smem = f->getAttrOfType<IntegerAttr>("kiln.shared_bytes")) out.shared_bytes = smem.getInt();
+        // Checked here, not at launch: a compile-only build for another machine must not ship
+        // a kernel no GPU of its target can run.
+        const int64_t limit = int64_t(cudaTarget(arch).sharedKiBPerCta) * 1024;
+        if (out.shared_bytes > limit)
+          kiln::detail::throwError(ErrorKind::Unsupported,
+                      "kernel '" + name + "' needs " + std::to_string(out.shared_bytes) + " bytes of shared memory per CTA; " +
+                          arch + " allows at most " + std::to_string(limit) +
+                          " (smaller tiles or fewer pipeline stages need less)");
+      } else if (f.isExternal() && f.getName().starts_with("__nv_")) {
+        kiln::detail::throwError(ErrorKind::CompileFailed, "kernel '" + name + "': lowering left a call to libdevice's " +
+                                                  f.getName().str() + "; kiln emits self-contained PTX");
+      }
     }
   }
 
@@ -312,14 +332,25 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   target.features = cudaTarget(arch).ptxFeatures();
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
-  GpuModuleToBinaryPassOptions bin;
-  bin.compilationTarget = "isa";
-  pm.addPass(createGpuModuleToBinaryPass(bin));
   if (failed(pm.run(m)))
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
-  auto binary = *m.getOps<gpu::BinaryOp>().begin();
-  auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
-  out.ptx = object.getObject().getValue().str();
+  gpu::GPUModuleOp portable = gms.size() > 1 ? gms[1] : gpu::GPUModuleOp();
+  std::optional<std::string> twins, fallback;
+  if (!portable) {
+    twins = toPtx(gms[0]);
+    fallback = "";
+  } else {
+    // Two LLVM modules, two threads: the context must lock what it uniques while both
+    // translate (each gpu.module is isolated from above, so nothing else is shared).
+    m.getContext()->enableMultithreading(true);
+    auto other = std::async(std::launch::async, [portable]() mutable { return toPtx(portable); });
+    twins = toPtx(gms[0]);
+    fallback = other.get();
+  }
+  if (!twins || !fallback)
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
+  out.ptx = std::move(*twins);
+  out.portable_ptx = std::move(*fallback);
   out.times.codegen_ms = detail::msSince(t0);
   return out;
 }

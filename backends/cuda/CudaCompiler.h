@@ -25,6 +25,9 @@ struct DeviceCode {
   /// its preconditions hold (else the portable kernel above). Empty: no twin.
   std::vector<hopper::LaunchPlan> sm90;
   std::string sm90_why_not; ///< sm_90a, no twin: why the kernel did not qualify
+  /// With CompileOptions::splitPortable and a twin: the portable kernel's PTX module (and
+  /// `ptx` the twins' alone). Empty otherwise: `ptx` holds every entry.
+  std::string portable_ptx;
 };
 
 /// What decides the code besides the kernel (all of it goes into the cache key).
@@ -39,6 +42,9 @@ struct CompileOptions {
   bool hopperClusterM = false; ///< pairs sharing B (vertically adjacent tiles) instead
   int hopperRaster = 0;   ///< its tile order: groups of this many tile rows (0: 8)
   int hopperDecodeRows = hopper::kDecodeRows; ///< with kiln's tiles: the decode twin's rows (0: none)
+  /// With a twin: the portable kernel in a PTX module of its own (DeviceCode::portable_ptx),
+  /// the two generated on two threads. Not in the cache key: the code is the same.
+  bool splitPortable = false;
 };
 
 /// Compiles `kernel` to PTX. When `stop` is Stage::mlir or Stage::llvm, returns that

@@ -1,5 +1,6 @@
 // The CUDA backend behind kiln::Runtime: compile (PTX -> cubin), load, check, launch.
 #include "CudaCompiler.h"
+#include "BackgroundModule.h"
 #include "Cublas.h"
 #include "Driver.h"
 #include "NvJitLink.h"
@@ -133,9 +134,32 @@ public:
   std::shared_ptr<CudaState> state;
   DeviceCode code;
   Module module;
-  CUfunction function = nullptr;
+  CUfunction function = nullptr; ///< the portable kernel, unless it is `portable`'s
   /// code.sm90's entries, one per twin (none when the device cannot host any).
   std::vector<CUfunction> sm90;
+  /// With a twin, the portable kernel in a module of its own, compiled on a thread (empty:
+  /// it is `function`, in `module`).
+  BackgroundModule portable;
+  std::once_flag settled;
+
+  /// The report's portable-kernel figures, once its thread is done (report() waits here).
+  void settle() override {
+    if (!portable) return;
+    std::call_once(settled, [&] {
+      const BackgroundModule::Loaded& l = portable.wait();
+      if (l.error) {
+        try {
+          std::rethrow_exception(l.error);
+        } catch (const std::exception& e) {
+          report.compiler += "; its portable fallback failed to compile: " + std::string(e.what());
+        }
+        return;
+      }
+      report.registers = l.registers;
+      report.spill_bytes = l.spill_bytes;
+      if (!l.notes.empty()) report.ptxas_notes += (report.ptxas_notes.empty() ? "" : "; ") + l.notes;
+    });
+  }
 
   /// The twin that runs `args` (index into code.sm90) and how it divides them, or -1
   /// (`why` says why not).
@@ -172,7 +196,7 @@ public:
                                                       std::to_string(grid[d]) + " CTAs in dim " + std::to_string(d) +
                                                       ", over CUDA's limit of " + std::to_string(limits[d]));
       kd::PackedArgs packed = kd::packMemrefArgs(args);
-      launchKernel(function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
+      launchKernel(portable ? portable.function() : function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
                    {unsigned(code.threads), 1, 1}, unsigned(code.shared_bytes), s, packed.ptrs.data());
     }
     if (wait) KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(s), "running kernel '" + sig.name + "'");
@@ -311,7 +335,11 @@ public:
     out->state = state;
     out->sig = kernel.signature();
     out->backend = Backend::cuda;
-    out->code = compileToPtx(kernel, compileOptions());
+    CompileOptions options = compileOptions();
+    // A module the driver JIT-compiles whole (below) leaves its portable fallback to a
+    // module of its own, compiled on a thread while the twin loads and runs.
+    options.splitPortable = !state->compile_only && state->twinByDriver;
+    out->code = compileToPtx(kernel, options);
     out->times = out->code.times;
     KernelReport& r = out->report;
     r.target = state->arch;
@@ -331,6 +359,8 @@ public:
     if (wholeProgram) {
       r.compiler = "CUDA driver PTX JIT " + formatDriverVersion(state->device.driver_version) +
                    " (whole program, for the sm_90a twin's register split)";
+      if (!out->code.portable_ptx.empty())
+        r.compiler += "; its portable fallback compiled on a second thread, waited for when a launch needs it";
     } else if (nvJitLinkAvailable(&why)) {
       CubinResult cubin = ptxToCubin(out->code.ptx, state->arch, kernel.name());
       image = std::move(cubin.cubin);
@@ -356,6 +386,10 @@ public:
       out->cacheMeta["sm90"] = twins;
     }
     if (image.empty()) out->binary = out->code.ptx; // what the cache keeps: the driver JITs it
+    if (!out->code.portable_ptx.empty()) { // the fallback's PTX follows the twins'
+      out->cacheMeta["portable_at"] = out->binary.size();
+      out->binary += out->code.portable_ptx;
+    }
     if (state->compile_only) return out;
 
     t0 = std::chrono::steady_clock::now();
@@ -366,7 +400,8 @@ public:
                       " bytes of shared memory per CTA; " + state->device.name + " allows " +
                       std::to_string(state->device.max_smem_per_block_optin) +
                       " (smaller tiles or fewer pipeline stages need less)");
-    loadModule(*out, out->binary, image.empty(), kernel.name());
+    loadModule(*out, image.empty() ? out->code.ptx : out->binary, image.empty(), kernel.name(), out->code.portable_ptx,
+               /*firstCompile=*/true);
     if (image.empty()) {
       // The driver's JIT compiled it. Its log has ptxas's report, unless the driver found
       // the machine code in its own cache (then the log is empty): no local memory then
@@ -381,7 +416,7 @@ public:
         if (c.second < 0 && fi.local_bytes == 0) c.second = 0;
         return c;
       };
-      std::tie(r.registers, r.spill_bytes) = fromFunction(countsIn(log, kernel.name()), out->function);
+      if (out->function) std::tie(r.registers, r.spill_bytes) = fromFunction(countsIn(log, kernel.name()), out->function);
       addNotes(r, log);
       twinCounts.clear();
       for (size_t i = 0; i < out->code.sm90.size(); ++i) {
@@ -390,7 +425,7 @@ public:
       }
       if (!out->code.sm90.empty()) r.sm90 = describeSm90(out->code, twinCounts);
     }
-    if (r.registers < 0) r.registers = queryFunction(out->function).registers;
+    if (r.registers < 0 && out->function) r.registers = queryFunction(out->function).registers;
     out->times.load_ms = kd::msSince(t0);
     return out;
   }
@@ -457,7 +492,17 @@ public:
     if (out->code.shared_bytes > state->device.max_smem_per_block_optin)
       throw Error(ErrorKind::Unsupported, "cached kernel '" + sig.name + "' needs more shared memory than " +
                                               state->device.name + " has");
-    loadModule(*out, payload, meta.value("payload", "cubin") == "ptx", sig.name);
+    const bool isPtx = meta.value("payload", "cubin") == "ptx";
+    if (meta.contains("portable_at")) { // twins' PTX, then the portable fallback's
+      const int64_t at = kd::jsonInt<int64_t>(meta.at("portable_at"));
+      if (!isPtx || at <= 0 || size_t(at) >= payload.size())
+        throw Error(ErrorKind::InvalidArgument, "cache entry of kernel '" + sig.name + "': its portable kernel starts at byte " +
+                                                    std::to_string(at) + " of a " + std::to_string(payload.size()) +
+                                                    "-byte " + (isPtx ? "PTX" : "cubin") + " payload");
+      loadModule(*out, payload.substr(0, size_t(at)), true, sig.name, payload.substr(size_t(at)));
+    } else {
+      loadModule(*out, payload, isPtx, sig.name);
+    }
     return out;
   }
 
@@ -493,11 +538,22 @@ public:
     return out;
   }
 
-  // Loads the cubin (or PTX for the driver's JIT) and finds the entry; a context is current.
-  void loadModule(CudaKernel& k, const std::string& image, bool isPtx, const std::string& name) {
+  // Loads the cubin (or PTX for the driver's JIT) and finds the entries; a context is
+  // current. With `portablePtx`, the image holds the twins only, and the portable kernel
+  // is compiled from that PTX on a thread of its own, started first.
+  // (A first compile hands it to nvJitLink, a cache hit to the driver, whose own disk cache
+  // then answers in later processes: BackgroundModule::Compiler.)
+  void loadModule(CudaKernel& k, const std::string& image, bool isPtx, const std::string& name,
+                  const std::string& portablePtx = {}, bool firstCompile = false) {
+    if (!portablePtx.empty())
+      k.portable = BackgroundModule([s = state] { s->context.makeCurrent(); }, portablePtx, state->arch, name,
+                                    k.code.shared_bytes,
+                                    firstCompile ? BackgroundModule::Compiler::NvJitLink : BackgroundModule::Compiler::Driver);
     k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
-    k.function = k.module.getFunction(name);
-    if (k.code.shared_bytes > 0) setMaxDynamicSharedMemory(k.function, int(k.code.shared_bytes), name);
+    if (!k.portable) {
+      k.function = k.module.getFunction(name);
+      if (k.code.shared_bytes > 0) setMaxDynamicSharedMemory(k.function, int(k.code.shared_bytes), name);
+    }
     // A twin the device cannot host (too much shared memory) is simply not used.
     for (const hopper::LaunchPlan& plan : k.code.sm90)
       if (plan.sharedBytes > state->device.max_smem_per_block_optin) return;

@@ -136,7 +136,10 @@ CompiledKernel::~CompiledKernel() = default;
 const KernelSignature& CompiledKernel::signature() const { return impl_->sig; }
 Backend CompiledKernel::backend() const { return impl_->backend; }
 const CompileTimes& CompiledKernel::times() const { return impl_->times; }
-const KernelReport& CompiledKernel::report() const { return impl_->report; }
+const KernelReport& CompiledKernel::report() const {
+  impl_->settle();
+  return impl_->report;
+}
 const std::string& CompiledKernel::binary() const { return impl_->binary; }
 void CompiledKernel::launch(const std::vector<TensorView>& args) const { impl_->launch(args, nullptr, true); }
 std::string CompiledKernel::launch_path(const std::vector<TensorView>& args) const { return impl_->launchPath(args); }

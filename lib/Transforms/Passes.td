@@ -139,4 +139,16 @@ def KilnLowerAttentionSm90 : Pass<"kiln-lower-attention-sm90", "::mlir::ModuleOp
                            "::mlir::vector::VectorDialect"];
 }
 
+def KilnSplitPortable : Pass<"kiln-split-portable", "::mlir::ModuleOp"> {
+  let summary = "CUDA sm_90a: the portable kernel beside a twin moves to a gpu.module of its own";
+  let description = [{
+    In a `gpu.module` holding both sm_90a twins (gpu.func kernels with a
+    `kiln.launch_plan`) and the portable kernel (one without), the portable kernel moves to
+    a new `gpu.module @<name>_portable` beside it, with copies of the globals it uses. Each
+    module then becomes PTX of its own: the runtime compiles the twins' for the GPU first
+    and the fallback's on a second thread, so the first launch waits only for the code it
+    runs. A module with no twin, or with nothing but twins, is left as it is.
+  }];
+}
+
 #endif // KILN_PASSES

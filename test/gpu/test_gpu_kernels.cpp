@@ -378,6 +378,38 @@ TEST_CASE("gpu: a cubin from the disk cache launches and verifies in a new runti
   (void)!std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+TEST_CASE("gpu: a kernel's twin is ready first, its portable fallback follows from a second thread, "
+          "after a compile and from the disk cache", "[gpu][sm90][cache]") {
+  // On sm_90a the twin's module goes to the driver while the portable kernel compiles on a
+  // thread of its own; a launch the twin cannot take (an odd N) waits for it. A disk hit
+  // loads the twin and starts the fallback's thread again. Elsewhere: one module, as ever.
+  const bool hopper = gpu().fingerprint().target == "sm_90a";
+  const std::string dir = "kiln-gpu-fallback-test-" + std::to_string(::getpid());
+  for (CacheOutcome want : {CacheOutcome::miss, CacheOutcome::disk}) {
+    Runtime rt = Runtime::create(Backend::cuda, {.cache_dir = dir});
+    CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
+    CHECK(ck.cache().outcome == want);
+    const bool split = ck.report().compiler.find("portable fallback compiled on a second thread") != std::string::npos;
+    CHECK(split == hopper);
+    for (std::vector<int64_t> s : {std::vector<int64_t>{256, 256, 512}, {257, 135, 65}, {300, 200, 100}}) {
+      catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 17);
+      catalogue::DeviceProblem d = catalogue::upload(rt, p);
+      const std::string path = ck.launch_path(d.views);
+      INFO(to_string(want) << " " << str(s) << ": " << path);
+      if (hopper) CHECK((path.rfind("sm_90a twin", 0) == 0) == (s[1] % 8 == 0));
+      ck.launch(d.views);
+      auto r = catalogue::verify_output(rt, d, p);
+      INFO(r.summary());
+      CHECK(r.ok);
+    }
+    // The fallback's figures, once its thread is done.
+    CHECK(ck.report().registers > 0);
+    CHECK(ck.report().spill_bytes == 0);
+  }
+  cache::clear(dir);
+  (void)!std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 TEST_CASE("gpu: a kernel using exactly 48 KiB of dynamic shared memory launches", "[gpu]") {
   // 4 stages x (96x32 + 32x64) bf16, rows padded by 8 elements for ldmatrix (pitches 40 and
   // 72) = 49152 bytes: the size that failed to launch before every kernel opted in to its

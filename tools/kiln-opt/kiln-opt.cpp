@@ -1,5 +1,5 @@
 // kiln-opt: round-trips tile IR and runs kiln's passes. Registers only the dialects the
-// tile IR and its CPU lowering use, not registerAllDialects (a 4x smaller binary).
+// tile IR and its lowerings use, not registerAllDialects (a 4x smaller binary).
 #include "Transforms/Passes.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
   mlir::DialectRegistry registry;
   registry.insert<kiln::tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::scf::SCFDialect, mlir::memref::MemRefDialect, mlir::math::MathDialect,
-                  mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect>();
+                  mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect>();
   kiln::registerKilnPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
