@@ -391,12 +391,13 @@ TEST_CASE("gpu: a kernel's twin is ready first, its portable fallback follows fr
     CHECK(ck.cache().outcome == want);
     const bool split = ck.report().compiler.find("portable fallback compiled on a second thread") != std::string::npos;
     CHECK(split == hopper);
-    for (std::vector<int64_t> s : {std::vector<int64_t>{256, 256, 512}, {257, 135, 65}, {300, 200, 100}}) {
+    for (std::vector<int64_t> s : {std::vector<int64_t>{256, 256, 512}, {257, 135, 65}, {300, 200, 100}, {300, 200, 104}}) {
       catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 17);
       catalogue::DeviceProblem d = catalogue::upload(rt, p);
       const std::string path = ck.launch_path(d.views);
       INFO(to_string(want) << " " << str(s) << ": " << path);
-      if (hopper) CHECK((path.rfind("sm_90a twin", 0) == 0) == (s[1] % 8 == 0));
+      // The twin wants 16-byte row pitches: N and K multiples of 8 (bf16).
+      if (hopper) CHECK((path.rfind("sm_90a twin", 0) == 0) == (s[1] % 8 == 0 && s[2] % 8 == 0));
       ck.launch(d.views);
       auto r = catalogue::verify_output(rt, d, p);
       INFO(r.summary());
