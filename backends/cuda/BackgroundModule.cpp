@@ -7,13 +7,15 @@ namespace kiln::cuda {
 
 namespace {
 
-std::shared_ptr<const BackgroundModule::Loaded> build(const std::function<void()>& enter, const std::string& ptx,
+std::shared_ptr<const BackgroundModule::Loaded> build(const std::function<void()>& enter,
+                                                      const std::function<std::string()>& source,
                                                       const std::string& arch, const std::string& name,
                                                       int64_t sharedBytes, BackgroundModule::Compiler compiler) {
   auto out = std::make_shared<BackgroundModule::Loaded>();
   const auto t0 = std::chrono::steady_clock::now();
   try {
     enter();
+    const std::string ptx = source();
     // (A portable kernel has no setmaxnreg for nvJitLink's relocatable compile to drop.)
     std::string why;
     if (compiler == BackgroundModule::Compiler::NvJitLink && nvJitLinkAvailable(&why)) {
@@ -43,8 +45,8 @@ std::shared_ptr<const BackgroundModule::Loaded> build(const std::function<void()
 
 } // namespace
 
-BackgroundModule::BackgroundModule(std::function<void()> enter, std::string ptx, std::string arch, std::string name,
-                                   int64_t sharedBytes, Compiler compiler)
+BackgroundModule::BackgroundModule(std::function<void()> enter, std::function<std::string()> ptx, std::string arch,
+                                   std::string name, int64_t sharedBytes, Compiler compiler)
     : job_(std::async(std::launch::async, [enter = std::move(enter), ptx = std::move(ptx), arch = std::move(arch),
                                            name = std::move(name), sharedBytes, compiler] {
         return build(enter, ptx, arch, name, sharedBytes, compiler);

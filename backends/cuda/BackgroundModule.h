@@ -33,12 +33,12 @@ public:
   /// compile); the driver's JIT keeps the machine code in its disk cache, so a later
   /// process loading the same PTX pays ~1 ms (a kiln cache hit).
   enum class Compiler { NvJitLink, Driver };
-  /// Starts compiling `ptx` (entry `name`, `sharedBytes` of dynamic shared memory) for
-  /// `arch` on a new thread, which first calls `enter` (makes the CUDA context current;
-  /// what it captures lives as long as the thread). NvJitLink falls back to the driver
-  /// where nvJitLink is missing.
-  BackgroundModule(std::function<void()> enter, std::string ptx, std::string arch, std::string name,
-                   int64_t sharedBytes, Compiler compiler);
+  /// Starts compiling the PTX `ptx()` gives (entry `name`, `sharedBytes` of dynamic shared
+  /// memory; it may wait for the PTX, or throw) for `arch` on a new thread, which first
+  /// calls `enter` (makes the CUDA context current; what these capture lives as long as
+  /// the thread). NvJitLink falls back to the driver where nvJitLink is missing.
+  BackgroundModule(std::function<void()> enter, std::function<std::string()> ptx, std::string arch,
+                   std::string name, int64_t sharedBytes, Compiler compiler);
   explicit operator bool() const { return job_.valid(); }
   /// Waits for the thread; what it made. Never throws: a failed compile is `error`.
   const Loaded& wait() const;

@@ -334,23 +334,20 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   pm.addPass(createGpuNVVMAttachTarget(target));
   if (failed(pm.run(m)))
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
-  gpu::GPUModuleOp portable = gms.size() > 1 ? gms[1] : gpu::GPUModuleOp();
-  std::optional<std::string> twins, fallback;
-  if (!portable) {
-    twins = toPtx(gms[0]);
-    fallback = "";
-  } else {
+  if (gms.size() > 1) { // kiln-split-portable's: the fallback's module, second
     // Two LLVM modules, two threads: the context must lock what it uniques while both
-    // translate (each gpu.module is isolated from above, so nothing else is shared).
+    // translate (each gpu.module is isolated from above, so nothing else is shared). The
+    // thread owns the MLIR module from here, so the caller can load the twins' PTX while
+    // the fallback's is made; the module goes when the thread is done.
     m.getContext()->enableMultithreading(true);
-    auto other = std::async(std::launch::async, [portable]() mutable { return toPtx(portable); });
-    twins = toPtx(gms[0]);
-    fallback = other.get();
+    auto owner = std::make_shared<detail::PrivateModule>(std::move(priv));
+    out.portable_ptx = std::async(std::launch::async, [owner, portable = gms[1]]() mutable {
+                         return toPtx(portable);
+                       }).share();
   }
-  if (!twins || !fallback)
-    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
+  std::optional<std::string> twins = toPtx(gms[0]);
+  if (!twins) diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
   out.ptx = std::move(*twins);
-  out.portable_ptx = std::move(*fallback);
   out.times.codegen_ms = detail::msSince(t0);
   return out;
 }

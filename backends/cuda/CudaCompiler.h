@@ -1,6 +1,7 @@
 #pragma once
 // Internal: the CUDA backend's compiler, tile IR -> gpu/nvvm -> LLVM -> PTX, in-process.
 // Needs no GPU and no driver. (PTX -> cubin is NvJitLink.h; loading is Driver.h.)
+#include <future>
 #include <optional>
 #include <string>
 
@@ -25,9 +26,10 @@ struct DeviceCode {
   /// its preconditions hold (else the portable kernel above). Empty: no twin.
   std::vector<hopper::LaunchPlan> sm90;
   std::string sm90_why_not; ///< sm_90a, no twin: why the kernel did not qualify
-  /// With CompileOptions::splitPortable and a twin: the portable kernel's PTX module (and
-  /// `ptx` the twins' alone). Empty otherwise: `ptx` holds every entry.
-  std::string portable_ptx;
+  /// With CompileOptions::splitPortable and a twin: the portable kernel's PTX module, still
+  /// being made on a thread that owns the MLIR module (`ptx` holds the twins' alone); its
+  /// value is empty where LLVM failed. No future otherwise: `ptx` holds every entry.
+  std::shared_future<std::optional<std::string>> portable_ptx;
 };
 
 /// What decides the code besides the kernel (all of it goes into the cache key).
@@ -43,7 +45,8 @@ struct CompileOptions {
   int hopperRaster = 0;   ///< its tile order: groups of this many tile rows (0: 8)
   int hopperDecodeRows = hopper::kDecodeRows; ///< with kiln's tiles: the decode twin's rows (0: none)
   /// With a twin: the portable kernel in a PTX module of its own (DeviceCode::portable_ptx),
-  /// the two generated on two threads. Not in the cache key: the code is the same.
+  /// made on a second thread while the caller goes on with the twins'. Not in the cache
+  /// key: the code is the same.
   bool splitPortable = false;
 };
 

@@ -359,7 +359,7 @@ public:
     if (wholeProgram) {
       r.compiler = "CUDA driver PTX JIT " + formatDriverVersion(state->device.driver_version) +
                    " (whole program, for the sm_90a twin's register split)";
-      if (!out->code.portable_ptx.empty())
+      if (out->code.portable_ptx.valid())
         r.compiler += "; its portable fallback compiled on a second thread, waited for when a launch needs it";
     } else if (nvJitLinkAvailable(&why)) {
       CubinResult cubin = ptxToCubin(out->code.ptx, state->arch, kernel.name());
@@ -386,10 +386,6 @@ public:
       out->cacheMeta["sm90"] = twins;
     }
     if (image.empty()) out->binary = out->code.ptx; // what the cache keeps: the driver JITs it
-    if (!out->code.portable_ptx.empty()) { // the fallback's PTX follows the twins'
-      out->cacheMeta["portable_at"] = out->binary.size();
-      out->binary += out->code.portable_ptx;
-    }
     if (state->compile_only) return out;
 
     t0 = std::chrono::steady_clock::now();
@@ -400,8 +396,16 @@ public:
                       " bytes of shared memory per CTA; " + state->device.name + " allows " +
                       std::to_string(state->device.max_smem_per_block_optin) +
                       " (smaller tiles or fewer pipeline stages need less)");
-    loadModule(*out, image.empty() ? out->code.ptx : out->binary, image.empty(), kernel.name(), out->code.portable_ptx,
-               /*firstCompile=*/true);
+    std::function<std::string()> fallback; // the portable kernel's PTX, when LLVM has made it
+    if (out->code.portable_ptx.valid())
+      fallback = [made = out->code.portable_ptx, name = kernel.name(), arch = state->arch] {
+        const std::optional<std::string>& ptx = made.get();
+        if (!ptx)
+          throw Error(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch +
+                                                    " failed for its portable kernel");
+        return *ptx;
+      };
+    loadModule(*out, out->binary, image.empty(), kernel.name(), fallback, /*firstCompile=*/true);
     if (image.empty()) {
       // The driver's JIT compiled it. Its log has ptxas's report, unless the driver found
       // the machine code in its own cache (then the log is empty): no local memory then
@@ -427,6 +431,10 @@ public:
     }
     if (r.registers < 0 && out->function) r.registers = queryFunction(out->function).registers;
     out->times.load_ms = kd::msSince(t0);
+    if (fallback) { // the cache keeps the fallback's PTX after the twins' (made by now, as a rule)
+      out->cacheMeta["portable_at"] = out->binary.size();
+      out->binary += fallback();
+    }
     return out;
   }
 
@@ -499,7 +507,8 @@ public:
         throw Error(ErrorKind::InvalidArgument, "cache entry of kernel '" + sig.name + "': its portable kernel starts at byte " +
                                                     std::to_string(at) + " of a " + std::to_string(payload.size()) +
                                                     "-byte " + (isPtx ? "PTX" : "cubin") + " payload");
-      loadModule(*out, payload.substr(0, size_t(at)), true, sig.name, payload.substr(size_t(at)));
+      loadModule(*out, payload.substr(0, size_t(at)), true, sig.name,
+                 [ptx = payload.substr(size_t(at))] { return ptx; });
     } else {
       loadModule(*out, payload, isPtx, sig.name);
     }
@@ -544,8 +553,8 @@ public:
   // (A first compile hands it to nvJitLink, a cache hit to the driver, whose own disk cache
   // then answers in later processes: BackgroundModule::Compiler.)
   void loadModule(CudaKernel& k, const std::string& image, bool isPtx, const std::string& name,
-                  const std::string& portablePtx = {}, bool firstCompile = false) {
-    if (!portablePtx.empty())
+                  const std::function<std::string()>& portablePtx = {}, bool firstCompile = false) {
+    if (portablePtx)
       k.portable = BackgroundModule([s = state] { s->context.makeCurrent(); }, portablePtx, state->arch, name,
                                     k.code.shared_bytes,
                                     firstCompile ? BackgroundModule::Compiler::NvJitLink : BackgroundModule::Compiler::Driver);
