@@ -142,11 +142,13 @@ public:
   BackgroundModule portable;
   std::once_flag settled;
 
-  /// The report's portable-kernel figures, once its thread is done (report() waits here).
+  /// The report's portable-kernel figures and times.fallback_ms, once its thread is done
+  /// (report() and times() wait here).
   void settle() override {
     if (!portable) return;
     std::call_once(settled, [&] {
       const BackgroundModule::Loaded& l = portable.wait();
+      times.fallback_ms = l.ms;
       if (l.error) {
         try {
           std::rethrow_exception(l.error);

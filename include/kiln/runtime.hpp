@@ -115,6 +115,10 @@ struct KILN_API CompileTimes {
   double codegen_ms = 0;      ///< LLVM codegen (CPU: + JIT; CUDA: -> PTX)
   double assemble_ms = 0;     ///< CUDA: PTX -> cubin (nvJitLink)
   double load_ms = 0;         ///< CUDA: module load
+  /// CUDA, a kernel with an sm_90a twin on a GPU: its portable fallback's compile and load,
+  /// on a thread of its own beside the above. Not in total_ms: the first call does not wait
+  /// for it (a launch the twin cannot take does). times() and report() wait for it.
+  double fallback_ms = 0;
   double total_ms() const { return tile_passes_ms + lowering_ms + codegen_ms + assemble_ms + load_ms; }
 };
 

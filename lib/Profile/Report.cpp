@@ -216,6 +216,7 @@ std::vector<std::pair<std::string, double>> phases(const CompileTimes& t) {
       {"tile_passes", t.tile_passes_ms}, {"lowering", t.lowering_ms}, {"codegen", t.codegen_ms}};
   if (t.assemble_ms > 0) p.emplace_back("assemble", t.assemble_ms);
   if (t.load_ms > 0) p.emplace_back("load", t.load_ms);
+  if (t.fallback_ms > 0) p.emplace_back("fallback", t.fallback_ms); // on its own thread: not in the sum
   return p;
 }
 
@@ -303,7 +304,8 @@ std::vector<Row> from_json(const std::string& text) {
       }
       // A JSON object has no order: the pipeline's order is restored where known.
       if (j.contains("compile_phases_ms") && j["compile_phases_ms"].is_object()) {
-        static const char* order[] = {"trace", "tile_passes", "lowering", "codegen", "assemble", "nvrtc", "load", "setup"};
+        static const char* order[] = {"trace",  "tile_passes", "lowering", "codegen", "assemble",
+                                      "nvrtc", "load",        "setup",    "fallback"};
         const json& ph = j["compile_phases_ms"];
         for (const char* name : order)
           if (ph.contains(name)) r.compile_phases.emplace_back(name, ph[name].get<double>());

@@ -135,7 +135,10 @@ CompiledKernel& CompiledKernel::operator=(CompiledKernel&&) noexcept = default;
 CompiledKernel::~CompiledKernel() = default;
 const KernelSignature& CompiledKernel::signature() const { return impl_->sig; }
 Backend CompiledKernel::backend() const { return impl_->backend; }
-const CompileTimes& CompiledKernel::times() const { return impl_->times; }
+const CompileTimes& CompiledKernel::times() const {
+  impl_->settle();
+  return impl_->times;
+}
 const KernelReport& CompiledKernel::report() const {
   impl_->settle();
   return impl_->report;

@@ -28,8 +28,9 @@ struct CompiledImpl {
     checkLaunchArgs(sig, args);
     return "kernel '" + sig.name + "'";
   }
-  /// Finishes `report` where part of the code is still compiling in the background
-  /// (CompiledKernel::report calls it first; it may wait, and it runs once).
+  /// Finishes `report` and `times` where part of the code is still compiling in the
+  /// background (CompiledKernel::report and ::times call it first; it may wait, and it
+  /// runs once).
   virtual void settle() {}
   KernelSignature sig;
   Backend backend = Backend::cpu;

@@ -406,6 +406,7 @@ TEST_CASE("gpu: a kernel's twin is ready first, its portable fallback follows fr
     // The fallback's figures, once its thread is done.
     CHECK(ck.report().registers > 0);
     CHECK(ck.report().spill_bytes == 0);
+    CHECK((ck.times().fallback_ms > 0) == split);
   }
   cache::clear(dir);
   (void)!std::system(("rm -rf '" + dir + "'").c_str());

@@ -181,6 +181,15 @@ TEST_CASE("compile phases are one CSV field and a JSON object; a row without the
   CHECK(ph[3].first == "assemble");
   t.assemble_ms = t.load_ms = 0; // the CPU backend has neither
   CHECK(phases(t).size() == 3);
+  // A twin's fallback compiled on its own thread: a phase of its own, outside the sum.
+  t.load_ms = 5, t.fallback_ms = 400;
+  ph = phases(t);
+  REQUIRE(ph.size() == 5);
+  CHECK(ph[4] == std::pair<std::string, double>{"fallback", 400});
+  CHECK(t.total_ms() == 11);
+  Row r = sampleRows()[0];
+  r.compile_phases = {{"fallback", 400}, {"trace", 1.5}}; // the pipeline's order comes back from JSON
+  CHECK(from_json(to_json({r}))[0].compile_phases == std::vector<std::pair<std::string, double>>{{"trace", 1.5}, {"fallback", 400}});
 }
 
 TEST_CASE("a saved JSON report reads back into the same rows", "[profile]") {
