@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the device (repo root, .device carried: the build before a change as
 # .device/kiln-device-base.tar.xz, the new one as .device/kiln-device.tar.xz): A/B of cold compiles (fresh process, empty kiln cache, driver JIT cache off) and first runs,
-# then the new build's GPU tests named in TESTS.
+# then the new build's GPU tests named in TESTS. KS: the "kernel:shape" pairs (default: four).
 set -u
 OUT=${OUT:-/tmp/kiln-out}; mkdir -p $OUT; R=/tmp/cold; rm -rf $R; mkdir -p $R
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc; } > $R/device.txt
@@ -11,7 +11,7 @@ for build in base new; do
 done
 for i in 1 2 3; do
   for build in base new; do
-    for ks in attention_decode:1x32x32x1x32768x128 attention:4x32x32x4096x128 attention_causal:4x32x32x4096x64 gemm_bias_relu:4096x4096x4096; do
+    for ks in ${KS:-attention_decode:1x32x32x1x32768x128 attention:4x32x32x4096x128 attention_causal:4x32x32x4096x64 gemm_bias_relu:4096x4096x4096}; do
       k=${ks%%:*}; s=${ks#*:}; f=$R/$build-$i-$k
       rm -rf /tmp/kc-cold
       CUDA_CACHE_DISABLE=1 KILN_CACHE_DIR=/tmp/kc-cold LD_LIBRARY_PATH=/tmp/kiln-$build/lib:/usr/local/cuda/lib64 timeout 120 \
