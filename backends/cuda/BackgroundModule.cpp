@@ -23,9 +23,8 @@ std::shared_ptr<const BackgroundModule::Loaded> build(const std::function<void()
       out->module = Module(cubin.cubin, name);
       out->compiler = cubin.compiler;
       out->registers = cubin.registers;
-      if (cubin.spill_stores >= 0) out->spill_bytes = cubin.spill_stores + std::max(cubin.spill_loads, 0);
-      for (const std::string& note : ptxasNotes(cubin.info_log))
-        out->notes += (out->notes.empty() ? "" : "; ") + note;
+      out->spill_bytes = cubin.spillBytes();
+      appendPtxasNotes(out->notes, cubin.info_log);
     } else {
       out->module = Module(ptx, name);
       out->compiler = why.empty() ? "the CUDA driver's PTX JIT" : "the CUDA driver's PTX JIT (nvJitLink unavailable: " + why + ")";

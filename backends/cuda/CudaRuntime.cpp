@@ -157,6 +157,7 @@ public:
         }
         return;
       }
+      report.compiler += "; its portable fallback built by " + l.compiler;
       report.registers = l.registers;
       report.spill_bytes = l.spill_bytes;
       if (!l.notes.empty()) report.ptxas_notes += (report.ptxas_notes.empty() ? "" : "; ") + l.notes;
@@ -325,10 +326,10 @@ public:
   static std::pair<int, int> countsIn(const std::string& log, const std::string& entry) {
     CubinResult c;
     parsePtxasInfo(log, entry, c);
-    return {c.registers, c.spill_stores < 0 ? -1 : c.spill_stores + std::max(c.spill_loads, 0)};
+    return {c.registers, c.spillBytes()};
   }
   static void addNotes(KernelReport& r, const std::string& log) {
-    for (const std::string& note : ptxasNotes(log)) r.ptxas_notes += (r.ptxas_notes.empty() ? "" : "; ") + note;
+    appendPtxasNotes(r.ptxas_notes, log);
   }
 
   std::unique_ptr<kd::CompiledImpl> compile(const Kernel& kernel) override {
@@ -368,7 +369,7 @@ public:
       image = std::move(cubin.cubin);
       r.compiler = cubin.compiler;
       r.registers = cubin.registers;
-      if (cubin.spill_stores >= 0) r.spill_bytes = cubin.spill_stores + std::max(cubin.spill_loads, 0);
+      r.spill_bytes = cubin.spillBytes();
       addNotes(r, cubin.info_log);
       for (const hopper::LaunchPlan& plan : out->code.sm90) twinCounts.push_back(countsIn(cubin.info_log, plan.entry));
     } else if (state->compile_only) {

@@ -232,6 +232,10 @@ std::vector<std::string> ptxasNotes(const std::string& log) {
   return notes;
 }
 
+void appendPtxasNotes(std::string& notes, const std::string& log) {
+  for (const std::string& note : ptxasNotes(log)) notes += (notes.empty() ? "" : "; ") + note;
+}
+
 bool nvJitLinkAvailable(std::string* why) {
   const LoadResult& r = loaded();
   if (!r.api && why) *why = r.error;

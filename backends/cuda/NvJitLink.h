@@ -20,6 +20,8 @@ struct CubinResult {
   int barriers = -1;        ///< "used M barriers"
   std::string compiler;     ///< "nvJitLink 13.0"
   std::string arch;         ///< the -arch it was compiled for, e.g. "sm_90a"
+  /// Spill stores + loads in bytes (KernelReport::spill_bytes); -1 when the log does not say.
+  int spillBytes() const { return spill_stores < 0 ? -1 : spill_stores + (spill_loads > 0 ? spill_loads : 0); }
 };
 
 /// True when libnvJitLink can be loaded and has every entry point kiln uses; otherwise
@@ -64,5 +66,7 @@ bool parsePtxasInfo(const std::string& log, const std::string& kernelName, Cubin
 /// "ptxas info    : " prefix: e.g. "(C7504) Potential Performance Loss: 'setmaxnreg'
 /// ignored ..." or a wgmma serialisation warning. Empty when there are none.
 std::vector<std::string> ptxasNotes(const std::string& log);
+/// Appends ptxasNotes(log) to `notes` (KernelReport::ptxas_notes), "; "-separated.
+void appendPtxasNotes(std::string& notes, const std::string& log);
 
 } // namespace kiln::cuda

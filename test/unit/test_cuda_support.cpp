@@ -668,6 +668,22 @@ TEST_CASE("ptxas's warnings and performance notes are picked out of an info log"
   CHECK(notes[0] == "(C7504) Potential Performance Loss: 'setmaxnreg' ignored to maintain compatibility.");
   CHECK_THAT(notes[1], Contains("wgmma.mma_async instructions are serialized"));
   CHECK(ptxasNotes("ptxas info    : Used 8 registers\n").empty());
+  // Appended to a report's notes, "; "-separated, to what is there.
+  std::string joined = "earlier";
+  appendPtxasNotes(joined, log);
+  CHECK(joined == "earlier; " + notes[0] + "; " + notes[1]);
+  std::string none;
+  appendPtxasNotes(none, "ptxas info    : Used 8 registers\n");
+  CHECK(none.empty());
+}
+
+TEST_CASE("spill bytes are stores plus loads, unknown when ptxas does not say", "[cuda]") {
+  CubinResult c;
+  CHECK(c.spillBytes() == -1);
+  c.spill_stores = 60, c.spill_loads = 52;
+  CHECK(c.spillBytes() == 112);
+  c.spill_loads = -1; // stores reported, loads not
+  CHECK(c.spillBytes() == 60);
 }
 
 TEST_CASE("a toolkit library's candidate paths name each place once", "[cuda][loader]") {
