@@ -139,13 +139,13 @@ LogicalResult convertToNVVM(gpu::GPUModuleOp gm) {
 /// the tile kernel.
 void readSm90Plan(ModuleOp m, DeviceCode& out) {
   if (auto why = m->getAttrOfType<StringAttr>("kiln.sm90")) out.sm90_why_not = why.str();
-  auto gm = m.lookupSymbol<gpu::GPUModuleOp>("kiln");
-  if (!gm) return;
-  for (auto f : gm.getOps<gpu::GPUFuncOp>())
-    if (auto plan = f->getAttrOfType<StringAttr>(hopper::kLaunchPlanAttr))
-      out.sm90.push_back(hopper::LaunchPlan::fromJson(nlohmann::json::parse(plan.str())));
-  // In the module's order, which is the pass's (hopper::selectTwins'): the order
-  // hopper::choose() breaks ties in.
+  // Every module's (kiln-split-portable may have given twins modules of their own, in
+  // order), in the order of the twins, which is the pass's (hopper::selectTwins'): the
+  // order hopper::choose() breaks ties in, and the order of their modules.
+  for (auto gm : m.getOps<gpu::GPUModuleOp>())
+    for (auto f : gm.getOps<gpu::GPUFuncOp>())
+      if (auto plan = f->getAttrOfType<StringAttr>(hopper::kLaunchPlanAttr))
+        out.sm90.push_back(hopper::LaunchPlan::fromJson(nlohmann::json::parse(plan.str())));
 }
 
 /// A tensor map is a 128-byte kernel parameter read in place (`__grid_constant__`): TMA
@@ -200,7 +200,11 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     pm.addPass(kiln::createKilnLowerToGPU(opts));
     pm.addPass(detail::createCanonicalizer());
     pm.addPass(createCSEPass());
-    if (o.splitPortable) pm.addPass(kiln::createKilnSplitPortable());
+    if (o.splitPortable) {
+      KilnSplitPortableOptions split;
+      split.twinModules = o.twinModules;
+      pm.addPass(kiln::createKilnSplitPortable(split));
+    }
     if (failed(pm.run(m)))
       diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to GPU kernels failed");
   }
@@ -293,7 +297,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   if (stop == Stage::mlir || stop == Stage::layouts) return out;
 
   // The twins' and the kernel's module (kiln-split-portable may have moved the kernel to
-  // one of its own, second).
+  // one of its own, last, and each twin past the first to one of its own, between).
   auto gms = llvm::to_vector(m.getOps<gpu::GPUModuleOp>());
   for (auto gm : gms) {
     for (auto f : gm.getOps<LLVM::LLVMFuncOp>()) {
@@ -334,19 +338,29 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   pm.addPass(createGpuNVVMAttachTarget(target));
   if (failed(pm.run(m)))
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
-  if (gms.size() > 1) { // kiln-split-portable's: the fallback's module, second
-    // Two LLVM modules, two threads: the context must lock what it uniques while both
-    // translate (each gpu.module is isolated from above, so nothing else is shared). The
-    // thread owns the MLIR module from here, so the caller can load the twins' PTX while
-    // the fallback's is made; the module goes when the thread is done.
+  std::shared_ptr<detail::PrivateModule> owner; // held here too until the twins' PTX is out
+  if (gms.size() > 1) {
+    // Several LLVM modules, several threads: the context must lock what it uniques (each
+    // gpu.module is isolated from above, so nothing else is shared). The fallback's (last)
+    // thread owns the MLIR module with this one, and past the return alone: the caller
+    // loads the twins' PTX while the fallback's is made; the module goes when it is done.
     m.getContext()->enableMultithreading(true);
-    auto owner = std::make_shared<detail::PrivateModule>(std::move(priv));
-    out.portable_ptx = std::async(std::launch::async, [owner, portable = gms[1]]() mutable {
+    owner = std::make_shared<detail::PrivateModule>(std::move(priv));
+    out.portable_ptx = std::async(std::launch::async, [owner, portable = gms.back()]() mutable {
                          return toPtx(portable);
                        }).share();
   }
+  std::vector<std::future<std::optional<std::string>>> more; // the other twins' modules
+  for (size_t i = 1; i + 1 < gms.size(); ++i)
+    more.push_back(std::async(std::launch::async, [gm = gms[i]]() mutable { return toPtx(gm); }));
   std::optional<std::string> twins = toPtx(gms[0]);
-  if (!twins) diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
+  bool made = twins.has_value();
+  for (auto& f : more) {
+    std::optional<std::string> ptx = f.get(); // every thread joined before the module can go
+    made = made && ptx;
+    if (ptx) out.more_ptx.push_back(std::move(*ptx));
+  }
+  if (!made) diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
   out.ptx = std::move(*twins);
   out.times.codegen_ms = detail::msSince(t0);
   return out;

@@ -11,6 +11,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -137,6 +138,8 @@ public:
   CUfunction function = nullptr; ///< the portable kernel, unless it is `portable`'s
   /// code.sm90's entries, one per twin (none when the device cannot host any).
   std::vector<CUfunction> sm90;
+  /// With twin modules: the twins past the first, a module each, in code.sm90's order.
+  std::vector<Module> moreModules;
   /// With a twin, the portable kernel in a module of its own, compiled on a thread (empty:
   /// it is `function`, in `module`).
   BackgroundModule portable;
@@ -342,6 +345,7 @@ public:
     // A module the driver JIT-compiles whole (below) leaves its portable fallback to a
     // module of its own, compiled on a thread while the twin loads and runs.
     options.splitPortable = !state->compile_only && state->twinByDriver;
+    options.twinModules = options.splitPortable; // the driver compiles each twin's on a thread
     out->code = compileToPtx(kernel, options);
     out->times = out->code.times;
     KernelReport& r = out->report;
@@ -408,12 +412,14 @@ public:
                                                     " failed for its portable kernel");
         return *ptx;
       };
-    loadModule(*out, out->binary, image.empty(), kernel.name(), fallback, /*firstCompile=*/true);
+    loadModule(*out, out->binary, image.empty(), kernel.name(), out->code.more_ptx, fallback, /*firstCompile=*/true);
     if (image.empty()) {
       // The driver's JIT compiled it. Its log has ptxas's report, unless the driver found
       // the machine code in its own cache (then the log is empty): no local memory then
-      // still proves no spills.
-      const std::string& log = out->module.jitLog();
+      // still proves no spills. (Each module's log names its own entries.)
+      std::string log = out->module.jitLog();
+      for (const Module& more : out->moreModules) log += "\n" + more.jitLog();
+      if (out->module.jitLog().empty()) log.clear();
       // An empty log: nothing was compiled now. Say so, or a cold compile's figures (its
       // load phase) would pass for a first compile on this GPU.
       if (log.empty()) r.compiler += "; " + std::string(kDriverCacheHit);
@@ -434,7 +440,17 @@ public:
     }
     if (r.registers < 0 && out->function) r.registers = queryFunction(out->function).registers;
     out->times.load_ms = kd::msSince(t0);
-    if (fallback) { // the cache keeps the fallback's PTX after the twins' (made by now, as a rule)
+    // The cache keeps the other twins' PTX after the first's, then the fallback's (made by
+    // now, as a rule), each at the byte its metadata names.
+    if (!out->code.more_ptx.empty()) {
+      nlohmann::json at = nlohmann::json::array();
+      for (const std::string& ptx : out->code.more_ptx) {
+        at.push_back(out->binary.size());
+        out->binary += ptx;
+      }
+      out->cacheMeta["modules_at"] = at;
+    }
+    if (fallback) {
       out->cacheMeta["portable_at"] = out->binary.size();
       out->binary += fallback();
     }
@@ -504,17 +520,29 @@ public:
       throw Error(ErrorKind::Unsupported, "cached kernel '" + sig.name + "' needs more shared memory than " +
                                               state->device.name + " has");
     const bool isPtx = meta.value("payload", "cubin") == "ptx";
-    if (meta.contains("portable_at")) { // twins' PTX, then the portable fallback's
-      const int64_t at = kd::jsonInt<int64_t>(meta.at("portable_at"));
-      if (!isPtx || at <= 0 || size_t(at) >= payload.size())
-        throw Error(ErrorKind::InvalidArgument, "cache entry of kernel '" + sig.name + "': its portable kernel starts at byte " +
-                                                    std::to_string(at) + " of a " + std::to_string(payload.size()) +
-                                                    "-byte " + (isPtx ? "PTX" : "cubin") + " payload");
-      loadModule(*out, payload.substr(0, size_t(at)), true, sig.name,
-                 [ptx = payload.substr(size_t(at))] { return ptx; });
-    } else {
-      loadModule(*out, payload, isPtx, sig.name);
-    }
+    // PTX modules one after another: the first twin's, the other twins' (modules_at), the
+    // portable fallback's (portable_at). Each start must come after the one before.
+    std::vector<size_t> starts = {0};
+    auto startAt = [&](const nlohmann::json& j, const char* what) {
+      const int64_t at = kd::jsonInt<int64_t>(j);
+      if (!isPtx || at <= int64_t(starts.back()) || size_t(at) >= payload.size())
+        throw Error(ErrorKind::InvalidArgument, "cache entry of kernel '" + sig.name + "': its " + what +
+                                                    " starts at byte " + std::to_string(at) + " of a " +
+                                                    std::to_string(payload.size()) + "-byte " +
+                                                    (isPtx ? "PTX" : "cubin") + " payload");
+      starts.push_back(size_t(at));
+    };
+    if (meta.contains("modules_at"))
+      for (const nlohmann::json& at : meta.at("modules_at")) startAt(at, "next twin's module");
+    const size_t twinModules = starts.size();
+    if (meta.contains("portable_at")) startAt(meta.at("portable_at"), "portable kernel");
+    starts.push_back(payload.size());
+    auto part = [&](size_t i) { return payload.substr(starts[i], starts[i + 1] - starts[i]); };
+    std::vector<std::string> more;
+    for (size_t i = 1; i < twinModules; ++i) more.push_back(part(i));
+    std::function<std::string()> fallback;
+    if (meta.contains("portable_at")) fallback = [ptx = part(twinModules)] { return ptx; };
+    loadModule(*out, part(0), isPtx, sig.name, more, fallback);
     return out;
   }
 
@@ -555,13 +583,38 @@ public:
   // is compiled from that PTX on a thread of its own, started first.
   // (A first compile hands it to nvJitLink, a cache hit to the driver, whose own disk cache
   // then answers in later processes: BackgroundModule::Compiler.)
+  // With `more` (PTX), the twins past the first are in modules of their own, one each,
+  // which the driver compiles on threads of their own meanwhile.
   void loadModule(CudaKernel& k, const std::string& image, bool isPtx, const std::string& name,
-                  const std::function<std::string()>& portablePtx = {}, bool firstCompile = false) {
+                  const std::vector<std::string>& more = {}, const std::function<std::string()>& portablePtx = {},
+                  bool firstCompile = false) {
     if (portablePtx)
       k.portable = BackgroundModule([s = state] { s->context.makeCurrent(); }, portablePtx, state->arch, name,
                                     k.code.shared_bytes,
                                     firstCompile ? BackgroundModule::Compiler::NvJitLink : BackgroundModule::Compiler::Driver);
-    k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
+    std::vector<std::future<Module>> loads;
+    for (const std::string& ptx : more)
+      loads.push_back(std::async(std::launch::async, [s = state, &ptx, &name] {
+        s->context.makeCurrent();
+        return Module(ptx, name);
+      }));
+    std::exception_ptr failed;
+    try {
+      k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    for (auto& load : loads) { // every thread joined before `more` can go
+      try {
+        k.moreModules.push_back(load.get());
+      } catch (...) {
+        if (!failed) failed = std::current_exception();
+      }
+    }
+    if (failed) std::rethrow_exception(failed);
+    if (!k.moreModules.empty() && k.moreModules.size() + 1 != k.code.sm90.size())
+      throw Error(ErrorKind::InvalidArgument, "kernel '" + name + "': " + std::to_string(k.moreModules.size() + 1) +
+                                                  " twin modules for " + std::to_string(k.code.sm90.size()) + " twins");
     if (!k.portable) {
       k.function = k.module.getFunction(name);
       if (k.code.shared_bytes > 0) setMaxDynamicSharedMemory(k.function, int(k.code.shared_bytes), name);
@@ -570,7 +623,8 @@ public:
     for (const hopper::LaunchPlan& plan : k.code.sm90)
       if (plan.sharedBytes > state->device.max_smem_per_block_optin) return;
     for (hopper::LaunchPlan& plan : k.code.sm90) {
-      k.sm90.push_back(k.module.getFunction(plan.entry));
+      const size_t i = k.sm90.size(); // twin i is in module i where each has its own
+      k.sm90.push_back((i == 0 || k.moreModules.empty() ? k.module : k.moreModules[i - 1]).getFunction(plan.entry));
       setMaxDynamicSharedMemory(k.sm90.back(), int(plan.sharedBytes), plan.entry);
       // K-clusters: how many of each size fit at once (a cluster lives in one GPC, whose
       // SMs need not divide by its size), so a persistent launch never leaves one waiting.

@@ -147,8 +147,14 @@ def KilnSplitPortable : Pass<"kiln-split-portable", "::mlir::ModuleOp"> {
     a new `gpu.module @<name>_portable` beside it, with copies of the globals it uses. Each
     module then becomes PTX of its own: the runtime compiles the twins' for the GPU first
     and the fallback's on a second thread, so the first launch waits only for the code it
-    runs. A module with no twin, or with nothing but twins, is left as it is.
+    runs. A module with no twin, or with nothing but twins, is left as it is. With
+    `twin-modules`, each twin past the first also moves to a module of its own
+    (`@<name>_twin1`, ...), so several twins (a GEMM's tile shapes) compile in parallel.
   }];
+  let options = [
+    Option<"twinModules", "twin-modules", "bool", /*default=*/"false",
+           "also give each twin past the first a gpu.module of its own">,
+  ];
 }
 
 #endif // KILN_PASSES

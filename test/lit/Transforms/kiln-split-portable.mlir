@@ -2,6 +2,7 @@
 // own, with copies of the globals it names; modules without both kinds stay as they are.
 //
 // RUN: kiln-opt %s --kiln-split-portable | FileCheck %s
+// RUN: kiln-opt %s --kiln-split-portable="twin-modules=1" | FileCheck %s --check-prefix=TWINS
 
 module attributes {gpu.container_module} {
   // The twin keeps the module, its name and its shared-memory global; the kernel goes.
@@ -47,6 +48,36 @@ module attributes {gpu.container_module} {
   // CHECK-NOT:   gpu.module @twins_portable
   gpu.module @twins {
     gpu.func @t__sm90() kernel attributes {kiln.launch_plan = "{}"} {
+      gpu.return
+    }
+  }
+
+  // Several twins (a GEMM's tile shapes): they stay together by default; with twin-modules
+  // each past the first gets a module of its own, in order, and the kernel's comes last.
+  // CHECK-LABEL: gpu.module @gemm {
+  // CHECK-NEXT:    gpu.func @g__sm90_128x128() kernel
+  // CHECK:         gpu.func @g__sm90_128x256() kernel
+  // CHECK:       gpu.module @gemm_portable {
+  // CHECK-NEXT:    gpu.func @g() kernel
+  // TWINS-LABEL: gpu.module @gemm {
+  // TWINS-NEXT:    gpu.func @g__sm90_128x128() kernel
+  // TWINS:       gpu.module @gemm_twin1 {
+  // TWINS-NEXT:    gpu.func @g__sm90_128x256() kernel
+  // TWINS:       gpu.module @gemm_twin2 {
+  // TWINS-NEXT:    gpu.func @g__sm90_dec() kernel
+  // TWINS:       gpu.module @gemm_portable {
+  // TWINS-NEXT:    gpu.func @g() kernel
+  gpu.module @gemm {
+    gpu.func @g__sm90_128x128() kernel attributes {kiln.launch_plan = "{}"} {
+      gpu.return
+    }
+    gpu.func @g__sm90_128x256() kernel attributes {kiln.launch_plan = "{}"} {
+      gpu.return
+    }
+    gpu.func @g() kernel {
+      gpu.return
+    }
+    gpu.func @g__sm90_dec() kernel attributes {kiln.launch_plan = "{}"} {
       gpu.return
     }
   }
