@@ -4,6 +4,7 @@
 #include "Cublas.h"
 #include "Driver.h"
 #include "NvJitLink.h"
+#include "PtxModules.h"
 #include "Target.h"
 #include "Nvrtc.h"
 #include "hopper/Sm90Launch.h"
@@ -442,18 +443,10 @@ public:
     out->times.load_ms = kd::msSince(t0);
     // The cache keeps the other twins' PTX after the first's, then the fallback's (made by
     // now, as a rule), each at the byte its metadata names.
-    if (!out->code.more_ptx.empty()) {
-      nlohmann::json at = nlohmann::json::array();
-      for (const std::string& ptx : out->code.more_ptx) {
-        at.push_back(out->binary.size());
-        out->binary += ptx;
-      }
-      out->cacheMeta["modules_at"] = at;
-    }
-    if (fallback) {
-      out->cacheMeta["portable_at"] = out->binary.size();
-      out->binary += fallback();
-    }
+    if (!out->code.more_ptx.empty() || fallback)
+      out->binary = joinPtxModules({out->binary, out->code.more_ptx,
+                                    fallback ? std::optional<std::string>(fallback()) : std::nullopt},
+                                   out->cacheMeta);
     return out;
   }
 
@@ -520,29 +513,10 @@ public:
       throw Error(ErrorKind::Unsupported, "cached kernel '" + sig.name + "' needs more shared memory than " +
                                               state->device.name + " has");
     const bool isPtx = meta.value("payload", "cubin") == "ptx";
-    // PTX modules one after another: the first twin's, the other twins' (modules_at), the
-    // portable fallback's (portable_at). Each start must come after the one before.
-    std::vector<size_t> starts = {0};
-    auto startAt = [&](const nlohmann::json& j, const char* what) {
-      const int64_t at = kd::jsonInt<int64_t>(j);
-      if (!isPtx || at <= int64_t(starts.back()) || size_t(at) >= payload.size())
-        throw Error(ErrorKind::InvalidArgument, "cache entry of kernel '" + sig.name + "': its " + what +
-                                                    " starts at byte " + std::to_string(at) + " of a " +
-                                                    std::to_string(payload.size()) + "-byte " +
-                                                    (isPtx ? "PTX" : "cubin") + " payload");
-      starts.push_back(size_t(at));
-    };
-    if (meta.contains("modules_at"))
-      for (const nlohmann::json& at : meta.at("modules_at")) startAt(at, "next twin's module");
-    const size_t twinModules = starts.size();
-    if (meta.contains("portable_at")) startAt(meta.at("portable_at"), "portable kernel");
-    starts.push_back(payload.size());
-    auto part = [&](size_t i) { return payload.substr(starts[i], starts[i + 1] - starts[i]); };
-    std::vector<std::string> more;
-    for (size_t i = 1; i < twinModules; ++i) more.push_back(part(i));
+    PtxModules modules = splitPtxModules(payload, meta, isPtx, sig.name);
     std::function<std::string()> fallback;
-    if (meta.contains("portable_at")) fallback = [ptx = part(twinModules)] { return ptx; };
-    loadModule(*out, part(0), isPtx, sig.name, more, fallback);
+    if (modules.portable) fallback = [ptx = std::move(*modules.portable)] { return ptx; };
+    loadModule(*out, modules.first, isPtx, sig.name, modules.twins, fallback);
     return out;
   }
 

@@ -18,6 +18,7 @@
 #include "Driver.h"
 #include "DynamicLibrary.h"
 #include "NvJitLink.h"
+#include "PtxModules.h"
 #include "kiln/error.hpp"
 
 using namespace kiln;
@@ -694,4 +695,61 @@ TEST_CASE("a toolkit library's candidate paths name each place once", "[cuda][lo
   if (saved) ::setenv("CUDA_HOME", keep.c_str(), 1); else ::unsetenv("CUDA_HOME");
   CHECK(std::count(c.begin(), c.end(), "/usr/local/cuda/lib64/libx.so.1") == 1);
   CHECK(c.front() == "libx.so.1"); // the loader's own search first
+}
+
+TEST_CASE("A kernel's PTX modules go into one cache payload and come back out the same", "[cuda][cache]") {
+  const PtxModules in{"// twin 1\n", {"// twin 2, longer\n", "// twin 3\n"}, "// the portable kernel\n"};
+  nlohmann::json meta = {{"entry", "k"}};
+  const std::string payload = joinPtxModules(in, meta);
+  CHECK(payload == in.first + in.twins[0] + in.twins[1] + *in.portable);
+  CHECK(meta.at("modules_at") == nlohmann::json::array({10, 28}));
+  CHECK(meta.at("portable_at") == 38);
+  const PtxModules out = splitPtxModules(payload, meta, /*isPtx=*/true, "k");
+  CHECK(out.first == in.first);
+  CHECK(out.twins == in.twins);
+  CHECK(out.portable == in.portable);
+  // One module and nothing else (a kernel without twins, an entry from before): no starts.
+  nlohmann::json plain = {{"entry", "k"}};
+  CHECK(joinPtxModules({"// all\n", {}, std::nullopt}, plain) == "// all\n");
+  CHECK_FALSE(plain.contains("modules_at"));
+  CHECK_FALSE(plain.contains("portable_at"));
+  const PtxModules one = splitPtxModules("// all\n", plain, true, "k");
+  CHECK((one.first == "// all\n" && one.twins.empty() && !one.portable));
+}
+
+TEST_CASE("A cache entry whose module starts do not fit its payload is refused, naming the module",
+          "[cuda][cache][errors]") {
+  nlohmann::json good;
+  const std::string payload = joinPtxModules({"aaaa", {"bbbb", "cccc"}, "dddd"}, good);
+  auto refusal = [&](const nlohmann::json& meta, bool isPtx = true) {
+    try {
+      splitPtxModules(payload, meta, isPtx, "gemm_bias_relu");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  nlohmann::json bad = good;
+  bad["modules_at"] = {8, 4}; // out of order
+  CHECK_THAT(refusal(bad), Contains("gemm_bias_relu") && Contains("twin module 3 starts at byte 4 of a 16-byte PTX"));
+  bad["modules_at"] = {4, 4}; // an empty module
+  CHECK_THAT(refusal(bad), Contains("twin module 3 starts at byte 4"));
+  bad["modules_at"] = {0}; // the first module cannot be empty
+  CHECK_THAT(refusal(bad), Contains("twin module 2 starts at byte 0"));
+  bad = good;
+  bad["portable_at"] = 16; // at the end: an empty fallback
+  CHECK_THAT(refusal(bad), Contains("portable kernel's module starts at byte 16 of a 16-byte"));
+  bad["portable_at"] = 1e30; // no integer
+  CHECK_THAT(refusal(bad), Contains("portable kernel's module is not an integer"));
+  bad["portable_at"] = -3;
+  CHECK_THAT(refusal(bad), Contains("starts at byte -3"));
+  bad = good;
+  bad["portable_at"] = 6; // before the last twin's start
+  CHECK_THAT(refusal(bad), Contains("portable kernel's module starts at byte 6"));
+  bad = good;
+  bad["modules_at"] = 4; // not a list
+  CHECK_THAT(refusal(bad), Contains("modules_at is not a list"));
+  // A cubin is one module: any start in its metadata is refused.
+  CHECK_THAT(refusal(good, /*isPtx=*/false), Contains("a cubin is one module"));
 }
