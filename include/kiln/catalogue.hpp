@@ -50,6 +50,14 @@ KILN_API Kernel attention(DType dtype, int64_t head_dim, bool causal, AttentionT
 /// 0 .. r + S - T. A decode step (T = 1 .. 8 new tokens against a long cache) or a prefill
 /// chunk; T = S is attention(dtype, head_dim, true). GQA as in attention().
 KILN_API Kernel attention_decode(DType dtype, int64_t head_dim, AttentionTiles t = {});
+/// attention() and attention_decode() with a second output, LSE [B, H, T] (f32, T = S for
+/// attention_lse): each query row's log-sum-exp of its scaled scores over the keys it sees,
+/// ln sum_k e^(q.k / sqrt(D)). What merging attention over disjoint key sets needs (keys split
+/// across devices, a shared prefix's attention beside each sequence's own): with parts p,
+/// LSE = ln sum_p e^(LSE_p) and O = sum_p e^(LSE_p - LSE) O_p. Kernels "attention_lse",
+/// "attention_causal_lse" and "attention_decode_lse"; arguments Q, K, V, O, LSE.
+KILN_API Kernel attention_lse(DType dtype, int64_t head_dim, bool causal, AttentionTiles t = {});
+KILN_API Kernel attention_decode_lse(DType dtype, int64_t head_dim, AttentionTiles t = {});
 
 /// Inputs on fresh random data, the output poisoned (NaN), and the reference.
 struct KILN_API Problem {
@@ -61,7 +69,18 @@ struct KILN_API Problem {
   /// f64 host reference would take minutes is checked on a sample spread over it.
   std::vector<int64_t> checked;
   double flops = 0;
+  /// Outputs checked beside `output` (attention's log-sum-exp), each as `output` is: its
+  /// argument, its reference and which elements that holds (`checked`, empty for all).
+  struct More {
+    std::string name; ///< as the kernel's signature names the argument ("LSE")
+    size_t arg = 0;
+    std::vector<double> reference;
+    std::vector<int64_t> checked;
+  };
+  std::vector<More> more_outputs;
   std::vector<TensorView> views();
+  /// Fills every output with NaN (before a run whose results are checked).
+  void poison_outputs();
 };
 
 /// A problem's arguments in a runtime's memory (the GPU's on CUDA): the inputs and the
@@ -71,8 +90,9 @@ struct KILN_API DeviceProblem {
   std::vector<TensorView> views;
 };
 KILN_API DeviceProblem upload(const Runtime& rt, const Problem& p);
-/// Downloads the output of `d` into `p` and verifies it against `p.reference` under the
-/// output dtype's default tolerance.
+/// Downloads the outputs of `d` into `p` and verifies each against its reference under its
+/// dtype's default tolerance: the report of the first that fails (its `output` naming a
+/// further one), else the first output's.
 KILN_API verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p);
 
 /// A kernel's hand-written CUDA C++ version (kiln bench's `cuda` route, compiled with

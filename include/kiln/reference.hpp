@@ -53,9 +53,10 @@ KILN_API std::vector<double> rmsnorm(const TensorView& x, const TensorView& w, d
 /// last T of the S positions (T = S: the whole sequence), so under `causal` query row r sees
 /// keys 0 .. r + S - T. Returns the D outputs of each query row listed in `rows` (indices
 /// into the B*H*T rows of O, row-major), in that order; every row when `rows` is empty. Each
-/// row costs 2*S*D multiply-adds.
+/// row costs 2*S*D multiply-adds. With `lse`, also each listed row's log-sum-exp of its
+/// scaled scores, ln sum_c e^(q.k_c / sqrt(D)) over the keys it sees, into *lse (same order).
 KILN_API std::vector<double> attention(const TensorView& q, const TensorView& k, const TensorView& v, bool causal,
-                                       const std::vector<int64_t>& rows = {});
+                                       const std::vector<int64_t>& rows = {}, std::vector<double>* lse = nullptr);
 
 /// GELU, tanh approximation (the form cuBLASLt's epilogue and kiln's tile.gelu use).
 KILN_API double gelu(double x);

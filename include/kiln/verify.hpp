@@ -30,6 +30,9 @@ struct KILN_API Report {
   int64_t first_nonfinite = -1;
   int64_t numel = 0;
   Tolerance tolerance;
+  /// Which output: empty for a kernel's (first) output, else its name ("LSE"), which the
+  /// summary then starts with.
+  std::string output;
   /// One line: "reference_ok=true rel_l2=3.1e-07 max_abs=1.2e-06 ..." or the reason.
   std::string summary() const;
 };

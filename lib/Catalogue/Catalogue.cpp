@@ -70,7 +70,7 @@ Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, refe
 // every batch, head and position (the first and last rows of the sequence among them), the
 // whole reference taking minutes at the benchmark's sizes.
 Problem attentionProblem(const std::string& name, int64_t B, int64_t H, int64_t G, int64_t T, int64_t S, int64_t D,
-                         DType dt, uint64_t seed, bool causal) {
+                         DType dt, uint64_t seed, bool causal, bool lse = false) {
   if (H % G != 0)
     throw Error(ErrorKind::InvalidArgument, name + ": the query heads H (" + std::to_string(H) +
                                                 ") must be a multiple of the K/V heads G (" + std::to_string(G) + ")");
@@ -102,7 +102,13 @@ Problem attentionProblem(const std::string& name, int64_t B, int64_t H, int64_t 
     for (int64_t r : sample)
       for (int64_t d = 0; d < D; ++d) p.checked.push_back(r * D + d);
   }
-  p.reference = reference::attention(p.args[0].view(), p.args[1].view(), p.args[2].view(), causal, sample);
+  std::vector<double> lseReference;
+  p.reference = reference::attention(p.args[0].view(), p.args[1].view(), p.args[2].view(), causal, sample,
+                                     lse ? &lseReference : nullptr);
+  if (lse) { // LSE [B, H, T]: its flat index is O's row
+    p.args.push_back(poisoned(DType::f32, {B, H, T}));
+    p.more_outputs.push_back({"LSE", 4, std::move(lseReference), sample});
+  }
   return p;
 }
 
@@ -179,32 +185,47 @@ std::vector<Entry> makeAll() {
                  p.flops = 4.0 * s[0] * s[1];
                  return p;
                }});
-  for (bool causal : {false, true}) {
-    Entry a{causal ? "attention_causal" : "attention",
-            causal ? "O = softmax(Q K^T / sqrt(D), causal) V per head (flash, online softmax; GQA when G < H)"
-                   : "O = softmax(Q K^T / sqrt(D)) V per head (flash, online softmax; GQA when G < H)",
-            "BxHxGxSxD", 5, [causal](DType d) { return attention(d, 128, causal, attentionTiles(d)); },
-            [causal](const std::vector<int64_t>& s, DType d, uint64_t seed) {
-              return attentionProblem(causal ? "attention_causal" : "attention", s[0], s[1], s[2], s[3], s[3], s[4], d,
-                                      seed, causal);
-            }};
-    a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s, const std::string& target) {
-      return attention(d, s.at(4), causal, attentionTiles(d, target, s.at(4)));
+  for (bool lse : {false, true})
+    for (bool causal : {false, true}) {
+      const std::string name = std::string(causal ? "attention_causal" : "attention") + (lse ? "_lse" : "");
+      const std::string what = std::string(causal ? "O = softmax(Q K^T / sqrt(D), causal) V per head"
+                                                  : "O = softmax(Q K^T / sqrt(D)) V per head") +
+                               " (flash, online softmax; GQA when G < H)" +
+                               (lse ? "; LSE = each query row's log-sum-exp of its scaled scores" : "");
+      Entry a{name, what, "BxHxGxSxD", 5,
+              [causal, lse](DType d) {
+                return lse ? attention_lse(d, 128, causal, attentionTiles(d)) : attention(d, 128, causal, attentionTiles(d));
+              },
+              [name, causal, lse](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+                return attentionProblem(name, s[0], s[1], s[2], s[3], s[3], s[4], d, seed, causal, lse);
+              }};
+      a.make_for_shape = [causal, lse](DType d, const std::vector<int64_t>& s, const std::string& target) {
+        const AttentionTiles t = attentionTiles(d, target, s.at(4));
+        return lse ? attention_lse(d, s.at(4), causal, t) : attention(d, s.at(4), causal, t);
+      };
+      a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
+      e.push_back(std::move(a));
+    }
+  for (bool lse : {false, true}) {
+    const std::string name = lse ? "attention_decode_lse" : "attention_decode";
+    Entry dec{name,
+              std::string("O = softmax(Q K^T / sqrt(D), causal) V for T new queries against an S-long K/V cache (decode; "
+                          "GQA)") +
+                  (lse ? "; LSE = each query row's log-sum-exp of its scaled scores" : ""),
+              "BxHxGxTxSxD", 6,
+              [lse](DType d) {
+                return lse ? attention_decode_lse(d, 128, attentionTiles(d)) : attention_decode(d, 128, attentionTiles(d));
+              },
+              [name, lse](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+                return attentionProblem(name, s[0], s[1], s[2], s[3], s[4], s[5], d, seed, true, lse);
+              }};
+    dec.make_for_shape = [lse](DType d, const std::vector<int64_t>& s, const std::string& target) {
+      const AttentionTiles t = attentionTiles(d, target, s.at(5), /*decode=*/true);
+      return lse ? attention_decode_lse(d, s.at(5), t) : attention_decode(d, s.at(5), t);
     };
-    a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
-    e.push_back(std::move(a));
+    dec.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(5)); };
+    e.push_back(std::move(dec));
   }
-  Entry dec{"attention_decode",
-            "O = softmax(Q K^T / sqrt(D), causal) V for T new queries against an S-long K/V cache (decode; GQA)",
-            "BxHxGxTxSxD", 6, [](DType d) { return attention_decode(d, 128, attentionTiles(d)); },
-            [](const std::vector<int64_t>& s, DType d, uint64_t seed) {
-              return attentionProblem("attention_decode", s[0], s[1], s[2], s[3], s[4], s[5], d, seed, true);
-            }};
-  dec.make_for_shape = [](DType d, const std::vector<int64_t>& s, const std::string& target) {
-    return attention_decode(d, s.at(5), attentionTiles(d, target, s.at(5), /*decode=*/true));
-  };
-  dec.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(5)); };
-  e.push_back(std::move(dec));
   return e;
 }
 
@@ -287,22 +308,42 @@ DeviceProblem upload(const Runtime& rt, const Problem& p) {
   return d;
 }
 
+namespace {
+// One output against its reference: every element, or those `checked` lists.
+verify::Report verifyOne(HostTensor& out, const std::vector<double>& reference, const std::vector<int64_t>& checked) {
+  const verify::Tolerance tol = verify::Tolerance::for_dtype(out.dtype());
+  if (checked.empty()) return verify::compare(out.view(), reference, tol);
+  if (checked.size() != reference.size())
+    throw Error(ErrorKind::InvalidArgument, "verify_output: the problem checks " + std::to_string(checked.size()) +
+                                                " elements but its reference holds " + std::to_string(reference.size()));
+  HostTensor sample(out.dtype(), {int64_t(checked.size())});
+  for (size_t i = 0; i < checked.size(); ++i) {
+    if (checked[i] < 0 || checked[i] >= out.numel())
+      throw Error(ErrorKind::InvalidArgument, "verify_output: checked element " + std::to_string(checked[i]) +
+                                                  " is outside the output's " + std::to_string(out.numel()));
+    sample.set(int64_t(i), out.get(checked[i]));
+  }
+  return verify::compare(sample.view(), reference, tol);
+}
+} // namespace
+
+void Problem::poison_outputs() {
+  args.at(output).poison();
+  for (const More& m : more_outputs) args.at(m.arg).poison();
+}
+
 verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p) {
   HostTensor& out = p.args.at(p.output);
   rt.download(d.tensors.at(p.output), out);
-  const verify::Tolerance tol = verify::Tolerance::for_dtype(out.dtype());
-  if (p.checked.empty()) return verify::compare(out.view(), p.reference, tol);
-  if (p.checked.size() != p.reference.size())
-    throw Error(ErrorKind::InvalidArgument, "verify_output: the problem checks " + std::to_string(p.checked.size()) +
-                                                " elements but its reference holds " + std::to_string(p.reference.size()));
-  HostTensor sample(out.dtype(), {int64_t(p.checked.size())});
-  for (size_t i = 0; i < p.checked.size(); ++i) {
-    if (p.checked[i] < 0 || p.checked[i] >= out.numel())
-      throw Error(ErrorKind::InvalidArgument, "verify_output: checked element " + std::to_string(p.checked[i]) +
-                                                  " is outside the output's " + std::to_string(out.numel()));
-    sample.set(int64_t(i), out.get(p.checked[i]));
+  verify::Report first = verifyOne(out, p.reference, p.checked);
+  if (!first.ok) return first;
+  for (const Problem::More& m : p.more_outputs) {
+    rt.download(d.tensors.at(m.arg), p.args.at(m.arg));
+    verify::Report r = verifyOne(p.args.at(m.arg), m.reference, m.checked);
+    r.output = m.name;
+    if (!r.ok) return r;
   }
-  return verify::compare(sample.view(), p.reference, tol);
+  return first;
 }
 
 } // namespace kiln::catalogue

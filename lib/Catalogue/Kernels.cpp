@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace kiln::catalogue {
 
@@ -130,13 +131,20 @@ namespace {
 // the new tokens of a decode step or a prefill chunk, the K/V cache holding all S), so
 // query row r sits at position r + S - T. `kvCache` declares Q and O with their own length
 // T; without it T is S and the program is the plain attention kernel.
-Kernel attention_like(const std::string& name, DType dt, int64_t D, bool causal, bool kvCache, AttentionTiles t) {
+//
+// With `lse`, a second output LSE [B, H, T] (f32) takes each query row's log-sum-exp of its
+// scaled scores, ln sum_keys e^(q.k / sqrt(D)): the loop's m and l are in base 2 with the
+// scale folded in, so it is m ln 2 + ln l.
+Kernel attention_like(const std::string& name, DType dt, int64_t D, bool causal, bool kvCache, AttentionTiles t,
+                      bool lse = false) {
   return kernel(name, [=](Builder& k) {
     auto [B, H, G, S] = k.dims("B", "H", "G", "S");
     Index T = kvCache ? k.dim("T") : S;
     auto Q = k.input("Q", {B, H, T, D}, dt);
     auto K = k.input("K", {B, G, S, D}, dt), V = k.input("V", {B, G, S, D}, dt);
     auto O = k.output("O", {B, H, T, D}, dt);
+    std::optional<Tensor> L;
+    if (lse) L = k.output("LSE", {B, H, T}, f32);
     const double c = std::log2(std::exp(1.0)) / std::sqrt(double(D));
     const double neg_inf = -std::numeric_limits<double>::infinity();
     const Shape st = {t.q, t.kv};
@@ -160,6 +168,7 @@ Kernel attention_like(const std::string& name, DType dt, int64_t D, bool causal,
         return std::vector<Tile>{m, l, acc};
       });
       k.store(O.tile({b, h, i, z}, {t.q, D}), cast(r[2] / cols(r[1]), dt));
+      if (lse) k.store(L->tile({b, h, i}, {t.q}), r[0] * std::log(2.0) + log(r[1]));
     });
   });
 }
@@ -172,6 +181,15 @@ Kernel attention(DType dt, int64_t D, bool causal, AttentionTiles t) {
 
 Kernel attention_decode(DType dt, int64_t D, AttentionTiles t) {
   return attention_like("attention_decode", dt, D, /*causal=*/true, /*kvCache=*/true, t);
+}
+
+Kernel attention_lse(DType dt, int64_t D, bool causal, AttentionTiles t) {
+  return attention_like(causal ? "attention_causal_lse" : "attention_lse", dt, D, causal, /*kvCache=*/false, t,
+                        /*lse=*/true);
+}
+
+Kernel attention_decode_lse(DType dt, int64_t D, AttentionTiles t) {
+  return attention_like("attention_decode_lse", dt, D, /*causal=*/true, /*kvCache=*/true, t, /*lse=*/true);
 }
 
 } // namespace kiln::catalogue

@@ -97,7 +97,7 @@ Report compare(const TensorView& out, const std::vector<double>& ref, Tolerance 
 }
 
 std::string Report::summary() const {
-  std::string s = std::string("reference_ok=") + (ok ? "true" : "false") +
+  std::string s = (output.empty() ? std::string() : output + ": ") + "reference_ok=" + (ok ? "true" : "false") +
                   " rel_l2=" + fmt("%.3g", rel_l2) + " max_abs=" + fmt("%.3g", max_abs) +
                   " tol=" + fmt("%.3g", tolerance.rel_l2) + " numel=" + std::to_string(numel);
   if (ok) return s;

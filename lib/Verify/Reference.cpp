@@ -118,8 +118,9 @@ std::vector<double> softmax(const TensorView& x) {
 }
 
 std::vector<double> attention(const TensorView& q, const TensorView& k, const TensorView& v, bool causal,
-                              const std::vector<int64_t>& rows) {
+                              const std::vector<int64_t>& rows, std::vector<double>* lse) {
   for (auto [name, t] : {std::pair{"Q", &q}, {"K", &k}, {"V", &v}}) check_view("attention", name, *t, 4);
+  if (lse) lse->clear();
   const int64_t B = q.dims[0], H = q.dims[1], T = q.dims[2], D = q.dims[3], G = k.dims[1], S = k.dims[2];
   if (k.dims != v.dims || k.dims[0] != B || k.dims[3] != D)
     fail("attention", "K and V must be [B, G, S, D] with Q's B and D, got Q " + q.describe() + ", K " +
@@ -151,6 +152,7 @@ std::vector<double> attention(const TensorView& q, const TensorView& k, const Te
       m = std::max(m, p[size_t(c)]);
     }
     for (int64_t c = 0; c <= last; ++c) sum += (p[size_t(c)] = std::exp(p[size_t(c)] - m));
+    if (lse) lse->push_back(m + std::log(sum));
     const size_t at = out.size();
     out.resize(at + size_t(D), 0.0);
     for (int64_t c = 0; c <= last; ++c)

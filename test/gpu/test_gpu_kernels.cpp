@@ -953,3 +953,39 @@ TEST_CASE("gpu: kernels that declare it run in place and verify, the twin's resi
     CHECK(verify::compare(got.view(), p.reference, verify::Tolerance::for_dtype(c.dtype)).ok);
   }
 }
+
+TEST_CASE("gpu: attention's log-sum-exp output is right from the twin, split or not, and from the portable kernel",
+          "[gpu][sm90]") {
+  // Prefill (B x H x G x S x D): ragged S, grouped heads, head dims 128 and 64. Decode
+  // (B x H x G x T x S x D): one query of 32 heads in 8 groups (heads folded, keys split),
+  // 32 heads at head dim 64 (keys split), five queries against a ragged cache.
+  const bool hopper = gpu().fingerprint().target == "sm_90a";
+  Runtime unsplit = Runtime::create(Backend::cuda, {.hopper_split_k = 1});
+  const TwinRuntimes& r = twinRuntimes();
+  const std::vector<std::pair<const char*, std::vector<int64_t>>> cases = {
+      {"attention_lse", {2, 4, 2, 300, 128}},        {"attention_lse", {1, 2, 2, 1000, 64}},
+      {"attention_causal_lse", {2, 4, 2, 300, 128}}, {"attention_causal_lse", {1, 2, 2, 1000, 64}},
+      {"attention_decode_lse", {1, 32, 8, 1, 8192, 128}}, {"attention_decode_lse", {1, 32, 32, 1, 16384, 64}},
+      {"attention_decode_lse", {2, 4, 4, 5, 700, 128}}};
+  for (DType d : {DType::bf16, DType::f16})
+    for (const Runtime* rt : std::initializer_list<const Runtime*>{&gpu(), &unsplit, &r.portable}) {
+      const bool twin = hopper && rt != &r.portable;
+      uint64_t seed = 50;
+      for (const auto& [name, s] : cases) {
+        const catalogue::Entry& e = catalogue::find(name);
+        catalogue::Problem p = e.problem(s, d, seed++);
+        REQUIRE(p.more_outputs.size() == 1);
+        CompiledKernel ck = rt->compile(catalogue::kernel_for(e, d, s, rt->fingerprint().target));
+        catalogue::DeviceProblem dp = catalogue::upload(gpu(), p);
+        const std::string path = ck.launch_path(dp.views);
+        INFO(name << " " << to_string(d) << " " << str(s) << ": " << path);
+        if (twin) CHECK(path.rfind("sm_90a twin", 0) == 0);
+        if (twin && s[1] == 32) CHECK((path.find("key splits in clusters") != std::string::npos) == (rt == &gpu()));
+        if (twin && s.size() == 6 && s[2] == 8) CHECK_THAT(path, Contains("4 query heads to a program"));
+        ck.launch(dp.views);
+        verify::Report rep = catalogue::verify_output(gpu(), dp, p);
+        INFO(rep.summary());
+        CHECK(rep.ok);
+      }
+    }
+}

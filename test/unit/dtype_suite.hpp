@@ -62,6 +62,12 @@ inline void checkEntryOnShapes(const Runtime& rt, const catalogue::Entry& e, DTy
     auto rep = verify::compare(views[p.output], p.reference, verify::Tolerance::for_dtype(dt));
     INFO(e.name << " " << to_string(dt) << " shape " << str(s) << " on " << rt.describe() << ": " << rep.summary());
     CHECK(rep.ok);
+    for (const catalogue::Problem::More& m : p.more_outputs) { // attention's LSE
+      REQUIRE(m.checked.empty());
+      auto more = verify::compare(views[m.arg], m.reference, verify::Tolerance::for_dtype(p.args[m.arg].dtype()));
+      INFO(m.name << ": " << more.summary());
+      CHECK(more.ok);
+    }
   }
 }
 

@@ -13,7 +13,8 @@ TEST_CASE("the catalogue has the foundation kernels and the MLP's residual GEMM"
   for (const auto& e : catalogue::all()) names.push_back(e.name);
   CHECK(names == std::vector<std::string>{"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual",
                                           "softmax", "add", "rmsnorm", "attention", "attention_causal",
-                                          "attention_decode"});
+                                          "attention_lse", "attention_causal_lse", "attention_decode",
+                                          "attention_decode_lse"});
 }
 
 TEST_CASE("attention's shapes name batch, query heads, K/V heads, sequence and head dim", "[catalogue]") {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include "kiln/catalogue.hpp"
@@ -15,6 +16,7 @@
 
 using namespace kiln;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -55,6 +57,36 @@ TEST_CASE("attention, plain and causal, is correct on ragged shapes and head gro
 TEST_CASE("attention over a K/V cache is correct for one and several new queries in f32, bf16 and f16", "[cpu]") {
   for (DType d : {DType::f32, DType::bf16, DType::f16})
     test::checkEntryOnShapes(cpu(), catalogue::find("attention_decode"), d);
+}
+
+TEST_CASE("attention's log-sum-exp output is correct beside O, plain, causal and over a K/V cache", "[cpu]") {
+  for (const char* name : {"attention_lse", "attention_causal_lse", "attention_decode_lse"})
+    for (DType d : {DType::f32, DType::bf16}) test::checkEntryOnShapes(cpu(), catalogue::find(name), d);
+}
+
+TEST_CASE("a problem's further output is verified too, and a wrong one is named in the report", "[cpu][verify]") {
+  const catalogue::Entry& e = catalogue::find("attention_causal_lse");
+  const std::vector<int64_t> shape = {1, 4, 2, 77, 32};
+  CompiledKernel ck = cpu().compile(catalogue::kernel_for(e, DType::bf16, shape));
+  catalogue::Problem p = e.problem(shape, DType::bf16, 3);
+  REQUIRE(p.more_outputs.size() == 1);
+  CHECK(p.more_outputs[0].name == "LSE");
+  CHECK(ck.signature().args.at(p.more_outputs[0].arg).name == "LSE");
+  catalogue::DeviceProblem d = catalogue::upload(cpu(), p);
+  ck.launch(d.views);
+  CHECK(catalogue::verify_output(cpu(), d, p).ok);
+  // O right, LSE never written: the report is LSE's.
+  HostTensor unwritten(DType::f32, {1, 4, 77});
+  unwritten.poison();
+  d.tensors[p.more_outputs[0].arg] = cpu().upload(unwritten);
+  verify::Report r = catalogue::verify_output(cpu(), d, p);
+  CHECK_FALSE(r.ok);
+  CHECK(r.output == "LSE");
+  CHECK_THAT(r.summary(), StartsWith("LSE: reference_ok=false"));
+  // poison_outputs() poisons every output, the further ones included.
+  p.poison_outputs();
+  CHECK(std::isnan(p.args[3].get(0)));
+  CHECK(std::isnan(p.args[4].get(0)));
 }
 
 TEST_CASE("small and odd tile configurations give the same answers", "[cpu]") {

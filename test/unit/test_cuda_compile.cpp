@@ -128,6 +128,50 @@ TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step (6
   }
 }
 
+TEST_CASE("attention with its log-sum-exp output gets the sm_90a twin, which stores the row values too", "[cuda][compile]") {
+  Runtime hopper = offline("sm_90a");
+  for (bool causal : {false, true}) {
+    CompiledKernel ck = hopper.compile(catalogue::attention_lse(DType::bf16, 128, causal, {64, 128}));
+    INFO(ck.report().str());
+    CHECK_THAT(ck.report().sm90, Contains("__sm90_attn: attention: 128 query rows (2 programs) x 128 keys a step"));
+    CHECK_THAT(ck.report().sm90, Contains("one f32 value per query row stored to argument 4"));
+    CHECK_THAT(ck.report().sm90, Contains("keys split in clusters")); // the merge gives the row values too
+    const std::string ptx = hopper.emit(catalogue::attention_lse(DType::bf16, 128, causal, {64, 128}), Stage::ptx);
+    CHECK(wholeProgramSpills(ptx, std::string(causal ? "attention_causal_lse" : "attention_lse") + "__sm90_attn") == 0);
+  }
+  CompiledKernel dec = hopper.compile(catalogue::attention_decode_lse(DType::bf16, 64, {64, 128}));
+  INFO(dec.report().str());
+  CHECK_THAT(dec.report().sm90, Contains("one f32 value per query row stored to argument 4"));
+  CHECK_THAT(dec.report().sm90, Contains("query heads sharing a K/V head folded"));
+  CHECK(wholeProgramSpills(hopper.emit(catalogue::attention_decode_lse(DType::bf16, 64, {64, 128}), Stage::ptx),
+                           "attention_decode_lse__sm90_attn") == 0);
+  // Other second stores keep the portable kernel, and the report says why.
+  using namespace kiln::dsl;
+  Kernel wrongType = kernel("attention_f16_rows", [](Builder& k) {
+    auto [B, H, S] = k.dims("B", "H", "S");
+    auto Q = k.input("Q", {B, H, S, 64}, bf16), K = k.input("K", {B, H, S, 64}, bf16), V = k.input("V", {B, H, S, 64}, bf16);
+    auto O = k.output("O", {B, H, S, 64}, bf16);
+    auto L = k.output("L", {B, H, S}, f16);
+    k.grid({cdiv(S, 64), H, B}, [&](Index i, Index h, Index b) {
+      Index z = k.constant(0);
+      Tile q = k.load(Q.tile({b, h, i, z}, {64, 64}));
+      auto r = k.loop(cdiv(S, 64), 1, {k.full({64}, -1e30), k.zeros({64}), k.zeros({64, 64})},
+                      [&](Index j, const std::vector<Tile>& run) {
+        Tile s = dot(q, transpose(k.load(K.tile({b, h, j, z}, {64, 64}))), k.zeros({64, 64}));
+        Tile m = max(run[0], row_max(s));
+        Tile p = exp2(s - cols(m));
+        Tile a = exp2(run[0] - m);
+        return std::vector<Tile>{m, run[1] * a + row_sum(p),
+                                 dot(cast(p, bf16), k.load(V.tile({b, h, j, z}, {64, 64})), run[2] * cols(a))};
+      });
+      k.store(O.tile({b, h, i, z}, {64, 64}), cast(r[2] / cols(r[1]), bf16));
+      k.store(L.tile({b, h, i}, {64}), cast(r[0], f16));
+    });
+  });
+  CHECK_THAT(hopper.compile(wrongType).report().sm90,
+             Contains("not attention: the second store is not of one f32 value per query row into a 3-D f32 output"));
+}
+
 TEST_CASE("attention_decode compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
   compilesWithoutSpills("attention_decode");
 }

@@ -299,7 +299,7 @@ int cmdBench(const BenchOptions& o) {
         auto c0 = Clock::now();
         kiln::CompiledKernel tk = trt.compile(tiledKernel(o.kernel, dt, tr.best));
         row.compile_ms = msSince(c0);
-        p.args[p.output].poison();
+        p.poison_outputs();
         trt.reset_peak_memory();
         kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(trt, p);
         auto f0 = Clock::now();
@@ -347,7 +347,7 @@ int cmdBench(const BenchOptions& o) {
         if (route.name.rfind("framework", 0) != 0) row.cache = route.first ? "miss" : "memory";
         if (route.first && route.kernel) row.cache = kiln::to_string(route.kernel->cache().outcome);
         rt.reset_peak_memory();
-        p.args[p.output].poison(); // the last route's result was downloaded into it
+        p.poison_outputs(); // the last route's result was downloaded into it
         kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(rt, p);
         const std::vector<kiln::TensorView>& v = d.views;
         std::function<void()> run;

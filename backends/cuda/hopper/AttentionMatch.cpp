@@ -33,9 +33,13 @@ public:
   bool run(KernelOp k) {
     m_.kernel = k;
     GridLoopStore g;
-    if (!matchGridLoopStore(k, 3, g, why_)) return false;
+    if (!matchGridLoopStore(k, 3, g, why_, /*maxStores=*/2)) return false;
     m_.grid = g.grid, m_.loop = g.loop, m_.store = g.store;
-    if (!matchStore() || !matchDots() || !matchOps()) return false;
+    if (!g.more.empty()) { // O's (a 2-D tile) and a row value's (1-D), in either order
+      m_.rowStore = g.more[0];
+      if (cast<TileType>(m_.store.getValue().getType()).getRank() == 1) std::swap(m_.store, m_.rowStore);
+    }
+    if (!matchStore() || !matchRowStore() || !matchDots() || !matchOps()) return false;
     m_.noSplitWhy.clear();
     if (!matchSoftmaxState(m_.noSplitWhy)) m_.softmax.reset();
     m_.foldHeads = matchHeadGroups();
@@ -73,6 +77,28 @@ private:
       return fail("the grid is not (ceildiv(S, 64), H, B) over O's dims");
     if (cast<TileType>(m_.store.getValue().getType()).getElementType() != m_.inElt)
       return fail("the stored tile is not O's type");
+    return true;
+  }
+
+  /// The optional second store: a [64] f32 tile into L[%b, %h, %i], L a 3-D f32 output
+  /// whose dims are O's first three (AttentionMatch::rowStore).
+  bool matchRowStore() {
+    if (!m_.rowStore) return true;
+    auto view = m_.rowStore.getView().getDefiningOp<ViewOp>();
+    int l = view ? argOf(view, m_.kernel) : -1;
+    if (l < 0) return fail("the second store is not through a view of a kernel argument");
+    m_.rowArg = unsigned(l);
+    TensorArgType lt = m_.kernel.getArgType(m_.rowArg), ot = m_.kernel.getArgType(m_.oArg);
+    auto vt = cast<ViewType>(view.getType());
+    auto value = cast<TileType>(m_.rowStore.getValue().getType());
+    if (lt.getRank() != 3 || vt.getRank() != 1 || vt.getShape()[0] != m_.rows || value.getRank() != 1 ||
+        !lt.getElementType().isF32() || !value.getElementType().isF32() || !m_.kernel.isOutput(m_.rowArg))
+      return fail("the second store is not of one f32 value per query row into a 3-D f32 output");
+    if (!llvm::equal(view.getIndices(), ValueRange{m_.bIv, m_.hIv, m_.iIv}))
+      return fail("the row values are not written at (%b, %h, %i)");
+    for (unsigned d = 0; d < 3; ++d)
+      if (lt.getDimSymbol(d) != ot.getDimSymbol(d) || lt.getDimConstant(d) != ot.getDimConstant(d))
+        return fail("the row values' dims are not O's first three");
     return true;
   }
 
@@ -170,17 +196,19 @@ private:
     if (!indexExpr(m_.loop.getCount())) return fail("the loop's count is not an index expression");
     auto check = [&](Block& block) -> bool {
       for (Operation& op : block.without_terminator()) {
-        if (&op == m_.loop || &op == m_.store || op.getDialect()->getNamespace() == "arith") continue;
+        if (&op == m_.loop || &op == m_.store || &op == m_.rowStore || op.getDialect()->getNamespace() == "arith")
+          continue;
         if (&op == m_.scores || &op == m_.pv || &op == m_.q || &op == m_.k || &op == m_.v) continue;
         if (isa<TransposeOp>(op) && op.getResult(0) == m_.scores.getRhs()) continue;
         if (auto v = dyn_cast<ViewOp>(op)) {
-          if (v.getResult() == m_.store.getView() || v.getResult() == m_.q.getView() ||
+          if (v.getResult() == m_.store.getView() || (m_.rowStore && v.getResult() == m_.rowStore.getView()) ||
+              v.getResult() == m_.q.getView() ||
               v.getResult() == m_.k.getView() || v.getResult() == m_.v.getView()) {
             if (!llvm::all_of(v.getIndices(), [&](Value x) { return indexExpr(x); }))
               return fail("a view's indices are not index expressions");
             continue;
           }
-          return fail("a view other than Q's, K's, V's and O's");
+          return fail("a view other than Q's, K's, V's, O's and the row values'");
         }
         if (!llvm::all_of(op.getResultTypes(), [&](Type t) { return rowTile(t); }))
           return fail("'" + op.getName().getStringRef().str() + "' makes a tile of other than 64 rows");
@@ -233,7 +261,8 @@ private:
     // h only in Q's and O's views (at their head, where matchDots and matchStore put it)
     // and the group; the group only in K's and V's views.
     for (Operation* user : m_.hIv.getUsers())
-      if (user != byGroup && user != m_.q.getView().getDefiningOp() && user != m_.store.getView().getDefiningOp())
+      if (user != byGroup && user != m_.q.getView().getDefiningOp() && user != m_.store.getView().getDefiningOp() &&
+          !(m_.rowStore && user == m_.rowStore.getView().getDefiningOp()))
         return false;
     return llvm::all_of(g.getUsers(), [&](Operation* u) { return u == kView || u == vView; });
   }

@@ -18,6 +18,7 @@
 //     }
 //     ... elementwise ops on the loop's results ...
 //     tile.store %out, (tile.view %O[%b, %h, %i, 0])
+//     tile.store %row, (tile.view %L[%b, %h, %i])     // optional: a [64] f32 row value
 //   }
 //
 // Every tile in the loop is 64 rows: one warpgroup's wgmma accumulator holds it (each
@@ -40,6 +41,11 @@ struct AttentionMatch {
   tile::LoadOp q, k, v;
   tile::DotOp scores, pv; ///< S = Q K^T; the accumulator's update P V
   unsigned qArg = 0, kArg = 0, vArg = 0, oArg = 0;
+  /// A second store, of one f32 value per query row (the log-sum-exp, say) through a view of
+  /// a 3-D output L [B, H, T] (O's first three dims) at (%b, %h, %i); null when O is the
+  /// only store.
+  tile::StoreOp rowStore;
+  unsigned rowArg = 0;
   int64_t rows = 64; ///< query rows per program (one consumer warpgroup)
   int64_t kv = 0;    ///< keys per loop step
   int64_t d = 0;     ///< head dim

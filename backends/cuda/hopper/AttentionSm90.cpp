@@ -275,6 +275,8 @@ private:
   LaunchPlan plan_;
   Value tmQ_, tmK_, tmV_, oPtr_;
   SmallVector<Value, 3> oStrides_;
+  Value lPtr_; // the row values' L (AttentionMatch::rowStore), f32
+  SmallVector<Value, 3> lStrides_;
   std::map<std::string, Value> dims_; // symbol -> i32 parameter
   Value tid_, wg_, smem_, sbase_, group_, h_, b_idx_; // group_: the CTA's query tiles / consumers
   Value fold_; // query heads per program (the HeadFold parameter; 1 without head folding)
@@ -306,6 +308,10 @@ void AttnEmitter::declareParams() {
   param({LaunchParam::TensorMap, int(m_.vArg), 0, {kBox, m_.kv, 1, 1}}, generic);
   param({LaunchParam::Pointer, int(m_.oArg), 0, {}}, global);
   for (int d = 0; d < 3; ++d) param({LaunchParam::Stride, int(m_.oArg), d, {}}, b_.getI64Type());
+  if (m_.rowStore) {
+    param({LaunchParam::Pointer, int(m_.rowArg), 0, {}}, global);
+    for (int d = 0; d < 3; ++d) param({LaunchParam::Stride, int(m_.rowArg), d, {}}, b_.getI64Type());
+  }
   if (m_.foldHeads) param({LaunchParam::HeadFold, int(m_.kArg), 1, {}}, b_.getI32Type());
   // Every symbolic dim, from the first argument that has it.
   std::vector<std::string> symbols;
@@ -331,6 +337,10 @@ void AttnEmitter::declareParams() {
   tmV_ = entry.getArgument(i++);
   oPtr_ = entry.getArgument(i++);
   for (int d = 0; d < 3; ++d) oStrides_.push_back(entry.getArgument(i++));
+  if (m_.rowStore) {
+    lPtr_ = entry.getArgument(i++);
+    for (int d = 0; d < 3; ++d) lStrides_.push_back(entry.getArgument(i++));
+  }
   fold_ = m_.foldHeads ? entry.getArgument(i++) : Value();
   for (const std::string& s : symbols) dims_[s] = entry.getArgument(i++);
 
@@ -1078,8 +1088,11 @@ Vals AttnEmitter::mergeParts(const Vals& state, ArrayRef<int64_t> sizes) {
 
 void AttnEmitter::epilogue() {
   // O[b, h, i x 64 + row, col]: element pairs (x = 0, 1) in one 4-byte store, rows past S
-  // skipped.
+  // skipped. The row values L[b, h, i x 64 + row]: a row's four threads (a quad) hold the
+  // same value; its first stores it.
   Vals o = expand(evalF(m_.store.getValue()), m_.d / 2);
+  Vals rowValues = m_.rowStore ? evalF(m_.rowStore.getValue()) : Vals();
+  Value quadFirst = m_.rowStore ? eq(b_.create<arith::AndIOp>(loc_, tid_, i32(3)), i32(0)) : Value();
   auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
   Value S = dimOf(m_.oArg, 2);
   for (int64_t h = 0; h < 2; ++h) {
@@ -1103,6 +1116,13 @@ void AttnEmitter::epilogue() {
         Value ptr = b_.create<LLVM::GEPOp>(loc_, global, m_.inElt, oPtr_, ValueRange{add(rowBase, col)});
         b_.create<LLVM::StoreOp>(loc_, packPair(o[size_t(e)], o[size_t(e + 1)]), ptr, /*alignment=*/4);
       }
+      if (m_.rowStore)
+        ifThen(quadFirst, [&] {
+          Value off = add(add(mul(ext64(b_idx_), lStrides_[0]), mul(ext64(head), lStrides_[1])),
+                          mul(ext64(row), lStrides_[2]));
+          Value ptr = b_.create<LLVM::GEPOp>(loc_, global, b_.getF32Type(), lPtr_, ValueRange{off});
+          b_.create<LLVM::StoreOp>(loc_, at(rowValues, h), ptr, /*alignment=*/4);
+        });
     });
   }
 }

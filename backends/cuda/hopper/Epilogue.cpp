@@ -78,7 +78,9 @@ void Emitter::preloadColumnInputs() {
     // A scalar input: one load, whatever the columns. (Columns clamped to C's last: edge
     // tiles read in bounds.)
     const bool byColumn = llvm::is_contained(axes, Axis::Col);
-    for (auto [c, offset] : byColumn ? ArrayRef(columns) : ArrayRef<std::pair<int64_t, int64_t>>({{0, 0}})) {
+    // (A named array: an ArrayRef of a braced list would outlive the list's storage.)
+    static const std::pair<int64_t, int64_t> firstColumn[] = {{0, 0}};
+    for (auto [c, offset] : byColumn ? ArrayRef(columns) : ArrayRef(firstColumn)) {
       Site s{0, i64(0), b_.create<arith::MinUIOp>(loc_, ext64(add(col0, i32(offset))), lastCol), 0, c};
       preloaded_[loadKey(v, axes, s)] = loadInput(v, s);
     }

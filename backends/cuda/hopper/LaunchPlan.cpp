@@ -99,7 +99,8 @@ std::string LaunchPlan::str() const {
            (kClusters()             ? " (keys split in clusters of up to " + std::to_string(kCluster) + " where that leaves no SM idle)"
             : noKeySplits.empty() ? ""
                                   : " (keys never split: " + noKeySplits + ")") +
-           (foldsHeadsOf() >= 0 ? "; query heads sharing a K/V head folded into one program where few rows each" : "");
+           (foldsHeadsOf() >= 0 ? "; query heads sharing a K/V head folded into one program where few rows each" : "") +
+           (rowValuesOf() >= 0 ? "; one f32 value per query row stored to argument " + std::to_string(rowValuesOf()) : "");
   std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +
                   (stages ? std::to_string(stages) + " stages, " : std::string()) +
                   (cluster > 1 ? "clusters of " + std::to_string(cluster) + (clusterAlongM ? " (B multicast), " : " (A multicast), ")

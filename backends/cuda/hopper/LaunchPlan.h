@@ -105,6 +105,15 @@ struct LaunchPlan {
     return -1;
   }
 
+  /// Attention that also stores one value per query row (a pointer parameter besides O's):
+  /// that argument, else -1.
+  int rowValuesOf() const {
+    if (kind != Attention) return -1;
+    for (const LaunchParam& p : params)
+      if (p.kind == LaunchParam::Pointer && p.arg != output) return p.arg;
+    return -1;
+  }
+
   nlohmann::json toJson() const;  // inline below: the compiler (built without RTTI) writes plans too
   /// Throws kiln::Error(InvalidArgument) on a malformed plan (a corrupt cache entry).
   static LaunchPlan fromJson(const nlohmann::json& j);

@@ -33,7 +33,7 @@ bool isTileCount(Value count, KernelOp k, unsigned arg, unsigned dim, int64_t ti
   return div && isConstIndex(div.getRhs(), tile) && dimIs(div.getLhs());
 }
 
-bool matchGridLoopStore(KernelOp k, unsigned dims, GridLoopStore& out, std::string& why) {
+bool matchGridLoopStore(KernelOp k, unsigned dims, GridLoopStore& out, std::string& why, unsigned maxStores) {
   SmallVector<GridOp> grids(k.getBody().front().getOps<GridOp>());
   if (grids.size() != 1) return why = "the kernel has no single tile.grid", false;
   out.grid = grids[0];
@@ -42,9 +42,13 @@ bool matchGridLoopStore(KernelOp k, unsigned dims, GridLoopStore& out, std::stri
     return why = dims == 2 ? "the tile.grid is not two-dimensional" : "the tile.grid is not three-dimensional", false;
   SmallVector<LoopOp> loops(body.getOps<LoopOp>());
   SmallVector<StoreOp> stores(body.getOps<StoreOp>());
-  if (loops.size() != 1 || stores.size() != 1) return why = "the grid body has not exactly one loop and one store", false;
+  if (loops.size() != 1 || stores.empty() || stores.size() > maxStores)
+    return why = maxStores == 1 ? "the grid body has not exactly one loop and one store"
+                                : "the grid body has not exactly one loop and 1 to " + std::to_string(maxStores) + " stores",
+           false;
   out.loop = loops[0];
   out.store = stores[0];
+  out.more.assign(stores.begin() + 1, stores.end());
   return true;
 }
 

@@ -4,6 +4,8 @@
 
 #include "Dialect/Tile/TileDialect.h"
 
+#include "llvm/ADT/SmallVector.h"
+
 
 namespace kiln::hopper {
 
@@ -18,12 +20,15 @@ bool isConstIndex(mlir::Value v, int64_t c);
 bool isTileCount(mlir::Value count, tile::KernelOp k, unsigned arg, unsigned dim, int64_t tile);
 
 /// The kernel's single `dims`-dimensional tile.grid whose body holds exactly one tile.loop
-/// and one tile.store; false with `why` naming the rule broken.
+/// and one tile.store (up to `maxStores`: `store` the first, `more` the rest in order);
+/// false with `why` naming the rule broken.
 struct GridLoopStore {
   tile::GridOp grid;
   tile::LoopOp loop;
   tile::StoreOp store;
+  llvm::SmallVector<tile::StoreOp, 1> more;
 };
-bool matchGridLoopStore(tile::KernelOp k, unsigned dims, GridLoopStore& out, std::string& why);
+bool matchGridLoopStore(tile::KernelOp k, unsigned dims, GridLoopStore& out, std::string& why,
+                        unsigned maxStores = 1);
 
 } // namespace kiln::hopper

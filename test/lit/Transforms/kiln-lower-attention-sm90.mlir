@@ -6,6 +6,7 @@
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-attention-sm90="consumers=4" 2>&1 | FileCheck %s --check-prefix=BAD4
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=KEYS
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=FOLD
+// RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=ROWS
 
 // Causal attention as the DSL traces it (catalogue::attention, head dim 128, 64 query rows
 // by 128 keys a step): a TMA + wgmma twin beside the tile kernel, which stays for the
@@ -521,6 +522,101 @@ module {
       %22 = tile.div %19#2, %21 : <64x128xf32>
       %23 = tile.cast %22 : <64x128xf32> -> <64x128xbf16>
       tile.store %23, %20 : <64x128xbf16>, <64x128xbf16>
+    }
+  }
+}
+
+// -----
+
+// A second store: the log-sum-exp, one f32 value per query row, into LSE [B, H, S]
+// (catalogue::attention_lse, causal, head dim 64). The twin takes its address and strides
+// after O's, evaluates the row value after the loop (after the key splits' merge) and each
+// row's first thread stores it: an f32 store beside O's packed pairs.
+// ROWS-LABEL: gpu.func @attention_causal_lse__sm90_attn(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32
+// ROWS-SAME: \22k_cluster\22:8
+// ROWS-SAME: {\22arg\22:4,\22dim\22:0,\22kind\22:\22pointer\22},{\22arg\22:4,\22dim\22:0,\22kind\22:\22stride\22}
+// ROWS: math.log
+// ROWS: llvm.store %{{.*}} : i32, !llvm.ptr<1>
+// ROWS: llvm.store %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+module {
+  tile.kernel @attention_causal_lse(in %Q: !tile.tensor<[B, H, S, 64], bf16>, in %K: !tile.tensor<[B, G, S, 64], bf16>, in %V: !tile.tensor<[B, G, S, 64], bf16>, out %O: !tile.tensor<[B, H, S, 64], bf16>, out %LSE: !tile.tensor<[B, H, S], f32>) {
+    %B = tile.dim "B"
+    %H = tile.dim "H"
+    %G = tile.dim "G"
+    %S = tile.dim "S"
+    %c64 = arith.constant 64 : index
+    %0 = arith.ceildivsi %S, %c64 : index
+    tile.grid (%arg0, %arg1, %arg2) in (%0, %H, %B) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %1 = arith.maxsi %G, %c1 : index
+      %2 = arith.floordivsi %H, %1 : index
+      %c1_0 = arith.constant 1 : index
+      %3 = arith.maxsi %2, %c1_0 : index
+      %4 = arith.floordivsi %arg1, %3 : index
+      %c64_1 = arith.constant 64 : index
+      %5 = arith.muli %arg0, %c64_1 : index
+      %6 = tile.view %Q[%arg2, %arg1, %arg0, %c0] : <[B, H, S, 64], bf16> -> <64x64xbf16>
+      %7 = tile.load %6 : <64x64xbf16> -> <64x64xbf16>
+      %8 = tile.iota dim 0 : <64x64xf32>
+      %9 = tile.splat %5 : index -> <64x64xf32>
+      %10 = tile.add %8, %9 : <64x64xf32>
+      %c64_2 = arith.constant 64 : index
+      %11 = arith.ceildivsi %S, %c64_2 : index
+      %c64_3 = arith.constant 64 : index
+      %12 = arith.addi %5, %c64_3 : index
+      %c64_4 = arith.constant 64 : index
+      %13 = arith.ceildivsi %12, %c64_4 : index
+      %14 = arith.minsi %11, %13 : index
+      %15 = tile.full 0xFFF0000000000000 : <64xf32>
+      %16 = tile.full 0.000000e+00 : <64xf32>
+      %17 = tile.full 0.000000e+00 : <64x64xf32>
+      %18:3 = tile.loop %arg3 to %14 stages 1 carry(%arg4 = %15 : !tile.tile<64xf32>, %arg5 = %16 : !tile.tile<64xf32>, %arg6 = %17 : !tile.tile<64x64xf32>) {
+        %27 = tile.view %K[%arg2, %4, %arg3, %c0] : <[B, G, S, 64], bf16> -> <64x64xbf16>
+        %28 = tile.load %27 : <64x64xbf16> -> <64x64xbf16>
+        %29 = tile.transpose %28 : <64x64xbf16> -> <64x64xbf16>
+        %30 = tile.full 0.000000e+00 : <64x64xf32>
+        %31 = tile.dot %7, %29, %30 : <64x64xbf16>, <64x64xbf16> -> <64x64xf32>
+        %32 = tile.scale %31, 0.18033688011112042 : <64x64xf32>
+        %33 = tile.iota dim 1 : <64x64xf32>
+        %c64_5 = arith.constant 64 : index
+        %34 = arith.muli %arg3, %c64_5 : index
+        %35 = tile.splat %34 : index -> <64x64xf32>
+        %36 = tile.add %33, %35 : <64x64xf32>
+        %37 = tile.splat %S : index -> <64x64xf32>
+        %38 = tile.cmp "lt", %36, %37 : <64x64xf32>
+        %39 = tile.cmp "le", %36, %10 : <64x64xf32>
+        %40 = tile.mul %38, %39 : <64x64xf32>
+        %41 = tile.full 0xFFF0000000000000 : <64x64xf32>
+        %42 = tile.select %40, %32, %41 : <64x64xf32>
+        %43 = tile.reduce_max %42 dim 1 : <64x64xf32> -> <64xf32>
+        %44 = tile.max %arg4, %43 : <64xf32>
+        %45 = tile.broadcast %44 [0] : <64xf32> -> <64x64xf32>
+        %46 = tile.sub %42, %45 : <64x64xf32>
+        %47 = tile.exp2 %46 : <64x64xf32>
+        %48 = tile.sub %arg4, %44 : <64xf32>
+        %49 = tile.exp2 %48 : <64xf32>
+        %50 = tile.mul %arg5, %49 : <64xf32>
+        %51 = tile.reduce_sum %47 dim 1 : <64x64xf32> -> <64xf32>
+        %52 = tile.add %50, %51 : <64xf32>
+        %53 = tile.cast %47 : <64x64xf32> -> <64x64xbf16>
+        %54 = tile.view %V[%arg2, %4, %arg3, %c0] : <[B, G, S, 64], bf16> -> <64x64xbf16>
+        %55 = tile.load %54 : <64x64xbf16> -> <64x64xbf16>
+        %56 = tile.broadcast %49 [0] : <64xf32> -> <64x64xf32>
+        %57 = tile.mul %arg6, %56 : <64x64xf32>
+        %58 = tile.dot %53, %55, %57 : <64x64xbf16>, <64x64xbf16> -> <64x64xf32>
+        tile.yield %44, %52, %58 : !tile.tile<64xf32>, !tile.tile<64xf32>, !tile.tile<64x64xf32>
+      }
+      %19 = tile.view %O[%arg2, %arg1, %arg0, %c0] : <[B, H, S, 64], bf16> -> <64x64xbf16>
+      %20 = tile.broadcast %18#1 [0] : <64xf32> -> <64x64xf32>
+      %21 = tile.div %18#2, %20 : <64x64xf32>
+      %22 = tile.cast %21 : <64x64xf32> -> <64x64xbf16>
+      tile.store %22, %19 : <64x64xbf16>, <64x64xbf16>
+      %23 = tile.view %LSE[%arg2, %arg1, %arg0] : <[B, H, S], f32> -> <64xf32>
+      %24 = tile.scale %18#0, 0.69314718055994529 : <64xf32>
+      %25 = tile.log %18#1 : <64xf32>
+      %26 = tile.add %24, %25 : <64xf32>
+      tile.store %26, %23 : <64xf32>, <64xf32>
     }
   }
 }
