@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# On the device (repo root, .device carried with .device/kiln-device.tar.xz): each attention
+# On the device (repo root, .device carried with .device/kiln-device.tar.xz, or PKG): each attention
 # kernel beside its log-sum-exp twin (`<kernel>_lse`), alternating, ROUNDS rounds, kiln bench
 # on the same shapes in one process per row; then the GPU tests named in TESTS.
 set -u
 OUT=${OUT:-/tmp/kiln-out}; mkdir -p $OUT; R=/tmp/lse; rm -rf $R; mkdir -p $R
 SHAPES=${SHAPES:-"attention:4x32x32x4096x128 attention_causal:4x32x32x4096x128 attention_causal:4x32x32x4096x64 attention_decode:1x32x32x1x32768x128 attention_decode:1x32x8x1x32768x128"}
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } > $R/device.txt
-rm -rf /tmp/kiln-new; mkdir -p /tmp/kiln-new; tar -xJf .device/kiln-device.tar.xz -C /tmp/kiln-new
+rm -rf /tmp/kiln-new; mkdir -p /tmp/kiln-new; tar -xJf ${PKG:-.device/kiln-device.tar.xz} -C /tmp/kiln-new
 export LD_LIBRARY_PATH=/tmp/kiln-new/lib:/usr/local/cuda/lib64
 for round in $(seq 1 ${ROUNDS:-2}); do
   for ks in $SHAPES; do
