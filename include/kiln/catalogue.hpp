@@ -94,6 +94,8 @@ KILN_API DeviceProblem upload(const Runtime& rt, const Problem& p);
 /// dtype's default tolerance: the report of the first that fails (its `output` naming a
 /// further one), else the first output's.
 KILN_API verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p);
+/// Each output's report, the first output's first (then Problem::more_outputs' in order).
+KILN_API std::vector<verify::Report> verify_outputs(const Runtime& rt, const DeviceProblem& d, Problem& p);
 
 /// A kernel's hand-written CUDA C++ version (kiln bench's `cuda` route, compiled with
 /// NVRTC): the source, and how to launch it on a Problem's arguments (same order).
@@ -154,7 +156,8 @@ KILN_API const Entry& find(const std::string& name);
 KILN_API std::vector<int64_t> parse_shape(const std::string& text, const Entry& entry);
 
 struct KILN_API RunResult {
-  verify::Report report;
+  verify::Report report; ///< the verdict: the first failing output's report, else the first output's
+  std::vector<verify::Report> outputs; ///< every output's (more than one: attention's LSE)
   double trace_ms = 0;  ///< building the tile IR from the DSL
   CompileTimes compile; ///< the compile that produced the code (a cache hit: the original's)
   CacheInfo cache;      ///< what this compile call did: miss, memory or disk hit, and its cost

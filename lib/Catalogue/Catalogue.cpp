@@ -295,7 +295,13 @@ RunResult run_and_verify(const Runtime& rt, const Entry& entry, const std::vecto
   t0 = std::chrono::steady_clock::now();
   ck.launch(d.views);
   r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  r.report = verify_output(rt, d, p);
+  r.outputs = verify_outputs(rt, d, p);
+  r.report = r.outputs.front();
+  for (const verify::Report& o : r.outputs)
+    if (!o.ok) {
+      r.report = o;
+      break;
+    }
   return r;
 }
 
@@ -332,18 +338,23 @@ void Problem::poison_outputs() {
   for (const More& m : more_outputs) args.at(m.arg).poison();
 }
 
-verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p) {
+std::vector<verify::Report> verify_outputs(const Runtime& rt, const DeviceProblem& d, Problem& p) {
   HostTensor& out = p.args.at(p.output);
   rt.download(d.tensors.at(p.output), out);
-  verify::Report first = verifyOne(out, p.reference, p.checked);
-  if (!first.ok) return first;
+  std::vector<verify::Report> reports = {verifyOne(out, p.reference, p.checked)};
   for (const Problem::More& m : p.more_outputs) {
     rt.download(d.tensors.at(m.arg), p.args.at(m.arg));
-    verify::Report r = verifyOne(p.args.at(m.arg), m.reference, m.checked);
-    r.output = m.name;
-    if (!r.ok) return r;
+    reports.push_back(verifyOne(p.args.at(m.arg), m.reference, m.checked));
+    reports.back().output = m.name;
   }
-  return first;
+  return reports;
+}
+
+verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p) {
+  std::vector<verify::Report> reports = verify_outputs(rt, d, p);
+  for (const verify::Report& r : reports)
+    if (!r.ok) return r;
+  return reports.front();
 }
 
 } // namespace kiln::catalogue

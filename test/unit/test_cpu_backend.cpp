@@ -83,6 +83,12 @@ TEST_CASE("a problem's further output is verified too, and a wrong one is named 
   CHECK_FALSE(r.ok);
   CHECK(r.output == "LSE");
   CHECK_THAT(r.summary(), StartsWith("LSE: reference_ok=false"));
+  // run_and_verify (kiln run) reports each output.
+  catalogue::RunResult run = catalogue::run_and_verify(cpu(), e, shape, DType::bf16, 4);
+  REQUIRE(run.outputs.size() == 2);
+  CHECK(run.outputs[0].output.empty());
+  CHECK(run.outputs[1].output == "LSE");
+  CHECK((run.report.ok && run.outputs[0].ok && run.outputs[1].ok));
   // poison_outputs() poisons every output, the further ones included.
   p.poison_outputs();
   CHECK(std::isnan(p.args[3].get(0)));
