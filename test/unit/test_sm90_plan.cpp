@@ -713,6 +713,11 @@ TEST_CASE("attention cuts its keys in clusters where that leaves the busiest SM 
   CHECK(keys(1, 12, 1, 32768) == std::pair<int64_t, int64_t>{96, 8});
   // Enough CTAs already: whole programs.
   CHECK(keys(4, 32, 1, 32768) == std::pair<int64_t, int64_t>{128, 0});
+  // Prefill, B4 H32 S4096: 4096 CTAs in 32 rounds. Pairs would take 63 rounds of 16 steps
+  // (1008 against 1024): too little to pay for the merge and the pairs' lockstep (H200: 18%
+  // slower at head dim 128, 37% causal), so whole programs.
+  CHECK(keys(4, 32, 4096, 4096) == std::pair<int64_t, int64_t>{4096, 0});
+  CHECK(keys(1, 32, 2048, 2048).second == 0);
   // Short caches: a part keeps 4 steps of 128 keys at least.
   CHECK(keys(1, 32, 1, 1024) == std::pair<int64_t, int64_t>{64, 2});
   CHECK(keys(1, 32, 1, 800) == std::pair<int64_t, int64_t>{32, 0}); // 7 steps

@@ -59,7 +59,8 @@ int64_t headFold(const LaunchPlan& plan, const std::vector<TensorView>& args);
 /// parts, for the s that leaves the busiest SM the fewest key steps — ceil(CTAs / clusters
 /// that fit at once) x ceil(steps / s) (Split::cost), against ceil(CTAs / SMs) x steps
 /// unsplit: it pays where the grid alone would leave SMs idle (decode) — with parts of
-/// kKeySplitMinSteps steps at least; config.splits = 1 never splits, s > 1 at most s parts.
+/// kKeySplitMinSteps steps at least, and (config.splits 0) only at kKeySplitMinGain of the
+/// unsplit steps or fewer; config.splits = 1 never splits, s > 1 at most s parts.
 /// Else one CTA per group of query tiles (cluster 0).
 Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, const LaunchConfig& config);
 /// A launch of `plan` cut as `work` says, for launch_path: "132 CTAs, split-K: the last 96
@@ -68,6 +69,9 @@ std::string describe(const LaunchPlan& plan, const Split& work);
 /// A part of an attention program's keys has this many key steps at least (fewer would
 /// cost more in pipeline fill and the merge than they spread).
 inline constexpr int64_t kKeySplitMinSteps = 4;
+/// Left to itself (no number of parts asked for), keySplit cuts keys only where the model's
+/// busiest SM takes at most this share of its key steps unsplit.
+inline constexpr double kKeySplitMinGain = 0.75;
 
 /// The split of `args`' tiles for `plan`. Whole tiles: ceil(tiles / slots) rounds on
 /// slots = smCount x ctasPerSm CTAs. Split-K (a split-K plan whose tiles leave the last
