@@ -202,7 +202,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     pm.addPass(createCSEPass());
     if (o.splitPortable) {
       KilnSplitPortableOptions split;
-      split.twinModules = o.twinModules;
+      split.twinModules = true; // LLVM makes each twin's PTX on a thread of its own
       pm.addPass(kiln::createKilnSplitPortable(split));
     }
     if (failed(pm.run(m)))

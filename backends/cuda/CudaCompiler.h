@@ -31,8 +31,8 @@ struct DeviceCode {
   /// being made on a thread that owns the MLIR module (`ptx` holds the twins' alone); its
   /// value is empty where LLVM failed. No future otherwise: `ptx` holds every entry.
   std::shared_future<std::optional<std::string>> portable_ptx;
-  /// With CompileOptions::twinModules: the PTX modules of the twins past `ptx`'s first, one
-  /// each, in order (the runtime finds each entry where it is).
+  /// With CompileOptions::splitPortable: the PTX modules of the twins past `ptx`'s first, one
+  /// each, in order, made on threads of their own (the runtime finds each entry where it is).
   std::vector<std::string> more_ptx;
 };
 
@@ -52,9 +52,6 @@ struct CompileOptions {
   /// made on a second thread while the caller goes on with the twins'. Not in the cache
   /// key: the code is the same.
   bool splitPortable = false;
-  /// With splitPortable: each twin past the first in a PTX module of its own too, made on
-  /// threads of their own (DeviceCode::more_ptx), so the driver can compile them apart.
-  bool twinModules = false;
 };
 
 /// Compiles `kernel` to PTX. When `stop` is Stage::mlir or Stage::llvm, returns that

@@ -12,7 +12,6 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <future>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -346,7 +345,6 @@ public:
     // A module the driver JIT-compiles whole (below) leaves its portable fallback to a
     // module of its own, compiled on a thread while the twin loads and runs.
     options.splitPortable = !state->compile_only && state->twinByDriver;
-    options.twinModules = options.splitPortable; // the driver compiles each twin's on a thread
     out->code = compileToPtx(kernel, options);
     out->times = out->code.times;
     KernelReport& r = out->report;
@@ -558,7 +556,8 @@ public:
   // (A first compile hands it to nvJitLink, a cache hit to the driver, whose own disk cache
   // then answers in later processes: BackgroundModule::Compiler.)
   // With `more` (PTX), the twins past the first are in modules of their own, one each,
-  // which the driver compiles on threads of their own meanwhile.
+  // loaded in turn (the driver's JIT compiles one module at a time whatever the threads:
+  // H200, 2026-12-03, nine modules on nine threads took as long as one module of nine).
   void loadModule(CudaKernel& k, const std::string& image, bool isPtx, const std::string& name,
                   const std::vector<std::string>& more = {}, const std::function<std::string()>& portablePtx = {},
                   bool firstCompile = false) {
@@ -566,26 +565,8 @@ public:
       k.portable = BackgroundModule([s = state] { s->context.makeCurrent(); }, portablePtx, state->arch, name,
                                     k.code.shared_bytes,
                                     firstCompile ? BackgroundModule::Compiler::NvJitLink : BackgroundModule::Compiler::Driver);
-    std::vector<std::future<Module>> loads;
-    for (const std::string& ptx : more)
-      loads.push_back(std::async(std::launch::async, [s = state, &ptx, &name] {
-        s->context.makeCurrent();
-        return Module(ptx, name);
-      }));
-    std::exception_ptr failed;
-    try {
-      k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
-    } catch (...) {
-      failed = std::current_exception();
-    }
-    for (auto& load : loads) { // every thread joined before `more` can go
-      try {
-        k.moreModules.push_back(load.get());
-      } catch (...) {
-        if (!failed) failed = std::current_exception();
-      }
-    }
-    if (failed) std::rethrow_exception(failed);
+    k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
+    for (const std::string& ptx : more) k.moreModules.push_back(Module(ptx, name));
     if (!k.moreModules.empty() && k.moreModules.size() + 1 != k.code.sm90.size())
       throw Error(ErrorKind::InvalidArgument, "kernel '" + name + "': " + std::to_string(k.moreModules.size() + 1) +
                                                   " twin modules for " + std::to_string(k.code.sm90.size()) + " twins");

@@ -192,36 +192,34 @@ std::vector<Entry> makeAll() {
                                                   : "O = softmax(Q K^T / sqrt(D)) V per head") +
                                " (flash, online softmax; GQA when G < H)" +
                                (lse ? "; LSE = each query row's log-sum-exp of its scaled scores" : "");
-      Entry a{name, what, "BxHxGxSxD", 5,
-              [causal, lse](DType d) {
-                return lse ? attention_lse(d, 128, causal, attentionTiles(d)) : attention(d, 128, causal, attentionTiles(d));
-              },
+      auto make = [causal, lse](DType d, int64_t D, AttentionTiles t) {
+        return lse ? attention_lse(d, D, causal, t) : attention(d, D, causal, t);
+      };
+      Entry a{name, what, "BxHxGxSxD", 5, [make](DType d) { return make(d, 128, attentionTiles(d)); },
               [name, causal, lse](const std::vector<int64_t>& s, DType d, uint64_t seed) {
                 return attentionProblem(name, s[0], s[1], s[2], s[3], s[3], s[4], d, seed, causal, lse);
               }};
-      a.make_for_shape = [causal, lse](DType d, const std::vector<int64_t>& s, const std::string& target) {
-        const AttentionTiles t = attentionTiles(d, target, s.at(4));
-        return lse ? attention_lse(d, s.at(4), causal, t) : attention(d, s.at(4), causal, t);
+      a.make_for_shape = [make](DType d, const std::vector<int64_t>& s, const std::string& target) {
+        return make(d, s.at(4), attentionTiles(d, target, s.at(4)));
       };
       a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
       e.push_back(std::move(a));
     }
   for (bool lse : {false, true}) {
     const std::string name = lse ? "attention_decode_lse" : "attention_decode";
+    auto make = [lse](DType d, int64_t D, AttentionTiles t) {
+      return lse ? attention_decode_lse(d, D, t) : attention_decode(d, D, t);
+    };
     Entry dec{name,
               std::string("O = softmax(Q K^T / sqrt(D), causal) V for T new queries against an S-long K/V cache (decode; "
                           "GQA)") +
                   (lse ? "; LSE = each query row's log-sum-exp of its scaled scores" : ""),
-              "BxHxGxTxSxD", 6,
-              [lse](DType d) {
-                return lse ? attention_decode_lse(d, 128, attentionTiles(d)) : attention_decode(d, 128, attentionTiles(d));
-              },
+              "BxHxGxTxSxD", 6, [make](DType d) { return make(d, 128, attentionTiles(d)); },
               [name, lse](const std::vector<int64_t>& s, DType d, uint64_t seed) {
                 return attentionProblem(name, s[0], s[1], s[2], s[3], s[4], s[5], d, seed, true, lse);
               }};
-    dec.make_for_shape = [lse](DType d, const std::vector<int64_t>& s, const std::string& target) {
-      const AttentionTiles t = attentionTiles(d, target, s.at(5), /*decode=*/true);
-      return lse ? attention_decode_lse(d, s.at(5), t) : attention_decode(d, s.at(5), t);
+    dec.make_for_shape = [make](DType d, const std::vector<int64_t>& s, const std::string& target) {
+      return make(d, s.at(5), attentionTiles(d, target, s.at(5), /*decode=*/true));
     };
     dec.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(5)); };
     e.push_back(std::move(dec));
@@ -276,6 +274,32 @@ std::vector<int64_t> parse_shape(const std::string& text, const Entry& entry) {
   return out;
 }
 
+namespace {
+// One output against its reference: every element, or those `checked` lists.
+verify::Report verifyOne(HostTensor& out, const std::vector<double>& reference, const std::vector<int64_t>& checked) {
+  const verify::Tolerance tol = verify::Tolerance::for_dtype(out.dtype());
+  if (checked.empty()) return verify::compare(out.view(), reference, tol);
+  if (checked.size() != reference.size())
+    throw Error(ErrorKind::InvalidArgument, "verify_output: the problem checks " + std::to_string(checked.size()) +
+                                                " elements but its reference holds " + std::to_string(reference.size()));
+  HostTensor sample(out.dtype(), {int64_t(checked.size())});
+  for (size_t i = 0; i < checked.size(); ++i) {
+    if (checked[i] < 0 || checked[i] >= out.numel())
+      throw Error(ErrorKind::InvalidArgument, "verify_output: checked element " + std::to_string(checked[i]) +
+                                                  " is outside the output's " + std::to_string(out.numel()));
+    sample.set(int64_t(i), out.get(checked[i]));
+  }
+  return verify::compare(sample.view(), reference, tol);
+}
+
+// The first failing output's report, else the first output's.
+verify::Report verdict(const std::vector<verify::Report>& reports) {
+  for (const verify::Report& r : reports)
+    if (!r.ok) return r;
+  return reports.front();
+}
+} // namespace
+
 RunResult run_and_verify(const Runtime& rt, const Entry& entry, const std::vector<int64_t>& shape,
                          DType dtype, uint64_t seed) {
   RunResult r;
@@ -296,12 +320,7 @@ RunResult run_and_verify(const Runtime& rt, const Entry& entry, const std::vecto
   ck.launch(d.views);
   r.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.outputs = verify_outputs(rt, d, p);
-  r.report = r.outputs.front();
-  for (const verify::Report& o : r.outputs)
-    if (!o.ok) {
-      r.report = o;
-      break;
-    }
+  r.report = verdict(r.outputs);
   return r;
 }
 
@@ -314,24 +333,6 @@ DeviceProblem upload(const Runtime& rt, const Problem& p) {
   return d;
 }
 
-namespace {
-// One output against its reference: every element, or those `checked` lists.
-verify::Report verifyOne(HostTensor& out, const std::vector<double>& reference, const std::vector<int64_t>& checked) {
-  const verify::Tolerance tol = verify::Tolerance::for_dtype(out.dtype());
-  if (checked.empty()) return verify::compare(out.view(), reference, tol);
-  if (checked.size() != reference.size())
-    throw Error(ErrorKind::InvalidArgument, "verify_output: the problem checks " + std::to_string(checked.size()) +
-                                                " elements but its reference holds " + std::to_string(reference.size()));
-  HostTensor sample(out.dtype(), {int64_t(checked.size())});
-  for (size_t i = 0; i < checked.size(); ++i) {
-    if (checked[i] < 0 || checked[i] >= out.numel())
-      throw Error(ErrorKind::InvalidArgument, "verify_output: checked element " + std::to_string(checked[i]) +
-                                                  " is outside the output's " + std::to_string(out.numel()));
-    sample.set(int64_t(i), out.get(checked[i]));
-  }
-  return verify::compare(sample.view(), reference, tol);
-}
-} // namespace
 
 void Problem::poison_outputs() {
   args.at(output).poison();
@@ -351,10 +352,7 @@ std::vector<verify::Report> verify_outputs(const Runtime& rt, const DeviceProble
 }
 
 verify::Report verify_output(const Runtime& rt, const DeviceProblem& d, Problem& p) {
-  std::vector<verify::Report> reports = verify_outputs(rt, d, p);
-  for (const verify::Report& r : reports)
-    if (!r.ok) return r;
-  return reports.front();
+  return verdict(verify_outputs(rt, d, p));
 }
 
 } // namespace kiln::catalogue

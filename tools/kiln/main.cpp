@@ -185,10 +185,7 @@ int cmdRun(const std::string& kernel, const std::string& backend, const std::str
   std::printf("launch:  %s\n", r.launch_path.c_str());
   std::printf("run:     %8.3f ms  (first call, host clock; %.2f GFLOP/s)\n", r.run_ms,
               r.run_ms > 0 ? r.flops / (r.run_ms * 1e6) : 0.0);
-  if (r.outputs.size() > 1) // one line per output, the first output's unnamed
-    for (const kiln::verify::Report& o : r.outputs) std::printf("%s\n", o.summary().c_str());
-  else
-    std::printf("%s\n", r.report.summary().c_str());
+  for (const kiln::verify::Report& o : r.outputs) std::printf("%s\n", o.summary().c_str()); // a line per output
   return r.report.ok ? 0 : kVerifyFailed;
 }
 

@@ -97,11 +97,6 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
   }
   if (plan.kind == LaunchPlan::Attention) {
     if (!pairsWritable(args[size_t(plan.output)], why)) return false;
-    // Any other output (the row values) is written an element at a time.
-    for (const LaunchParam& p : plan.params)
-      if (p.kind == LaunchParam::Pointer && p.arg != plan.output &&
-          reinterpret_cast<uintptr_t>(args[size_t(p.arg)].data) % size_of(args[size_t(p.arg)].dtype) != 0)
-        return refuse(why, p.arg, "'s elements are not aligned to their size");
     if (tileCount(plan, args) > INT32_MAX) return *why = "the grid has more than 2^31 CTAs", false;
     return true;
   }
