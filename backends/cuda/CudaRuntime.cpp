@@ -2,6 +2,7 @@
 #include "CudaCompiler.h"
 #include "BackgroundModule.h"
 #include "Cublas.h"
+#include "Cudnn.h"
 #include "Driver.h"
 #include "NvJitLink.h"
 #include "PtxModules.h"
@@ -10,7 +11,9 @@
 #include "hopper/Sm90Launch.h"
 #include "CacheFlush.h"
 
+#include <array>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -61,6 +64,8 @@ struct CudaState {
   // destroyed before the context is released (members are destroyed in reverse order).
   std::mutex cublas_mutex;
   std::unique_ptr<CublasLtGemm> cublas;
+  std::mutex cudnn_mutex;
+  std::unique_ptr<CudnnAttention> cudnn;
   // The twins' split-K workspaces, one per stream (launches on one stream run in order, so
   // they share it; two streams never do). Grown, never shrunk, until the runtime goes.
   std::mutex workspace_mutex;
@@ -677,6 +682,39 @@ public:
     state->cublas->run(p, stream);
     if (g.wait)
       KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(stream), "running the cuBLASLt GEMM of reference::gpu_gemm");
+  }
+
+  void gpuAttention(const kd::GpuAttentionArgs& a) override {
+    needDevice("run cuDNN");
+    state->context.makeCurrent();
+    const std::string who = "reference::gpu_attention: argument '";
+    checkDevicePointer(*state, a.q, who + "Q'");
+    checkDevicePointer(*state, a.k, who + "K'");
+    checkDevicePointer(*state, a.v, who + "V'");
+    checkDevicePointer(*state, a.o, who + "O'");
+    if (a.lse.data) checkDevicePointer(*state, a.lse, who + "LSE'");
+    auto strides = [](const TensorView& v) {
+      const std::vector<int64_t> s = v.effective_strides();
+      return std::array<int64_t, 4>{s[0], s[1], s[2], s[3]};
+    };
+    cudnn::AttentionShape shape;
+    shape.dtype = a.q.dtype;
+    shape.B = a.q.dims[0], shape.H = a.q.dims[1], shape.T = a.q.dims[2], shape.D = a.q.dims[3];
+    shape.G = a.k.dims[1], shape.S = a.k.dims[2];
+    shape.q = strides(a.q), shape.k = strides(a.k), shape.v = strides(a.v), shape.o = strides(a.o);
+    shape.causal = a.causal;
+    shape.stats = a.lse.data != nullptr;
+    shape.scale = float(1.0 / std::sqrt(double(shape.D)));
+    auto ptr = [](const TensorView& v) { return reinterpret_cast<CUdeviceptr>(v.data); };
+    const CudnnAttention::Pointers p{ptr(a.q), ptr(a.k), ptr(a.v), ptr(a.o), ptr(a.lse)};
+
+    std::lock_guard<std::mutex> lock(state->cudnn_mutex);
+    if (!state->cudnn) state->cudnn = std::make_unique<CudnnAttention>();
+    const size_t held = state->cudnn->workspaceBytes();
+    auto stream = static_cast<CUstream>(a.stream);
+    state->cudnn->run(shape, p, stream);
+    meter->add(int64_t(state->cudnn->workspaceBytes()) - int64_t(held)); // held until the runtime goes
+    if (a.wait) KILN_CU_CHECK_CTX(driver().cuStreamSynchronize(stream), "running cuDNN's attention");
   }
 
 private:

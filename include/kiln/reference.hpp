@@ -58,6 +58,26 @@ KILN_API std::vector<double> rmsnorm(const TensorView& x, const TensorView& w, d
 KILN_API std::vector<double> attention(const TensorView& q, const TensorView& k, const TensorView& v, bool causal,
                                        const std::vector<int64_t>& rows = {}, std::vector<double>* lse = nullptr);
 
+/// The same attention on the GPU with cuDNN's fused flash attention (the kernel PyTorch's SDPA
+/// and other frameworks call; cuDNN 9, loaded at run time from libcudnn.so.9 or the file
+/// KILN_CUDNN_LIBRARY names), in `rt`'s CUDA context: device memory in, device memory out,
+/// finished when it returns. Q [B,H,T,D] and O like it, K and V [B,G,S,D], all bf16 or all
+/// f16, any strides with inner stride 1; scores scaled by 1/sqrt(D); under `causal` query row r
+/// sees keys 0 .. r + S - T (the queries are the last T of S). With `lse` (f32 [B,H,T],
+/// contiguous), also each query row's log-sum-exp of its scaled scores, as reference::attention
+/// gives it. The first call for a shape builds cuDNN's plan for it (heuristics, and its own
+/// runtime compilation where its engine needs one); later calls reuse it. Throws kiln::Error:
+///  - InvalidArgument naming the argument for a wrong rank, shape, dtype or stride, or (on the
+///    device) a host pointer;
+///  - Unsupported when `rt` is not a CUDA runtime with a GPU, cuDNN 9 is missing, or cuDNN has
+///    no engine for the problem (the message names the shape and each engine's refusal).
+KILN_API void gpu_attention(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
+                            bool causal, const TensorView& o, const TensorView* lse = nullptr);
+/// As gpu_attention, but enqueued on `stream` (a CUstream; nullptr: the legacy stream)
+/// without waiting: the framework route of kiln bench. Argument errors throw at once.
+KILN_API void gpu_attention_async(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
+                                  bool causal, const TensorView& o, const TensorView* lse, void* stream);
+
 /// GELU, tanh approximation (the form cuBLASLt's epilogue and kiln's tile.gelu use).
 KILN_API double gelu(double x);
 

@@ -90,6 +90,16 @@ struct GpuGemmArgs {
   reference::Epilogue epilogue = reference::Epilogue::none;
 };
 
+/// reference::gpu_attention's arguments after validation: Q [B,H,T,D], K and V [B,G,S,D],
+/// O like Q, one dtype (bf16 or f16), inner stride 1; LSE [B,H,T] f32 contiguous or absent
+/// (data == nullptr).
+struct GpuAttentionArgs {
+  TensorView q, k, v, o, lse;
+  bool causal = false;
+  void* stream = nullptr; ///< a CUstream; nullptr: the legacy stream
+  bool wait = true;       ///< gpu_attention waits; gpu_attention_async does not
+};
+
 struct RuntimeImpl {
   virtual ~RuntimeImpl() = default;
   virtual std::unique_ptr<CompiledImpl> compile(const Kernel& kernel) = 0;
@@ -111,6 +121,10 @@ struct RuntimeImpl {
   virtual void gpuGemm(const GpuGemmArgs&) {
     throwError(ErrorKind::Unsupported, "reference::gpu_gemm runs cuBLASLt on a CUDA runtime's device, and this "
                                         "runtime is '" + description + "' (use reference::gemm on the host)");
+  }
+  virtual void gpuAttention(const GpuAttentionArgs&) {
+    throwError(ErrorKind::Unsupported, "reference::gpu_attention runs cuDNN on a CUDA runtime's device, and this "
+                                        "runtime is '" + description + "' (use reference::attention on the host)");
   }
   /// Device and toolchain identity (Runtime::fingerprint); kiln/llvm are filled in by the caller.
   virtual Fingerprint fingerprint() = 0;

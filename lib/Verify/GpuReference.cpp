@@ -1,6 +1,8 @@
 // reference::gpu_gemm: argument checks (any backend), then the runtime's backend runs it
 // (the CUDA backend with cuBLASLt: backends/cuda/Cublas.cpp).
 #include <algorithm>
+#include <initializer_list>
+#include <utility>
 
 #include "kiln/error.hpp"
 #include "kiln/reference.hpp"
@@ -93,6 +95,73 @@ void gpu_gemm_async(const Runtime& rt, const TensorView& a, const TensorView& b,
   g.stream = stream;
   g.wait = false;
   detail::RuntimeAccess::impl(rt).gpuGemm(g);
+}
+
+namespace {
+
+detail::GpuAttentionArgs validateAttention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                           bool causal, const TensorView& o, const TensorView* lse) {
+  auto bad = [](const std::string& what) {
+    throw Error(ErrorKind::InvalidArgument, "reference::gpu_attention: " + what);
+  };
+  auto check = [&](const char* name, const TensorView& t, int64_t rank) {
+    if (t.rank() != rank) bad(std::string(name) + " must be rank " + std::to_string(rank) + ", got " + t.describe());
+    if (!t.strides.empty() && t.strides.size() != t.dims.size())
+      bad(std::string(name) + " has " + std::to_string(t.strides.size()) + " strides for rank " + std::to_string(rank));
+    for (int64_t d : t.dims)
+      if (d <= 0) bad(std::string(name) + " must have positive dims, got " + t.describe());
+    if (t.data == nullptr) bad(std::string(name) + " has a null data pointer: " + t.describe());
+  };
+  check("Q", q, 4);
+  check("K", k, 4);
+  check("V", v, 4);
+  check("O", o, 4);
+  if (q.dtype != DType::bf16 && q.dtype != DType::f16)
+    bad(std::string("Q must be bf16 or f16 (cuDNN's fused attention has no ") + to_string(q.dtype) + " kernel), got " +
+        q.describe());
+  for (const auto& [name, t] : std::initializer_list<std::pair<const char*, const TensorView*>>{{"K", &k}, {"V", &v}, {"O", &o}})
+    if (t->dtype != q.dtype) bad(std::string(name) + " must have Q's dtype " + to_string(q.dtype) + ", got " + t->describe());
+  const int64_t B = q.dims[0], H = q.dims[1], T = q.dims[2], D = q.dims[3];
+  if (k.dims[0] != B || k.dims[3] != D)
+    bad("K must be [B, G, S, D] with Q's B = " + std::to_string(B) + " and D = " + std::to_string(D) + ", got " +
+        k.describe());
+  if (v.dims != k.dims) bad("V must have K's dims, got V " + v.describe() + " and K " + k.describe());
+  if (o.dims != q.dims) bad("O must have Q's dims, got O " + o.describe() + " and Q " + q.describe());
+  const int64_t G = k.dims[1], S = k.dims[2];
+  if (H % G != 0)
+    bad("the query heads H = " + std::to_string(H) + " must be a multiple of K's heads G = " + std::to_string(G));
+  if (T > S) bad("Q's T = " + std::to_string(T) + " queries past K's S = " + std::to_string(S) + " positions");
+  for (const auto& [name, t] : std::initializer_list<std::pair<const char*, const TensorView*>>{{"Q", &q}, {"K", &k}, {"V", &v}, {"O", &o}})
+    if (t->effective_strides()[3] != 1)
+      bad(std::string(name) + " must have inner stride 1 (cuDNN reads rows of D contiguous elements), got " +
+          t->describe());
+  detail::GpuAttentionArgs a{q, k, v, o, {}, causal};
+  if (lse) {
+    check("LSE", *lse, 3);
+    if (lse->dtype != DType::f32) bad("LSE must be f32, got " + lse->describe());
+    if (lse->dims != std::vector<int64_t>{B, H, T})
+      bad("LSE must be [B, H, T] = [" + std::to_string(B) + ", " + std::to_string(H) + ", " + std::to_string(T) +
+          "], got " + lse->describe());
+    if (lse->effective_strides() != std::vector<int64_t>{H * T, T, 1})
+      bad("LSE must be contiguous (cuDNN writes its statistics densely), got " + lse->describe());
+    a.lse = *lse;
+  }
+  return a;
+}
+
+} // namespace
+
+void gpu_attention(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v, bool causal,
+                   const TensorView& o, const TensorView* lse) {
+  detail::RuntimeAccess::impl(rt).gpuAttention(validateAttention(q, k, v, causal, o, lse));
+}
+
+void gpu_attention_async(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
+                         bool causal, const TensorView& o, const TensorView* lse, void* stream) {
+  detail::GpuAttentionArgs a = validateAttention(q, k, v, causal, o, lse);
+  a.stream = stream;
+  a.wait = false;
+  detail::RuntimeAccess::impl(rt).gpuAttention(a);
 }
 
 } // namespace kiln::reference

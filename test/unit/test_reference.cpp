@@ -217,3 +217,47 @@ TEST_CASE("gpu_gemm argument errors throw InvalidArgument naming the argument", 
   require_invalid([&] { run(short_rows, b.view(), nullptr, Epilogue::none, c.view()); },
                   "A must have a row stride >= its row length 3");
 }
+
+TEST_CASE("gpu_attention on a CPU runtime throws Unsupported", "[reference][cudnn]") {
+  Runtime cpu = Runtime::create(Backend::cpu);
+  HostTensor q(DType::bf16, {1, 2, 4, 16}), kv(DType::bf16, {1, 2, 4, 16}), o(DType::bf16, {1, 2, 4, 16});
+  try {
+    reference::gpu_attention(cpu, q.view(), kv.view(), kv.view(), true, o.view());
+    FAIL("expected kiln::Error");
+  } catch (const Error& e) {
+    REQUIRE(e.kind() == ErrorKind::Unsupported);
+    REQUIRE_THAT(e.what(), Contains("runs cuDNN on a CUDA runtime"));
+  }
+}
+
+TEST_CASE("gpu_attention argument errors throw InvalidArgument naming the argument", "[reference][cudnn]") {
+  // Checked before the backend is asked, as gpu_gemm's.
+  Runtime cpu = Runtime::create(Backend::cpu);
+  const int64_t B = 1, H = 4, T = 3, S = 5, D = 16;
+  HostTensor q(DType::bf16, {B, H, T, D}), k(DType::bf16, {B, 2, S, D}), v(DType::bf16, {B, 2, S, D}),
+      o(DType::bf16, {B, H, T, D}), lse(DType::f32, {B, H, T});
+  auto run = [&](const TensorView& qv, const TensorView& kv, const TensorView& vv, const TensorView& ov,
+                 const TensorView* l = nullptr) { reference::gpu_attention(cpu, qv, kv, vv, false, ov, l); };
+  HostTensor q32(DType::f32, {B, H, T, D}), o16(DType::f16, {B, H, T, D}), k3(DType::bf16, {B, 3, S, D}),
+      kd(DType::bf16, {B, 2, S, 8}), vs(DType::bf16, {B, 2, S + 1, D}), oT(DType::bf16, {B, H, T + 1, D}),
+      qLong(DType::bf16, {B, H, S + 1, D}), oLong(DType::bf16, {B, H, S + 1, D}), q3(DType::bf16, {H, T, D}),
+      lse16(DType::bf16, {B, H, T}), lseShort(DType::f32, {B, H, T - 1});
+  require_invalid([&] { run(q32.view(), k.view(), v.view(), o.view()); }, "Q must be bf16 or f16");
+  require_invalid([&] { run(q.view(), k.view(), v.view(), o16.view()); }, "O must have Q's dtype bf16");
+  require_invalid([&] { run(q3.view(), k.view(), v.view(), o.view()); }, "Q must be rank 4");
+  require_invalid([&] { run(q.view(), kd.view(), v.view(), o.view()); }, "K must be [B, G, S, D] with Q's B = 1 and D = 16");
+  require_invalid([&] { run(q.view(), k.view(), vs.view(), o.view()); }, "V must have K's dims");
+  require_invalid([&] { run(q.view(), k.view(), v.view(), oT.view()); }, "O must have Q's dims");
+  require_invalid([&] { run(q.view(), k3.view(), k3.view(), o.view()); },
+                  "the query heads H = 4 must be a multiple of K's heads G = 3");
+  require_invalid([&] { run(qLong.view(), k.view(), v.view(), oLong.view()); }, "Q's T = 6 queries past K's S = 5");
+  TensorView columns{k.data(), DType::bf16, {B, 2, S, D}, {2 * S * D, S * D, 1, S}};
+  require_invalid([&] { run(q.view(), columns, v.view(), o.view()); }, "K must have inner stride 1");
+  TensorView l16 = lse16.view(), lShort = lseShort.view();
+  require_invalid([&] { run(q.view(), k.view(), v.view(), o.view(), &l16); }, "LSE must be f32");
+  require_invalid([&] { run(q.view(), k.view(), v.view(), o.view(), &lShort); }, "LSE must be [B, H, T] = [1, 4, 3]");
+  TensorView lStrided{lse.data(), DType::f32, {B, H, T}, {H * T, 1, H}};
+  require_invalid([&] { run(q.view(), k.view(), v.view(), o.view(), &lStrided); }, "LSE must be contiguous");
+  TensorView nullQ{nullptr, DType::bf16, {B, H, T, D}, {}};
+  require_invalid([&] { run(nullQ, k.view(), v.view(), o.view()); }, "Q has a null data pointer");
+}

@@ -1,0 +1,81 @@
+#pragma once
+// Internal: cuDNN's fused attention as the graph cuDNN recognises, written down as plain
+// data (tensors and operations) before any cuDNN call, so that what kiln asks of cuDNN can
+// be printed and tested without a GPU. Cudnn.cpp turns a Graph into backend descriptors.
+//
+// The graph is the one frameworks build through cuDNN's frontend for a forward SDPA
+// ("composite" form, supported by every cuDNN 9): S = Q K^T (K given as K^T by swapping its
+// last two strides), S *= scale, the causal mask as index tiles, a comparison and a select,
+// softmax as max, subtract, exp, sum and divide, the statistics ln(sum) + max, then P V.
+// cuDNN's engines match this pattern and run one flash-attention kernel.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "CudnnApi.h"
+#include "kiln/dtype.hpp"
+
+namespace kiln::cuda::cudnn {
+
+/// One attention problem as cuDNN sees it: Q [B,H,T,D], K and V [B,G,S,D], O [B,H,T,D],
+/// element strides per dim (inner stride 1 for all four). Query head h reads K/V head
+/// h / (H / G). The T queries are the last T of the S positions: under `causal`, query row r
+/// sees keys 0 .. r + S - T (cuDNN's bottom-right diagonal; top-left when T == S).
+struct AttentionShape {
+  DType dtype = DType::bf16; ///< Q, K, V and O (f16 or bf16)
+  int64_t B = 0, H = 0, G = 0, T = 0, S = 0, D = 0;
+  std::array<int64_t, 4> q{}, k{}, v{}, o{}; ///< strides, in elements
+  bool causal = false;
+  bool stats = false; ///< also write LSE [B,H,T] f32, contiguous: ln sum_c e^(scaled score)
+  float scale = 1.0f; ///< the scores' factor, 1/sqrt(D) for kiln's attention
+  /// Bytes each of Q, K, V, O (and LSE) is aligned to (a power of two <= 16): part of the
+  /// plan (cuDNN's kernels may assume 16).
+  std::array<int64_t, 5> alignment{16, 16, 16, 16, 16};
+  /// cuDNN before 9.10 wants the lowest float, not -inf, as the masked score.
+  bool maskWithLowest = false;
+
+  /// Everything a plan depends on, as text: the key of a plan cache.
+  std::string key() const;
+};
+
+/// The unique ids of the user's tensors (the variant pack's), fixed so that a plan can be
+/// run on any pointers of the same shape.
+enum UserTensor : int64_t { kQ = 1, kK = 2, kV = 3, kO = 4, kStats = 5 };
+
+struct TensorSpec {
+  int64_t uid = 0;
+  std::string name;
+  DataType type = kDataFloat;
+  std::vector<int64_t> dims, strides;
+  int64_t alignment = 16;
+  bool isVirtual = false; ///< an intermediate cuDNN keeps in registers or shared memory
+  bool byValue = false;   ///< a scalar passed by value (host memory) in the variant pack
+  float f32 = 0;          ///< byValue, kDataFloat
+  int32_t i32 = 0;        ///< byValue, kDataInt32
+};
+
+enum class OpKind { matmul, pointwise, reduction };
+
+struct OpSpec {
+  OpKind kind = OpKind::pointwise;
+  std::string name;
+  int mode = 0;          ///< PointwiseMode or ReduceOp
+  int64_t axis = -1;     ///< pointwise: GEN_INDEX's axis (and the frontend's, on index arithmetic)
+  DataType compute = kDataFloat;
+  int64_t x = 0, b = 0, t = 0, y = 0; ///< tensor uids (0: none); matmul: A = x, B = b, C = y
+};
+
+struct Graph {
+  std::vector<TensorSpec> tensors;
+  std::vector<OpSpec> ops;
+  const TensorSpec& tensor(int64_t uid) const;
+  /// One line per operation: "matmul bmm1: Q[1,8,128,64] x K^T[1,8,64,128] -> S[...] f32".
+  std::string describe() const;
+};
+
+/// Checks the shape's rules (kiln::Error(InvalidArgument) naming the broken one: dims,
+/// dtype, strides, H % G) and builds its graph.
+Graph attentionGraph(const AttentionShape& shape);
+
+} // namespace kiln::cuda::cudnn
