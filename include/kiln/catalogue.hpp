@@ -133,6 +133,11 @@ struct KILN_API Entry {
   /// host reference would take minutes (8192^3 is 5.5e11 multiply-adds). Empty otherwise;
   /// kiln::Error(Unsupported) off CUDA.
   std::function<Problem(const Runtime& rt, const std::vector<int64_t>& shape, DType, uint64_t seed)> gpu_problem;
+  /// The framework library's version of this kernel (kiln bench's `framework` route), enqueued
+  /// on `stream` over the Problem's arguments, when a library has one and it is not a GEMM
+  /// (the GEMMs' is cuBLASLt, chosen by kiln bench from the epilogue): cuDNN's fused attention
+  /// (reference::gpu_attention_async) for the attention entries. Empty otherwise.
+  std::function<void(const Runtime& rt, const std::vector<TensorView>& args, void* stream)> framework;
   /// Kernels specialised on some of the shape's dims (attention's head dim): the kernel for
   /// `shape` on `target` (Fingerprint::target: "sm_90a", ...; "" when unknown), whose tiles
   /// may differ per target; `make` gives the one for a default shape and target. Empty when

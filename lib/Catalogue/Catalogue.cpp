@@ -112,6 +112,13 @@ Problem attentionProblem(const std::string& name, int64_t B, int64_t H, int64_t 
   return p;
 }
 
+// The framework's attention over a Problem's arguments Q, K, V, O (and LSE): cuDNN's.
+std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> cudnnAttention(bool causal, bool lse) {
+  return [causal, lse](const Runtime& rt, const std::vector<TensorView>& v, void* stream) {
+    reference::gpu_attention_async(rt, v.at(0), v.at(1), v.at(2), causal, v.at(3), lse ? &v.at(4) : nullptr, stream);
+  };
+}
+
 // f32 has no tensor-core path: its products run on the CUDA cores, and 64 x 64 tiles would
 // not fit the registers (16 x 16 leaves a margin: 32 x 32 spills). On sm_90a the sm_90a
 // twin runs the 16-bit kernels, faster with 128 keys a step at head dim 128 (H200,
@@ -203,6 +210,7 @@ std::vector<Entry> makeAll() {
         return make(d, s.at(4), attentionTiles(d, target, s.at(4)));
       };
       a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
+      a.framework = cudnnAttention(causal, lse);
       e.push_back(std::move(a));
     }
   for (bool lse : {false, true}) {
@@ -222,6 +230,7 @@ std::vector<Entry> makeAll() {
       return make(d, s.at(5), attentionTiles(d, target, s.at(5), /*decode=*/true));
     };
     dec.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(5)); };
+    dec.framework = cudnnAttention(true, lse);
     e.push_back(std::move(dec));
   }
   return e;

@@ -134,6 +134,8 @@ std::vector<std::string> defaultRoutes(kiln::Backend b, const kiln::catalogue::E
     if (isGemm(e.name)) {
       r.push_back("framework");
       r.push_back("framework-eager");
+    } else if (e.framework) {
+      r.push_back("framework");
     }
     if (e.handwritten) r.push_back("cuda");
     return r;
@@ -151,8 +153,10 @@ void checkRoute(const std::string& r, kiln::Backend b, const kiln::catalogue::En
   if (r == "kiln-tuned") return; // either backend; --tuned is checked by cmdBench
   if (r == "kiln" || r == "framework" || r == "framework-eager" || r == "cuda") {
     if (!gpu) no("runs on a GPU, and this run is on the CPU backend (routes here: kiln-cpu, eigen)");
-    if (r.rfind("framework", 0) == 0 && !isGemm(e.name))
-      no("(cuBLASLt) exists for the GEMM kernels only, not '" + e.name + "'");
+    if (r == "framework" && !isGemm(e.name) && !e.framework)
+      no("exists for the GEMM (cuBLASLt) and attention (cuDNN) kernels only, not '" + e.name + "'");
+    if (r == "framework-eager" && !isGemm(e.name))
+      no("(cuBLASLt, then a separate epilogue) exists for the GEMM kernels only, not '" + e.name + "'");
     if (r == "cuda" && !e.handwritten) no("needs a hand-written version of '" + e.name + "', which it has not");
   } else if (r == "kiln-cpu" || r == "eigen") {
     if (gpu) no("runs on the CPU; pass --backend=cpu for it");
@@ -238,7 +242,13 @@ int cmdBench(const BenchOptions& o) {
     auto c0 = Clock::now();
     r.rt.emplace(kiln::Runtime::create(backend));
     r.import_ms = processImportMs + msSince(c0);
-    if (name.rfind("framework", 0) == 0) { // cuBLASLt's load, handle and workspace, on a 1x1x1 GEMM
+    if (name == "framework" && entry.framework) { // cuDNN's load, handle and a first plan, on a tiny attention
+      auto l0 = Clock::now();
+      const kiln::DeviceTensor one = r.rt->upload(kiln::HostTensor(dt, {1, 1, 8, 64}));
+      const kiln::DeviceTensor out = r.rt->allocate(dt, {1, 1, 8, 64});
+      kiln::reference::gpu_attention(*r.rt, one.view(), one.view(), one.view(), false, out.view());
+      r.import_ms += msSince(l0);
+    } else if (name.rfind("framework", 0) == 0) { // cuBLASLt's load, handle and workspace, on a 1x1x1 GEMM
       auto l0 = Clock::now();
       kiln::DeviceTensor one = r.rt->upload(kiln::HostTensor(dt, {1, 1}));
       kiln::DeviceTensor out = r.rt->allocate(dt, {1, 1});
@@ -355,6 +365,8 @@ int cmdBench(const BenchOptions& o) {
           run = [&] { route.kernel->launch(v, nullptr); };
         } else if (route.handwritten) {
           run = [&] { route.hw.launch(*route.handwritten, v, nullptr); };
+        } else if (entry.framework) { // framework: the library's own kernel (cuDNN's attention)
+          run = [&] { entry.framework(rt, v, nullptr); };
         } else { // framework, framework-eager
           const auto epi = epilogueOf(o.kernel);
           const kiln::TensorView* bias = epi != kiln::reference::Epilogue::none ? &v[2] : nullptr;
