@@ -65,24 +65,19 @@ struct Builder {
     t.isVirtual = true;
     return add(std::move(t));
   }
-  int64_t scalarF32(const std::string& name, float value) {
+  // A scalar passed by value: an f32 or (with `type` kDataInt32) an i32.
+  int64_t scalar(const std::string& name, DataType type, float f32, int32_t i32 = 0) {
     TensorSpec t;
     t.name = name;
-    t.type = kDataFloat;
+    t.type = type;
     t.dims = t.strides = {1, 1, 1, 1};
     t.byValue = true;
-    t.f32 = value;
+    t.f32 = f32;
+    t.i32 = i32;
     return add(std::move(t));
   }
-  int64_t scalarI32(const std::string& name, int32_t value) {
-    TensorSpec t;
-    t.name = name;
-    t.type = kDataInt32;
-    t.dims = t.strides = {1, 1, 1, 1};
-    t.byValue = true;
-    t.i32 = value;
-    return add(std::move(t));
-  }
+  int64_t scalarF32(const std::string& name, float value) { return scalar(name, kDataFloat, value); }
+  int64_t scalarI32(const std::string& name, int32_t value) { return scalar(name, kDataInt32, 0, value); }
   void op(OpKind kind, const std::string& name, int mode, int64_t x, int64_t b, int64_t t, int64_t y,
           DataType compute = kDataFloat, int64_t axis = -1) {
     g.ops.push_back({kind, name, mode, axis, compute, x, b, t, y});

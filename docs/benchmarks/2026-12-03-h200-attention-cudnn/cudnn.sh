@@ -36,5 +36,5 @@ for r in rows:
           f"{float(r['gbps'])/1e3:.3f} TB/s first {float(r['first_run_ms']):8.1f} ms verified={r['reference_ok']} x{ratio:.2f} of framework")
 PY
 done
-python3 $HERE/sdpa2.py ${SDPA:-4x32x32x4096x128 c:4x32x32x4096x128 4x32x32x4096x64 c:4x32x32x4096x64 c:4x32x8x4096x128} 2>&1 | grep CUDNN | tee $R/sdpa.log
+python3 $HERE/../2026-12-02-h200-attention-masks/sdpa2.py ${SDPA:-4x32x32x4096x128 c:4x32x32x4096x128 4x32x32x4096x64 c:4x32x32x4096x64 c:4x32x8x4096x128} 2>&1 | grep CUDNN | tee $R/sdpa.log
 tar -C $R -czf $OUT/cudnn.tar.gz .
