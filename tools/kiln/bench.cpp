@@ -280,6 +280,10 @@ int cmdBench(const BenchOptions& o) {
                    shapes[si].c_str());
     kiln::catalogue::Problem p = gpuReference ? entry.gpu_problem(probe, parsed[si], dt, o.seed)
                                               : entry.problem(parsed[si], dt, o.seed);
+    // Where the host reference checks only sampled rows (large attention), every route's
+    // whole output is also compared with the framework route's (cuDNN's) below.
+    const bool crossCheck = backend == kiln::Backend::cuda && entry.framework && !p.checked.empty();
+    std::map<std::string, std::pair<size_t, kiln::HostTensor>> verified; // route -> (its row, its output)
     for (Route& route : routes) {
       progress.step(route.name + " " + shapes[si]);
       const kiln::Runtime& rt = *route.rt;
@@ -399,7 +403,23 @@ int cmdBench(const BenchOptions& o) {
       }
       route.first = false;
       rows.push_back(row);
+      if (crossCheck && row.reference_ok.value_or(false)) verified[route.name] = {rows.size() - 1, p.args[p.output]};
     }
+    if (auto fw = verified.find("framework"); fw != verified.end())
+      for (auto& [name, at] : verified) {
+        if (name == "framework") continue;
+        const kiln::verify::Report r = kiln::verify::compare(at.second.view(), fw->second.second.to_f64(),
+                                                             kiln::verify::Tolerance::for_dtype(dt));
+        std::printf("%s %s: %s %s the framework route on every element: %s\n", o.kernel.c_str(), shapes[si].c_str(),
+                    name.c_str(), r.ok ? "agrees with" : "DISAGREES with", r.summary().c_str());
+        if (!r.ok) { // wrong where the sample did not look: never timed, as any wrong row
+          kiln::profile::Row& row = rows[at.first];
+          row.reference_ok = false;
+          row.warm.reset();
+          row.tflops.reset();
+          row.gbps.reset();
+        }
+      }
   }
   progress.finish();
 
