@@ -280,7 +280,8 @@ std::unique_ptr<CudnnAttention::Plan> buildPlan(cudnn::Handle handle, const cudn
       p.set(kExecutionPlanHandle, kTypeHandle, 1, &handle, what);
       p.setDesc(kExecutionPlanEngineConfig, configs[size_t(i)], what);
       p.finalize(what + ": engine config " + std::to_string(i));
-      KILN_CUDNN_CHECK_CTX(dnn().cudnnBackendGetAttribute(p.d, kExecutionPlanWorkspaceSize, kTypeInt64, 1, &count,
+      int64_t one = 0;
+      KILN_CUDNN_CHECK_CTX(dnn().cudnnBackendGetAttribute(p.d, kExecutionPlanWorkspaceSize, kTypeInt64, 1, &one,
                                                           &plan->workspace),
                            what + ": workspace size");
       plan->plan = std::move(p);
