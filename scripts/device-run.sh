@@ -14,6 +14,12 @@ rm -rf "$RES"
 mkdir -p "$OUT" "$RES" /tmp/kiln
 tar -xJf .device/kiln-device.tar.xz -C /tmp/kiln
 export LD_LIBRARY_PATH=/tmp/kiln/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# cuDNN (the attention's framework route and GPU reference) is not in the CUDA toolkit; the
+# device's PyTorch wheel carries one. Named unless the caller named another.
+if [ -z "${KILN_CUDNN_LIBRARY:-}" ]; then
+  CUDNN_DIR=$(python3 -c "import nvidia.cudnn as m; print(list(m.__path__)[0] + '/lib')" 2>/dev/null)
+  [ -f "$CUDNN_DIR/libcudnn.so.9" ] && export KILN_CUDNN_LIBRARY=$CUDNN_DIR/libcudnn.so.9 LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$CUDNN_DIR
+fi
 K=/tmp/kiln/bin
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } > "$RES/device.txt" 2>&1
 
