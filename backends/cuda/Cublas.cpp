@@ -95,16 +95,6 @@ const char* builtinStatusName(cublasStatus_t s) {
   return nullptr;
 }
 
-// "backends/cuda/Cublas.cpp" from an absolute __FILE__ (as Driver.cpp does).
-std::string shortPath(const char* file) {
-  const std::string f = std::string("/") + (file ? file : "?");
-  for (const char* root : {"/backends/", "/lib/", "/test/", "/tools/"}) {
-    auto pos = f.rfind(root);
-    if (pos != std::string::npos) return f.substr(pos + 1);
-  }
-  return f.substr(f.rfind('/') + 1);
-}
-
 cudaDataType_t cudaType(DType t) {
   switch (t) {
   case DType::f32: return CUDA_R_32F;
@@ -114,13 +104,8 @@ cudaDataType_t cudaType(DType t) {
   throw Error(ErrorKind::Unsupported, "cuBLASLt GEMM: unsupported dtype");
 }
 
-// The largest power of two (<= 256) dividing the address: what cuBLASLt's heuristic may
-// assume about an operand (its default assumption is 256).
-uint32_t alignmentOf(CUdeviceptr p) {
-  uint32_t a = 256;
-  while (a > 1 && p % a != 0) a /= 2;
-  return a;
-}
+// What cuBLASLt's heuristic may assume about an operand (its default assumption is 256).
+uint32_t alignmentOf(CUdeviceptr p) { return uint32_t(cuda::alignmentOf(p, 256)); }
 
 // RAII for the three descriptor kinds (built only after lt() succeeded).
 struct MatmulDesc {
@@ -224,7 +209,7 @@ void throwCublasError(cublasStatus_t s, const char* expr, const char* file, int 
   const LoadResult& r = loaded();
   if (r.api)
     if (const char* text = r.api->cublasLtGetStatusString(s); text && *text) msg += std::string(" (") + text + ")";
-  msg += " at " + shortPath(file) + ":" + std::to_string(line);
+  msg += " at " + detail::shortPath(file) + ":" + std::to_string(line);
   ErrorKind kind = ErrorKind::Runtime;
   if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH) kind = ErrorKind::Unsupported;
   if (s == CUBLAS_STATUS_INVALID_VALUE) kind = ErrorKind::InvalidArgument;

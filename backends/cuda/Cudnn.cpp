@@ -60,12 +60,6 @@ LoadResult loadCudnn() {
 const LoadResult& loaded() { return loadOnce(&loadCudnn); }
 const Api& dnn() { return loaded().get(); }
 
-std::string shortPath(const char* file) {
-  const std::string f = file ? file : "?";
-  auto pos = f.rfind("/backends/");
-  return pos == std::string::npos ? f.substr(f.rfind('/') + 1) : f.substr(pos + 1);
-}
-
 // See Cublas.cpp's note: a library handle destroyed after the library's own exit-time
 // teardown frees freed memory; once the process is exiting, handles are left alone.
 std::atomic<bool> gExiting{false};
@@ -108,12 +102,8 @@ std::string lastMessage() {
   return buf;
 }
 
-// The largest power of two (<= 16) dividing the address: the alignment a plan may assume.
-int64_t alignmentOf(CUdeviceptr p) {
-  int64_t a = 16;
-  while (a > 1 && p % CUdeviceptr(a) != 0) a /= 2;
-  return a;
-}
+// The alignment a plan may assume of an operand (cuDNN's kernels ask for 16 at most).
+int64_t alignmentOf(CUdeviceptr p) { return int64_t(cuda::alignmentOf(p, 16)); }
 
 } // namespace
 
@@ -188,53 +178,44 @@ std::vector<cudnn::Descriptor> describe(const cudnn::Graph& g, CudnnAttention::P
   auto tensor = [&](int64_t uid) -> const Desc& { return plan->keep[tensorAt.at(uid)]; };
 
   std::vector<cudnn::Descriptor> ops;
+  // Each operation is two descriptors: what it does (`how`, finalized first) and the
+  // operation naming its tensors and `how` under `link`; both kept with the plan.
+  auto add = [&](Desc how, Desc o, int link, const std::string& at) {
+    how.finalize(at);
+    o.setDesc(link, how, at);
+    o.finalize(at);
+    plan->keep.push_back(std::move(how));
+    ops.push_back(o.d);
+    plan->keep.push_back(std::move(o));
+  };
   for (const OpSpec& op : g.ops) {
     const std::string at = what + ": operation " + op.name;
     if (op.kind == OpKind::matmul) {
-      Desc md(kMatmulDescriptor, at);
-      md.setInt(kMatmulCompType, kTypeDataType, op.compute, at);
-      md.finalize(at);
-      Desc o(kOperationMatmulDescriptor, at);
+      Desc how(kMatmulDescriptor, at), o(kOperationMatmulDescriptor, at);
+      how.setInt(kMatmulCompType, kTypeDataType, op.compute, at);
       o.setDesc(kOperationMatmulADesc, tensor(op.x), at);
       o.setDesc(kOperationMatmulBDesc, tensor(op.b), at);
       o.setDesc(kOperationMatmulCDesc, tensor(op.y), at);
-      o.setDesc(kOperationMatmulDesc, md, at);
-      o.finalize(at);
-      plan->keep.push_back(std::move(md));
-      ops.push_back(o.d);
-      plan->keep.push_back(std::move(o));
+      add(std::move(how), std::move(o), kOperationMatmulDesc, at);
     } else if (op.kind == OpKind::reduction) {
-      Desc rd(kReductionDescriptor, at);
-      rd.setInt(kReductionOperator, kTypeReductionOperatorType, op.mode, at);
-      rd.setInt(kReductionCompType, kTypeDataType, op.compute, at);
-      rd.finalize(at);
-      Desc o(kOperationReductionDescriptor, at);
+      Desc how(kReductionDescriptor, at), o(kOperationReductionDescriptor, at);
+      how.setInt(kReductionOperator, kTypeReductionOperatorType, op.mode, at);
+      how.setInt(kReductionCompType, kTypeDataType, op.compute, at);
       o.setDesc(kOperationReductionXDesc, tensor(op.x), at);
       o.setDesc(kOperationReductionYDesc, tensor(op.y), at);
-      o.setDesc(kOperationReductionDesc, rd, at);
-      o.finalize(at);
-      plan->keep.push_back(std::move(rd));
-      ops.push_back(o.d);
-      plan->keep.push_back(std::move(o));
+      add(std::move(how), std::move(o), kOperationReductionDesc, at);
     } else {
-      Desc pw(kPointwiseDescriptor, at);
-      pw.setInt(kPointwiseMode, kTypePointwiseMode, op.mode, at);
-      pw.setInt(kPointwiseMathPrec, kTypeDataType, op.compute, at);
-      if (op.axis >= 0) pw.setInt(kPointwiseAxis, kTypeInt64, op.axis, at);
-      pw.finalize(at);
-      Desc o(kOperationPointwiseDescriptor, at);
-      o.setDesc(kOperationPointwisePwDescriptor, pw, at);
+      Desc how(kPointwiseDescriptor, at), o(kOperationPointwiseDescriptor, at);
+      how.setInt(kPointwiseMode, kTypePointwiseMode, op.mode, at);
+      how.setInt(kPointwiseMathPrec, kTypeDataType, op.compute, at);
+      if (op.axis >= 0) how.setInt(kPointwiseAxis, kTypeInt64, op.axis, at);
       o.setDesc(kOperationPointwiseXDesc, tensor(op.x), at);
       if (op.b) o.setDesc(kOperationPointwiseBDesc, tensor(op.b), at);
       if (op.t) o.setDesc(kOperationPointwiseTDesc, tensor(op.t), at);
       o.setDesc(kOperationPointwiseYDesc, tensor(op.y), at);
-      o.finalize(at);
-      plan->keep.push_back(std::move(pw));
-      ops.push_back(o.d);
-      plan->keep.push_back(std::move(o));
+      add(std::move(how), std::move(o), kOperationPointwisePwDescriptor, at);
     }
   }
-
   return ops;
 }
 

@@ -174,8 +174,9 @@ const Driver* loadedDriverOrNull() noexcept {
   }
 }
 
-// "backends/cuda/Driver.cpp" from an absolute __FILE__; keeps messages short and stable.
-std::string shortPath(const char* file) {
+} // namespace
+
+std::string detail::shortPath(const char* file) {
   const std::string f = std::string("/") + (file ? file : "?"); // relative paths match too
   for (const char* root : {"/backends/", "/lib/", "/test/", "/tools/", "/dsl/", "/bench/"}) {
     auto pos = f.rfind(root);
@@ -183,8 +184,6 @@ std::string shortPath(const char* file) {
   }
   return f.substr(f.rfind('/') + 1);
 }
-
-} // namespace
 
 // ---------------------------------------------------------------------------------------
 // Loading, errors

@@ -93,7 +93,18 @@ int loggedFailureCount() noexcept;
 /// the toolkit's stub libcuda.so: do that in a child process, since the stub's soname is
 /// libcuda.so.1.
 std::string probeDriver(const char* libraryPath);
+/// "backends/cuda/Driver.cpp" from an absolute __FILE__: the file:line in every library
+/// error message (the driver's, cuBLASLt's, cuDNN's), short and stable.
+std::string shortPath(const char* file);
 } // namespace detail
+
+/// The largest power of two, at most `most`, dividing the address: what a library may
+/// assume of an operand's alignment (cuBLASLt's heuristic, cuDNN's plans).
+inline uint64_t alignmentOf(CUdeviceptr p, uint64_t most) {
+  uint64_t a = most;
+  while (a > 1 && p % a != 0) a /= 2;
+  return a;
+}
 
 } // namespace kiln::cuda
 
