@@ -48,9 +48,12 @@ inline Kernel transposeCopy(DType dt) {
 /// Query tile `i` of one head: softmax(Q K^T / sqrt(D) [+ causal mask]) V by an online
 /// softmax over key tiles of `tile` rows, the loop carrying the running max, the running sum
 /// and the output's accumulator; keys past S are masked. `q`, `kAt(j)`, `vAt(j)`: the views.
+/// `readsAcc`: the running sum also reads the accumulator (adds 0 x its row maximum, finite:
+/// the same numbers), which keeps the sm_90a twin from overlapping a step's softmax with
+/// the product before it.
 inline dsl::Tile attentionTile(dsl::Builder& b, const dsl::View& q, const std::function<dsl::View(dsl::Index)>& kAt,
                                const std::function<dsl::View(dsl::Index)>& vAt, dsl::Index S, dsl::Index i, DType dt,
-                               int64_t D, bool causal, int64_t tile) {
+                               int64_t D, bool causal, int64_t tile, bool readsAcc = false) {
   using namespace kiln::dsl;
   const double scale = 1.0 / std::sqrt(double(D));
   Tile qt = b.load(q);
@@ -67,6 +70,7 @@ inline dsl::Tile attentionTile(dsl::Builder& b, const dsl::View& q, const std::f
     Tile p = exp(s - cols(m));
     Tile alpha = exp(c[0] - m);
     Tile l = c[1] * alpha + row_sum(p);
+    if (readsAcc) l = l + row_max(c[2]) * 0.0;
     Tile acc = dot(cast(p, dt), v, c[2] * cols(alpha));
     return std::vector<Tile>{m, l, acc};
   });
@@ -90,10 +94,11 @@ inline Kernel attention(DType dt, int64_t D, bool causal, int64_t tile = 64) {
 
 /// Batched multi-head attention with grouped K/V heads: Q and O of [B, H, S, D], K and V of
 /// [B, H / group, S, D] (query head h reads K/V head h / group); a grid of query tiles x
-/// heads x batches, each view fixing its batch and head.
-inline Kernel groupedAttention(DType dt, int64_t D, bool causal, int64_t group, int64_t tile = 64) {
+/// heads x batches, each view fixing its batch and head. `readsAcc`: see attentionTile.
+inline Kernel groupedAttention(DType dt, int64_t D, bool causal, int64_t group, int64_t tile = 64,
+                               bool readsAcc = false) {
   using namespace kiln::dsl;
-  return kernel("grouped_attention", [=](Builder& b) {
+  return kernel(readsAcc ? "grouped_attention_reads_acc" : "grouped_attention", [=](Builder& b) {
     auto [B, H, G, S] = b.dims("B", "H", "G", "S");
     auto Q = b.input("Q", {B, H, S, D}, dt), K = b.input("K", {B, G, S, D}, dt), V = b.input("V", {B, G, S, D}, dt);
     auto O = b.output("O", {B, H, S, D}, dt);
@@ -101,7 +106,7 @@ inline Kernel groupedAttention(DType dt, int64_t D, bool causal, int64_t group, 
       Index z = b.constant(0), g = h / group;
       auto kv = [&](const Tensor& T) { return [&, T](Index j) { return T.tile({n, g, j, z}, {tile, D}); }; };
       b.store(O.tile({n, h, i, z}, {tile, D}),
-              attentionTile(b, Q.tile({n, h, i, z}, {tile, D}), kv(K), kv(V), S, i, dt, D, causal, tile));
+              attentionTile(b, Q.tile({n, h, i, z}, {tile, D}), kv(K), kv(V), S, i, dt, D, causal, tile, readsAcc));
     });
   });
 }

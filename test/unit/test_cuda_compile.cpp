@@ -128,6 +128,36 @@ TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step (6
   }
 }
 
+TEST_CASE("the attention twin overlaps each step's softmax with the product before it where the loop allows, and "
+          "says why not where it does not", "[cuda][compile]") {
+  Runtime hopper = offline("sm_90a");
+  const Kernel plain = catalogue::attention(DType::bf16, 128, /*causal=*/true, {64, 128});
+  CompiledKernel ck = hopper.compile(plain);
+  CHECK_THAT(ck.report().sm90, Contains("each step's softmax overlaps the product before it"));
+  // The softmax runs between a wait for the scores alone and the wait for the product.
+  const std::string ptx = hopper.emit(plain, Stage::ptx);
+  CHECK_THAT(ptx, Contains("wgmma.wait_group.sync.aligned 1;"));
+  CHECK(wholeProgramSpills(ptx, "attention_causal__sm90_attn") == 0);
+  // P is rounded to bf16 once, in pairs: no conversion to bf16 and back per value (a step's
+  // P is 64 values a thread; the epilogue's rounding of O makes the 32 there are).
+  const size_t entry = ptx.find(".entry attention_causal__sm90_attn");
+  REQUIRE(entry != std::string::npos);
+  size_t widened = 0;
+  for (size_t at = ptx.find("cvt.f32.bf16", entry); at != std::string::npos; at = ptx.find("cvt.f32.bf16", at + 1))
+    ++widened;
+  CHECK(widened <= 32);
+  // A loop whose running sum reads the accumulator keeps each step's softmax after both of
+  // its products.
+  const Kernel readsAcc = test::groupedAttention(DType::bf16, 64, true, 2, 64, /*readsAcc=*/true);
+  CompiledKernel other = hopper.compile(readsAcc);
+  CHECK_THAT(other.report().sm90, Contains("each step's softmax after its products (the carried accumulator is read "
+                                           "other than by the second product's acc operand)"));
+  const std::string otherPtx = hopper.emit(readsAcc, Stage::ptx);
+  CHECK_THAT(otherPtx, Contains(".entry grouped_attention_reads_acc__sm90_attn"));
+  CHECK_THAT(otherPtx, !Contains("wgmma.wait_group.sync.aligned 1;"));
+  CHECK(wholeProgramSpills(otherPtx, "grouped_attention_reads_acc__sm90_attn") == 0);
+}
+
 TEST_CASE("attention with its log-sum-exp output gets the sm_90a twin, which stores the row values too", "[cuda][compile]") {
   Runtime hopper = offline("sm_90a");
   for (bool causal : {false, true}) {

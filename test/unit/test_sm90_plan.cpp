@@ -761,6 +761,13 @@ TEST_CASE("attention cuts its keys in clusters where that leaves the busiest SM 
   CHECK_THAT(never.str(), Contains("(keys never split: a select's mask is not comparisons of index tiles)"));
   CHECK(LaunchPlan::fromJson(never.toJson()).noKeySplits == never.noKeySplits);
   CHECK_FALSE(attentionPlan().toJson().contains("no_key_splits"));
+  // So does one whose softmax does not overlap the product before it.
+  CHECK_THAT(attentionPlan().str(), Contains("each step's softmax overlaps the product before it"));
+  LaunchPlan apart = attentionPlan();
+  apart.noOverlap = "the carried accumulator is read other than by the second product's acc operand";
+  CHECK_THAT(apart.str(), Contains("each step's softmax after its products (the carried accumulator is read"));
+  CHECK(LaunchPlan::fromJson(apart.toJson()).noOverlap == apart.noOverlap);
+  CHECK_FALSE(attentionPlan().toJson().contains("no_overlap"));
   // launch_path's words for the cut the launch chose.
   CHECK(describe(keyCachePlan(), Split{96, 0, 0, 86, 3}) ==
         "96 CTAs, key splits in clusters of 3: each program's keys cut into 3 parts, merged in rank order");

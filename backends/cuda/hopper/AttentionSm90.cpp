@@ -12,7 +12,11 @@
 //     program's own loop body evaluated on S's accumulator fragments where they live (row
 //     reductions by quad shuffles; index tiles from each thread's coordinates), then
 //     acc' = P V by wgmma with P from registers (the fragments of S are the A operand's), and
-//     the stage released. The consumers may run different step counts (a causal loop): one
+//     the stage released. Where the loop allows it (Pipeline: the accumulator is read only
+//     by its own update), FA3's intra-warpgroup overlap: step j's burst issues S_{j+1} and
+//     then P_j V_j, and S_{j+1}'s softmax runs while P_j V_j does (wait_group 1, then 0
+//     before P_{j+1} is packed into registers P_j V_j reads); otherwise each step's softmax
+//     follows both of its products. The consumers may run different step counts (a causal loop): one
 //     with fewer waits for and releases the rest, so the ring stays in step. Then the
 //     program's epilogue, stored from registers (rows past S masked).
 // Every value of the loop is a [64] or [64 x n] tile: thread t of the warpgroup (warp
@@ -53,10 +57,12 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <cmath>
 #include <map>
 #include <optional>
+#include <string>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNLOWERATTENTIONSM90
@@ -206,12 +212,42 @@ private:
         .getResult(0);
   }
 
+  /// Whether value `v` of the loop's body is computed from `x` (or is `x`).
+  bool reads(Value v, Value x);
+  /// FA3's intra-warpgroup overlap, where the loop allows it: the step's softmax (all of
+  /// the body but the accumulator's update) on step j + 1's scores runs while step j's
+  /// P V is in flight, and the update (acc a) while the scores' product is. It holds when
+  /// the carried accumulator is read only on the way to the second product's acc, and no
+  /// yield but the product itself needs the product. `frontier`: the tiles the update
+  /// reads that do not need the accumulator (made by the softmax, carried to the update).
+  struct Pipeline {
+    unsigned acc = 0;
+    SmallVector<Value> frontier;
+  };
+  /// The loop's Pipeline, or nothing with `why` saying which condition fails.
+  std::optional<Pipeline> pipeline(std::string& why);
+  /// wgmma.wait_group `pending` with the accumulator struct `acc` passed through it.
+  Value waitGroup(int64_t pending, Value acc);
+  /// The pipelined loop (see Pipeline) over the program's steps [lo_, mine): the flat yields.
+  Vals pipelinedLoop(const Pipeline& pl, Value mine, const SmallVector<Value>& inits, ArrayRef<int64_t> sizes);
+
   /// Issues S = Q K^T for key step j as one wgmma group (the caller has waited for its
   /// stage and fenced): the accumulator struct, valid after a wgmma wait.
   Value issueScores(Value j);
-  /// Issues acc' = P V + acc for key step j (a fence, then one wgmma group); P's values are
-  /// rounded to the input type when packed.
-  Value issuePV(Value j, const Vals& p, const Vals& acc);
+  /// P's values before their cast to the input type (the second product's lhs is
+  /// cast(P)): packP rounds them once, where evaluating the cast would round each to the
+  /// type and back to f32 first (a conversion pair per value that LLVM does not always
+  /// fold into the pack).
+  Vals pValues() {
+    auto c = m_.pv.getLhs().getDefiningOp<CastOp>();
+    return expand(evalF(c ? c.getInput() : m_.pv.getLhs()), m_.kv / 2);
+  }
+  /// P's values as the second product's A fragments (k16 step t: 4 t .. 4 t + 3), rounded
+  /// to the input type in pairs.
+  SmallVector<Value> packP(const Vals& p);
+  /// Issues acc' = P V + acc for key step j (a fence, then one wgmma group), P as packP's
+  /// fragments.
+  Value issuePV(Value j, ArrayRef<Value> frags, const Vals& acc);
   /// An accumulator struct's values (after the wgmma wait that completes it).
   Vals extract(Value acc);
   /// Tile value `v` in this thread (its loop-carried and dot values set in env_). Index
@@ -292,6 +328,7 @@ private:
   IRMapping idx_;                   // the consumer's index values (grid and loop indices)
   DenseMap<Value, Vals> env_;       // tile values computed so far (current scope)
   DenseMap<Value, Scaled> scaled_;  // tiles seen as x c so far (current scope)
+  std::optional<Pipeline> pipeline_; // where the loop allows the overlap (plan_.noOverlap says why not)
 };
 
 void AttnEmitter::declareParams() {
@@ -366,6 +403,9 @@ void AttnEmitter::declareParams() {
   } else {
     plan_.noKeySplits = m_.softmax ? "its loop's state does not fit in the K/V ring" : m_.noSplitWhy;
   }
+  std::string why;
+  pipeline_ = pipeline(why);
+  plan_.noOverlap = why;
 }
 
 Value AttnEmitter::dimOf(unsigned arg, unsigned d) {
@@ -565,7 +605,16 @@ Vals AttnEmitter::extract(Value acc) {
   return v;
 }
 
-Value AttnEmitter::issuePV(Value j, const Vals& p, const Vals& accIn) {
+SmallVector<Value> AttnEmitter::packP(const Vals& p) {
+  // P's fragments of k16 step t are S's accumulator elements of column groups 2t and
+  // 2t + 1, as pairs of the input type.
+  SmallVector<Value> frags;
+  for (int64_t c = 0; c < m_.kv / 8; ++c)
+    for (int64_t h = 0; h < 2; ++h) frags.push_back(packPair(at(p, 4 * c + 2 * h), at(p, 4 * c + 2 * h + 1)));
+  return frags;
+}
+
+Value AttnEmitter::issuePV(Value j, ArrayRef<Value> frags, const Vals& accIn) {
   const int64_t n = m_.d / 2;
   Value acc = b_.create<LLVM::UndefOp>(loc_, accType(m_.d));
   for (int64_t e = 0; e < n; ++e) acc = b_.create<LLVM::InsertValueOp>(loc_, acc, at(accIn, e), ArrayRef<int64_t>{e});
@@ -573,8 +622,7 @@ Value AttnEmitter::issuePV(Value j, const Vals& p, const Vals& accIn) {
   Value descV = b_.create<arith::OrIOp>(
       loc_, i64(vShared_.descriptorBits(m_.kv * 128)),
       ext64(b_.create<arith::AndIOp>(loc_, b_.create<arith::ShRUIOp>(loc_, vAddr, i32(4)), i32(0x3FFF))));
-  // wgmma with A from registers (no upstream op): P's fragments of k16 step t are S's
-  // accumulator elements of column groups 2t and 2t + 1, as bf16 pairs.
+  // wgmma with A from registers (no upstream op).
   std::string ty = m_.inElt.isBF16() ? "bf16" : "f16";
   std::string asmText = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 5) + ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
                         std::to_string(m_.d) + "k16.f32." + ty + "." + ty + " {";
@@ -585,11 +633,8 @@ Value AttnEmitter::issuePV(Value j, const Vals& p, const Vals& accIn) {
   for (int64_t e = 0; e < n; ++e) constraints += "=f,";
   constraints += "r,r,r,r,l,r";
   for (int64_t e = 0; e < n; ++e) constraints += "," + std::to_string(e);
-  // Every A fragment made before the fence: a register written between two wgmmas makes
-  // ptxas put a warpgroup.arrive there.
-  SmallVector<Value> frags;
-  for (int64_t c = 0; c < m_.kv / 8; ++c)
-    for (int64_t h = 0; h < 2; ++h) frags.push_back(packPair(at(p, 4 * c + 2 * h), at(p, 4 * c + 2 * h + 1)));
+  // Every A fragment made before the fence (packP): a register written between two wgmmas
+  // makes ptxas put a warpgroup.arrive there.
   b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
   for (int64_t t = 0; t < m_.kv / 16; ++t) {
     SmallVector<Value> ops(frags.begin() + 4 * t, frags.begin() + 4 * t + 4);
@@ -892,11 +937,11 @@ void AttnEmitter::consumer() {
       k += size_t(sizes[c]);
     }
     env_[m_.scores.getResult()] = sValues;
-    Vals p = expand(evalF(m_.pv.getLhs()), m_.kv / 2);
+    Vals p = pValues();
     Vals accIn = evalF(m_.pv.getAcc());
     before();
     turn(/*pass=*/false);
-    Value pv = issuePV(j, p, accIn);
+    Value pv = issuePV(j, packP(p), accIn);
     then();
     turn(/*pass=*/true);
     b_.create<NVVM::WgmmaWaitGroupSyncOp>(loc_, 0);
@@ -915,7 +960,13 @@ void AttnEmitter::consumer() {
   SmallVector<Type> types;
   for (Value v : inits) types.push_back(v.getType());
   auto some = b_.create<scf::IfOp>(loc_, types, ult(lo_, mine), /*withElseRegion=*/true);
-  {
+  if (pipeline_) {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(some.elseBlock());
+    b_.create<scf::YieldOp>(loc_, inits);
+    b_.setInsertionPointToStart(some.thenBlock());
+    b_.create<scf::YieldOp>(loc_, ValueRange(pipelinedLoop(*pipeline_, mine, inits, sizes)));
+  } else {
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(some.elseBlock());
     b_.create<scf::YieldOp>(loc_, inits);
@@ -965,6 +1016,190 @@ void AttnEmitter::consumer() {
     setLoopResults(mergeParts(state, sizes), sizes);
   }
   ifThen(b_.create<arith::AndIOp>(loc_, ult(i_, qTiles_), eq(kRank_, i32(0))), [&] { epilogue(); });
+}
+
+bool AttnEmitter::reads(Value v, Value x) {
+  SmallVector<Value> work{v};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value u = work.pop_back_val();
+    if (u == x) return true;
+    if (!seen.insert(u).second) continue;
+    Operation* op = u.getDefiningOp();
+    if (op && m_.loop->isProperAncestor(op)) llvm::append_range(work, op->getOperands());
+  }
+  return false;
+}
+
+std::optional<AttnEmitter::Pipeline> AttnEmitter::pipeline(std::string& why) {
+  auto yields = m_.loop.getBody().front().getTerminator()->getOperands();
+  Value pv = m_.pv.getResult();
+  std::optional<unsigned> acc;
+  for (auto [k, y] : llvm::enumerate(yields)) {
+    if ((y == pv && acc) || (y != pv && reads(y, pv))) {
+      why = "the loop yields a value computed from the second product other than the product itself";
+      return std::nullopt;
+    }
+    if (y == pv) acc = unsigned(k);
+  }
+  assert(acc && "AttentionMatch checks that the loop carries the second product");
+  Value a = m_.loop.getCarried()[*acc];
+  bool elsewhere = reads(m_.pv.getLhs(), a);
+  for (auto [k, y] : llvm::enumerate(yields)) elsewhere |= k != *acc && reads(y, a);
+  if (elsewhere) {
+    why = "the carried accumulator is read other than by the second product's acc operand";
+    return std::nullopt;
+  }
+  // The frontier: where the update's operands stop reading the accumulator. A broadcast's
+  // input is carried instead of the broadcast (two values per thread for a row tile).
+  Pipeline pl;
+  pl.acc = *acc;
+  llvm::SetVector<Value> front;
+  SmallVector<Value> work{m_.pv.getAcc()};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (v == a || !seen.insert(v).second) continue;
+    if (reads(v, a)) {
+      llvm::append_range(work, v.getDefiningOp()->getOperands());
+      continue;
+    }
+    while (auto bc = v.getDefiningOp<BroadcastOp>()) v = bc.getInput();
+    front.insert(v);
+  }
+  pl.frontier.assign(front.begin(), front.end());
+  return pl;
+}
+
+Value AttnEmitter::waitGroup(int64_t pending, Value acc) {
+  // The wait ties the accumulator's values (in and out), so nothing reads them before it.
+  auto st = cast<LLVM::LLVMStructType>(acc.getType());
+  const int64_t n = int64_t(st.getBody().size());
+  std::string constraints;
+  for (int64_t e = 0; e < n; ++e) constraints += "=f,";
+  for (int64_t e = 0; e < n; ++e) constraints += (e ? "," : "") + std::to_string(e);
+  SmallVector<Value> ops;
+  for (int64_t e = 0; e < n; ++e) ops.push_back(b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{e}));
+  return b_.create<LLVM::InlineAsmOp>(loc_, st, ops, "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+                                      constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                      LLVM::TailCallKind::None,
+                                      LLVM::AsmDialectAttr::get(b_.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr())
+      .getResult(0);
+}
+
+Vals AttnEmitter::pipelinedLoop(const Pipeline& pl, Value mine, const SmallVector<Value>& inits,
+                                ArrayRef<int64_t> sizes) {
+  auto carried = m_.loop.getCarried();
+  Operation* yield = m_.loop.getBody().front().getTerminator();
+  const unsigned nc = unsigned(carried.size());
+  SmallVector<size_t> at(nc + 1, 0); // each carried tile's place in the flat lists
+  for (unsigned c = 0; c < nc; ++c) at[c + 1] = at[c] + size_t(sizes[c]);
+  const int64_t nAcc = sizes[pl.acc];
+  // The softmax's results, flat: P's values (f32: packed into fragments only after the
+  // product before has completed, as its A operand holds the fragments' registers until
+  // then), the yields but the accumulator's (in the carried order), the frontier's values
+  // (their counts in fsizes, set by the first call). The loop carries P packed.
+  const size_t nP = size_t(m_.kv / 2), nFrags = size_t(m_.kv / 4), nState = at[nc] - size_t(nAcc);
+  SmallVector<size_t> fsizes;
+  auto softmax = [&](ArrayRef<Value> state, Value j, const Vals& sValues) {
+    Scope outer = scope();
+    idx_.map(m_.loop.getInductionVar(), toIndex(j));
+    size_t k = 0;
+    for (unsigned c = 0; c < nc; ++c)
+      if (c != pl.acc) {
+        env_[carried[c]] = Vals(state.begin() + k, state.begin() + k + sizes[c]);
+        k += size_t(sizes[c]);
+      }
+    env_[m_.scores.getResult()] = sValues;
+    SmallVector<Value> out = pValues();
+    for (unsigned c = 0; c < nc; ++c)
+      if (c != pl.acc) llvm::append_range(out, expand(evalF(yield->getOperand(c)), sizes[c]));
+    const bool first = fsizes.empty();
+    for (Value f : pl.frontier) {
+      Vals v = eval(f);
+      if (first) fsizes.push_back(v.size());
+      llvm::append_range(out, v);
+    }
+    restore(std::move(outer));
+    return out;
+  };
+  // The accumulator's update for step j (the second product's acc operand).
+  auto update = [&](ArrayRef<Value> acc, ArrayRef<Value> front, Value j) {
+    Scope outer = scope();
+    idx_.map(m_.loop.getInductionVar(), toIndex(j));
+    env_[carried[pl.acc]] = Vals(acc.begin(), acc.end());
+    size_t k = 0;
+    for (auto [f, n] : llvm::zip(pl.frontier, fsizes)) {
+      env_[f] = Vals(front.begin() + k, front.begin() + k + n);
+      k += n;
+    }
+    Vals out = evalF(m_.pv.getAcc());
+    restore(std::move(outer));
+    return out;
+  };
+  auto frags = [&](ArrayRef<Value> st) { return st.take_front(nFrags); };
+  auto state = [&](ArrayRef<Value> st) { return st.slice(nFrags, nState); };
+  auto frontier = [&](ArrayRef<Value> st) { return st.drop_front(nFrags + nState); };
+  // The softmax's results with P packed.
+  auto packed = [&](ArrayRef<Value> st) {
+    SmallVector<Value> out = packP(Vals(st.begin(), st.begin() + nP));
+    llvm::append_range(out, st.drop_front(nP));
+    return out;
+  };
+  // Step lo_'s scores and softmax before the loop.
+  waitFull(lo_);
+  b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
+  Vals s0 = extract(waitGroup(0, issueScores(lo_)));
+  SmallVector<Value> state0;
+  for (unsigned c = 0; c < nc; ++c)
+    if (c != pl.acc) state0.append(inits.begin() + at[c], inits.begin() + at[c + 1]);
+  SmallVector<Value> loopInits(inits.begin() + at[pl.acc], inits.begin() + at[pl.acc + 1]);
+  llvm::append_range(loopInits, packed(softmax(state0, lo_, s0)));
+  // Step j: one burst of S_{j+1} = Q K_{j+1}^T, the update of acc (while S's product
+  // runs), P_j V_j; S_{j+1}'s softmax while P_j V_j runs; then P_j V_j's result.
+  Value last = sub(mine, i32(1));
+  auto loop = b_.create<scf::ForOp>(loc_, lo_, last, i32(1), loopInits);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar(), j1 = add(j, i32(1));
+    ArrayRef<Value> args(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+    ArrayRef<Value> acc = args.take_front(size_t(nAcc)), st = args.drop_front(size_t(nAcc));
+    waitFull(j1);
+    turn(/*pass=*/false);
+    b_.create<NVVM::WgmmaFenceAlignedOp>(loc_);
+    Value next = issueScores(j1);
+    Vals accIn = update(acc, frontier(st), j);
+    Value pv = issuePV(j, frags(st), accIn);
+    turn(/*pass=*/true);
+    Vals s = extract(waitGroup(1, next));
+    SmallVector<Value> stNext = softmax(state(st), j1, s);
+    SmallVector<Value> out = extract(waitGroup(0, pv));
+    release(j);
+    llvm::append_range(out, packed(stNext));
+    b_.create<scf::YieldOp>(loc_, out);
+  }
+  SmallVector<Value> results(loop.getResults());
+  ArrayRef<Value> acc = ArrayRef<Value>(results).take_front(size_t(nAcc)),
+                  st = ArrayRef<Value>(results).drop_front(size_t(nAcc));
+  turn(/*pass=*/false);
+  Vals accIn = update(acc, frontier(st), last);
+  Value pv = issuePV(last, frags(st), accIn);
+  turn(/*pass=*/true);
+  Vals accOut = extract(waitGroup(0, pv));
+  release(last);
+  Vals flat;
+  ArrayRef<Value> others = state(st);
+  size_t k = 0;
+  for (unsigned c = 0; c < nc; ++c) {
+    if (c == pl.acc) {
+      llvm::append_range(flat, accOut);
+    } else {
+      flat.append(others.begin() + k, others.begin() + k + sizes[c]);
+      k += size_t(sizes[c]);
+    }
+  }
+  return flat;
 }
 
 void AttnEmitter::splitKeys(Value i0, Value all) {

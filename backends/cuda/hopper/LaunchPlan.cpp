@@ -69,6 +69,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     }
     if (plan.kCluster > 1 && plan.reduction.arg < 0) throw std::out_of_range("k_cluster without a reduction dim");
     if (j.contains("no_key_splits")) plan.noKeySplits = j.at("no_key_splits").get<std::string>();
+    if (j.contains("no_overlap")) plan.noOverlap = j.at("no_overlap").get<std::string>();
     int splitKParams = 0;
     for (const LaunchParam& p : plan.params)
       splitKParams += p.kind == LaunchParam::Workspace || p.kind == LaunchParam::SplitTiles ||
@@ -99,6 +100,8 @@ std::string LaunchPlan::str() const {
            (kClusters()             ? " (keys split in clusters of up to " + std::to_string(kCluster) + " where that leaves no SM idle)"
             : noKeySplits.empty() ? ""
                                   : " (keys never split: " + noKeySplits + ")") +
+           (noOverlap.empty() ? "; each step's softmax overlaps the product before it"
+                              : "; each step's softmax after its products (" + noOverlap + ")") +
            (foldsHeadsOf() >= 0 ? "; query heads sharing a K/V head folded into one program where few rows each" : "") +
            (rowValuesOf() >= 0 ? "; one f32 value per query row stored to argument " + std::to_string(rowValuesOf()) : "");
   std::string s = std::to_string(tileM) + "x" + std::to_string(tileN) + "x" + std::to_string(tileK) + " tiles, " +

@@ -92,6 +92,10 @@ struct LaunchPlan {
   /// softmax the twin recognises, or its state does not fit in the ring); empty where they
   /// may be, and for GEMMs. In the JSON only when set.
   std::string noKeySplits;
+  /// Attention: why a consumer's softmax of a key step does not overlap its own product of
+  /// the step before (FA3's intra-warpgroup overlap); empty where it does, and for GEMMs.
+  /// Informative (the code is in the cubin); in the JSON only when set.
+  std::string noOverlap;
 
   /// Split-K through the runtime's workspace (parameters Workspace, SplitTiles, KSplits).
   bool splitK() const { return reduction.arg >= 0 && kCluster == 1; }
@@ -133,6 +137,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
           {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB}, {"k_cluster", kCluster},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};
   if (!noKeySplits.empty()) j["no_key_splits"] = noKeySplits;
+  if (!noOverlap.empty()) j["no_overlap"] = noOverlap;
   return j;
 }
 

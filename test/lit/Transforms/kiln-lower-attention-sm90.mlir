@@ -42,17 +42,17 @@
 // CHECK: nvvm.mbarrier.arrive.expect_tx
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // Consumers: consumer 1 hands the first turn to consumer 0 (ping-pong on named barriers);
-// step 0's scores before the loop; then each step evaluates the program on its scores (row
-// maxima by quad shuffles), waits for the next key stage and for its turn, issues its
-// product P V (P from registers) and the next step's scores right behind it, hands the turn
-// over, waits once, and releases its stage; the last step, without scores after it, follows
-// the loop.
+// step 0's scores and softmax before the loop (the program evaluated on the scores' wgmma
+// fragments, row maxima by quad shuffles), P packed. Then per step j, FA3's overlap: wait
+// for stage j + 1 and the turn; issue S_{j+1} = Q K^T, rescale acc while it runs, issue
+// P_j V_j (P from registers); hand the turn over; wait for S_{j+1} only (wait_group 1, its
+// values tied through the wait), evaluate its softmax while P_j V_j runs, then wait for it
+// (wait_group 0), release stage j and pack P_{j+1}. The last step's product follows the loop.
 // CHECK: nvvm.setmaxregister  increase 232
 // CHECK: nvvm.barrier.arrive id = %{{[0-9]+}} number_of_threads = %c256_i32
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: scf.for
+// CHECK: llvm.inline_asm has_side_effects {{.*}} "wgmma.wait_group.sync.aligned 0;"
 // The causal mask (key < S, key <= query) from the tile's index bounds: when it holds on the
 // whole tile (uniform across the warpgroup), the branch skips it; else each score is masked
 // by i32 compares.
@@ -77,21 +77,29 @@
 // CHECK: arith.mulf %{{[0-9]+}}, %cst{{.*}} : f32
 // CHECK: math.fma %[[MASKED]]#0, %cst{{.*}}, %{{[0-9]+}} : f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// P rounded once, in pairs, from the f32 exponentials (not through bf16 and back).
+// CHECK: arith.truncf %{{[0-9]+}} : vector<2xf32> to vector<2xbf16>
+// CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.barrier id =
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: arith.mulf
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.barrier.arrive id =
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.inline_asm has_side_effects {{.*}} "wgmma.wait_group.sync.aligned 1;"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK: llvm.inline_asm has_side_effects {{.*}} "wgmma.wait_group.sync.aligned 0;"
 // CHECK: nvvm.mbarrier.arrive
+// CHECK: arith.truncf %{{[0-9]+}} : vector<2xf32> to vector<2xbf16>
 // CHECK: scf.yield
 // CHECK: nvvm.barrier id =
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.barrier.arrive id =
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.inline_asm has_side_effects {{.*}} "wgmma.wait_group.sync.aligned 0;"
 // CHECK: nvvm.mbarrier.arrive
 // The other program's remaining steps: waited for, their turns taken and passed, released;
 // consumer 0 takes back the last turn.
