@@ -62,6 +62,7 @@ struct BuilderState {
     case DType::f32: return b.getF32Type();
     case DType::f16: return b.getF16Type();
     case DType::bf16: return b.getBF16Type();
+    case DType::i32: return b.getIntegerType(32);
     }
     return b.getF32Type();
   }
@@ -196,6 +197,8 @@ Tensor Builder::arg(const std::string& name, std::vector<Dim> dims, DType dtype,
   for (Attribute a : s.argNames)
     if (cast<StringAttr>(a).getValue() == name) s.fail("argument name '" + name + "' is used twice");
   if (dims.empty()) s.fail("argument '" + name + "' needs at least one dim");
+  if (output && dtype == DType::i32)
+    s.fail("output '" + name + "' is i32: outputs are f32, f16 or bf16 (i32 is for inputs read with Builder::read)");
   SmallVector<Attribute> ds;
   for (const Dim& d : dims) {
     if (d.is_symbol()) {
@@ -274,12 +277,32 @@ View Tensor::tile(std::vector<Index> index, Shape shape, Where w) const {
            std::to_string(shape.size()) + " tile");
   for (int64_t d : shape)
     if (d <= 0) s.fail(who + ": tile dims must be positive");
+  if (dtype_ == DType::i32)
+    s.fail(who + " is i32: tiles are f32, f16 or bf16; read its elements one at a time with Builder::read");
   SmallVector<Value> idx;
   for (const Index& i : index) idx.push_back(val(i));
   Value tensor = s.kernel.getBody().front().getArgument(arg_);
   auto vt = s.viewType(shape, dtype_);
   auto op = s.check(s.b.create<t::ViewOp>(s.loc(w), vt, tensor, idx));
   return View(s.serial, op.getResult().getAsOpaquePointer(), shape, dtype_);
+}
+
+Index Builder::read(const Tensor& t, std::vector<Index> at, Where w) {
+  auto& s = builder(trace_);
+  SiteGuard site(s, w);
+  (void)live(t.trace(), [&] { return "Tensor (argument #" + std::to_string(t.position()) + ")"; });
+  std::string who = "read of argument '" + cast<StringAttr>(s.argNames.at(t.position())).getValue().str() + "'";
+  if (t.dtype() != DType::i32)
+    s.fail(who + ": it is " + to_string(t.dtype()) + "; read() takes i32 inputs (load a float tensor into a tile)");
+  Value tensor = s.kernel.getBody().front().getArgument(t.position());
+  const int64_t rank = cast<t::TensorArgType>(tensor.getType()).getRank();
+  if (int64_t(at.size()) != rank)
+    s.fail(who + ": it has rank " + std::to_string(rank) + ", so read() needs " + std::to_string(rank) +
+           " element indices, got " + std::to_string(at.size()));
+  SmallVector<Value> idx;
+  for (const Index& i : at) idx.push_back(val(i));
+  auto op = s.check(s.b.create<t::ReadOp>(s.loc(w), s.b.getIndexType(), tensor, idx));
+  return s.wrap(op.getResult());
 }
 
 Tile Builder::load(const View& v, double padding, Where w) {

@@ -173,6 +173,12 @@ LogicalResult KernelLowering::lowerOp(Operation* op) {
         return res;
       })
       .Case<LoopOp>([&](LoopOp l) { return lowerLoop(l); })
+      .Case<ReadOp>([&](ReadOp r) {
+        SmallVector<Value> at;
+        for (Value i : r.getIndices()) at.push_back(map_.lookup(i));
+        map_.map(r.getResult(), kiln::readIndex(b_, loc, map_.lookup(r.getTensor()), at));
+        return success();
+      })
       .Case<ViewOp>([&](ViewOp v) {
         // Leading element indices (a view of fewer dims than its tensor) pick the slice;
         // the rest are tile indices into it (ViewBase.h).

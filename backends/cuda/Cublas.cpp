@@ -101,7 +101,7 @@ cudaDataType_t cudaType(DType t) {
   case DType::f16: return CUDA_R_16F;
   case DType::bf16: return CUDA_R_16BF;
   }
-  throw Error(ErrorKind::Unsupported, "cuBLASLt GEMM: unsupported dtype");
+  throw Error(ErrorKind::Unsupported, std::string("cuBLASLt GEMM: unsupported dtype ") + to_string(t));
 }
 
 // What cuBLASLt's heuristic may assume about an operand (its default assumption is 256).

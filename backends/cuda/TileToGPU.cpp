@@ -171,6 +171,12 @@ LogicalResult GpuKernelLowering::lowerOp(Operation* op) {
         return lowerBlock(g.getBody().front());
       })
       .Case<LoopOp>([&](LoopOp l) { return lowerLoop(l); })
+      .Case<ReadOp>([&](ReadOp r) {
+        SmallVector<Value> at;
+        for (Value i : r.getIndices()) at.push_back(map_.lookup(i));
+        map_.map(r.getResult(), readIndex(b_, loc_, map_.lookup(r.getTensor()), at));
+        return success();
+      })
       .Case<ViewOp>([&](ViewOp v) {
         views_[v.getResult()] = viewOf(v, [&](Value idx) { return map_.lookup(idx); });
         return success();

@@ -32,6 +32,7 @@ namespace kiln::dsl {
 inline constexpr DType f32 = DType::f32;
 inline constexpr DType f16 = DType::f16;
 inline constexpr DType bf16 = DType::bf16;
+inline constexpr DType i32 = DType::i32;
 using Shape = std::vector<int64_t>;
 /// The most elements one tile may have (2^20): a tile lives in a program's registers or
 /// shared memory, far smaller; a larger tile() or full() is an InvalidKernel error at the
@@ -190,6 +191,12 @@ public:
     }, w);
   }
 
+  /// One element of an i32 input `t` at element indices `at` (one per dim), as an index:
+  /// a per-sequence length or offset, for the program's loop bounds and masks (`k.splat`
+  /// of it compares against `iota`). An index past its dim reads 0.
+  ///   auto len = k.read(Lens, {b});                        // Lens: [B] i32
+  ///   auto steps = min(cdiv(S, 64), cdiv(len, 64));        // keys past len are never read
+  Index read(const Tensor& t, std::vector<Index> at, Where w = Where::current());
   Tile load(const View& v, double padding = 0.0, Where w = Where::current());
   void store(const View& v, const Tile& t, Where w = Where::current());
   Tile zeros(Shape shape, DType dtype = DType::f32, Where w = Where::current());

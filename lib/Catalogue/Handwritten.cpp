@@ -16,7 +16,10 @@ const char* kEpilogueCu =
 #include "epilogue.cu.inc"
     ;
 
-int dtypeCode(DType d) { return d == DType::f32 ? 0 : d == DType::bf16 ? 1 : 2; }
+int dtypeCode(DType d) {
+  if (!is_float(d)) throw Error(ErrorKind::Unsupported, std::string("handwritten kernels take f32, f16 or bf16, not ") + to_string(d));
+  return d == DType::f32 ? 0 : d == DType::bf16 ? 1 : 2;
+}
 int epilogueCode(reference::Epilogue e) {
   switch (e) {
   case reference::Epilogue::none: return 0;

@@ -12,6 +12,7 @@ namespace kiln {
 static DType toDType(mlir::Type t) {
   if (t.isBF16()) return DType::bf16;
   if (t.isF16()) return DType::f16;
+  if (t.isInteger(32)) return DType::i32;
   return DType::f32;
 }
 

@@ -1,5 +1,8 @@
 #include "kiln/dtype.hpp"
 
+#include <climits>
+#include <cmath>
+
 #include <cstring>
 
 namespace kiln {
@@ -32,6 +35,7 @@ const char* to_string(DType t) {
   case DType::f32: return "f32";
   case DType::f16: return "f16";
   case DType::bf16: return "bf16";
+  case DType::i32: return "i32";
   }
   return "?";
 }
@@ -40,6 +44,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "f32") return DType::f32;
   if (name == "f16") return DType::f16;
   if (name == "bf16") return DType::bf16;
+  if (name == "i32") return DType::i32;
   return std::nullopt;
 }
 
@@ -118,6 +123,11 @@ float load_as_f32(const void* data, DType t, int64_t i) {
     std::memcpy(&v, p, sizeof v);
     return v;
   }
+  if (t == DType::i32) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return float(v);
+  }
   uint16_t h;
   std::memcpy(&h, p, sizeof h);
   return t == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
@@ -127,6 +137,13 @@ void store_from_f32(void* data, DType t, int64_t i, float v) {
   auto* p = static_cast<unsigned char*>(data) + i * size_of(t);
   if (t == DType::f32) {
     std::memcpy(p, &v, sizeof v);
+    return;
+  }
+  if (t == DType::i32) {
+    // Nearest, ties to even; NaN is 0 and the rest saturate (a cast would be undefined).
+    const float r = std::nearbyint(v);
+    const int32_t x = std::isnan(r) ? 0 : r >= 2147483647.0f ? INT32_MAX : r <= -2147483648.0f ? INT32_MIN : int32_t(r);
+    std::memcpy(p, &x, sizeof x);
     return;
   }
   const uint16_t h = t == DType::f16 ? f32_to_f16(v) : f32_to_bf16(v);

@@ -1,5 +1,7 @@
 #include "kiln/tensor.hpp"
 
+#include <climits>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -136,6 +138,11 @@ void HostTensor::poison() {
   // platform spells NAN.
   const int64_t n = numel();
   unsigned char* p = bytes_.data();
+  if (dtype_ == DType::i32) { // no NaN: the most negative value, never a length or offset
+    const int32_t worst = INT32_MIN;
+    for (int64_t i = 0; i < n; ++i) std::memcpy(p + 4 * i, &worst, 4);
+    return;
+  }
   if (dtype_ == DType::f32) {
     const uint32_t qnan = 0x7FC00000u;
     for (int64_t i = 0; i < n; ++i) std::memcpy(p + 4 * i, &qnan, 4);

@@ -2,6 +2,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace kiln {
 
@@ -33,6 +34,24 @@ Value sliceLeadingDims(OpBuilder& b, Location loc, Value tensor, ValueRange lead
   auto sliceType = MemRefType::get(dyn, type.getElementType(),
                                    StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, dyn), type.getMemorySpace());
   return b.create<memref::ReinterpretCastOp>(loc, sliceType, meta.getBaseBuffer(), OpFoldResult(offset), sizes, strides);
+}
+
+Value readIndex(OpBuilder& b, Location loc, Value tensor, ValueRange indices) {
+  // In range: every index below its dim (an index below 0 compares as a huge one).
+  Value inRange;
+  for (auto [d, i] : llvm::enumerate(indices)) {
+    Value dim = b.create<memref::DimOp>(loc, tensor, int64_t(d));
+    Value ok = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, i, dim);
+    inRange = inRange ? b.create<arith::AndIOp>(loc, inRange, ok).getResult() : ok;
+  }
+  auto read = b.create<scf::IfOp>(loc, TypeRange{b.getIndexType()}, inRange, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(read.thenBlock());
+  Value x = b.create<memref::LoadOp>(loc, tensor, indices);
+  b.create<scf::YieldOp>(loc, ValueRange{b.create<arith::IndexCastOp>(loc, b.getIndexType(), x).getResult()});
+  b.setInsertionPointToStart(read.elseBlock());
+  b.create<scf::YieldOp>(loc, ValueRange{b.create<arith::ConstantIndexOp>(loc, 0).getResult()});
+  return read.getResult(0);
 }
 
 } // namespace kiln

@@ -14,4 +14,8 @@ namespace kiln {
 /// access through it is masked off. `tensor` itself when nothing is fixed.
 mlir::Value sliceLeadingDims(mlir::OpBuilder& b, mlir::Location loc, mlir::Value tensor, mlir::ValueRange leading);
 
+/// tile.read: element `indices` of `tensor` (a strided i32 memref) as an index, 0 where an
+/// index lies outside its dim (no access is made there).
+mlir::Value readIndex(mlir::OpBuilder& b, mlir::Location loc, mlir::Value tensor, mlir::ValueRange indices);
+
 } // namespace kiln

@@ -111,6 +111,27 @@ inline Kernel groupedAttention(DType dt, int64_t D, bool causal, int64_t group, 
   });
 }
 
+/// Attention over a batch of sequences padded to S: Q and O of [B, H, S, D], K and V of
+/// [B, H / group, S, D], and Lens [B] (i32) each sequence's length. A program reads its
+/// sequence's length and runs attentionTile over min(S, length) keys: its loop stops at the
+/// last key tile holding one, and keys past it score -inf. Query rows past the length are
+/// the padding's: computed (over the sequence's keys), never checked.
+inline Kernel paddedAttention(DType dt, int64_t D, bool causal, int64_t group, int64_t tile = 64) {
+  using namespace kiln::dsl;
+  return kernel("padded_attention", [=](Builder& b) {
+    auto [B, H, G, S] = b.dims("B", "H", "G", "S");
+    auto Q = b.input("Q", {B, H, S, D}, dt), K = b.input("K", {B, G, S, D}, dt), V = b.input("V", {B, G, S, D}, dt);
+    auto Lens = b.input("Lens", {B}, i32);
+    auto O = b.output("O", {B, H, S, D}, dt);
+    b.grid({cdiv(S, tile), H, B}, [&](Index i, Index h, Index n) {
+      Index z = b.constant(0), g = h / group, len = min(S, b.read(Lens, {n}));
+      auto kv = [&](const Tensor& T) { return [&, T](Index j) { return T.tile({n, g, j, z}, {tile, D}); }; };
+      b.store(O.tile({n, h, i, z}, {tile, D}),
+              attentionTile(b, Q.tile({n, h, i, z}, {tile, D}), kv(K), kv(V), len, i, dt, D, causal, tile));
+    });
+  });
+}
+
 /// The row max and row sum of the scores S = Q K^T (M x N, Q and K of M x D and N x D in
 /// `dt`) by 64 x 64 tiles, stored as rank-1 tiles: Mx[i] = max_j S[i, j], Sum[i] = sum_j S[i, j]
 /// (f32). On the GPU the rows stay in the scores' registers and one lane per quad stores them.
@@ -176,6 +197,22 @@ inline std::vector<double> groupedAttentionErrors(const HostTensor& q, const Hos
     for (int64_t h = 0; h < H; ++h) {
       const int64_t qAt = (n * H + h) * S * D, kvAt = (n * G + h / group) * S * D;
       worst.push_back(worstError(o, attentionReference(q, k, v, causal, S, qAt, kvAt), qAt));
+    }
+  return worst;
+}
+
+/// For paddedAttention's output `o`: the worst error of each head's first min(S, lens[n])
+/// rows against attentionReference over that many keys, batch-major.
+inline std::vector<double> paddedAttentionErrors(const HostTensor& q, const HostTensor& k, const HostTensor& v,
+                                                 const HostTensor& o, const std::vector<int32_t>& lens, int64_t group,
+                                                 bool causal) {
+  const int64_t B = q.dims()[0], H = q.dims()[1], S = q.dims()[2], D = q.dims()[3], G = k.dims()[1];
+  std::vector<double> worst;
+  for (int64_t n = 0; n < B; ++n)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t len = std::min<int64_t>(S, lens[size_t(n)]);
+      const int64_t qAt = (n * H + h) * S * D, kvAt = (n * G + h / group) * S * D;
+      worst.push_back(len <= 0 ? 0.0 : worstError(o, attentionReference(q, k, v, causal, len, qAt, kvAt), qAt));
     }
   return worst;
 }

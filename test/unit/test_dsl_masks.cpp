@@ -242,3 +242,94 @@ TEST_CASE("masks and transposes refuse malformed tiles by name", "[dsl][errors]"
   CHECK_THAT(invalidKernel(inKernel([](Builder& b) { where(b.zeros({4, 8}), b.zeros({4, 8}), b.zeros({4, 8}, bf16)); })),
              Contains("where(4x8xf32, 4x8xf32, 4x8xbf16): the mask and both choices must match"));
 }
+
+TEST_CASE("attention over sequences padded to one length reads each sequence's length from an i32 input and "
+          "agrees with the reference over that many keys",
+          "[dsl][cpu]") {
+  const int64_t B = 4, H = 4, S = 45, D = 32;
+  // Lengths: whole, ragged, a tile's worth, and one past S (taken as S): rows and keys past
+  // a sequence's length are never compared, and its keys never read.
+  const std::vector<int32_t> lens = {45, 17, 16, 70};
+  for (int64_t group : {1, 2})
+    for (bool causal : {false, true}) {
+      INFO("group " << group << (causal ? " causal" : " full"));
+      const int64_t G = H / group;
+      auto ck = Runtime::create(Backend::cpu).compile(test::paddedAttention(DType::f32, D, causal, group, 16));
+      HostTensor q(DType::f32, {B, H, S, D}), k(DType::f32, {B, G, S, D}), v(DType::f32, {B, G, S, D}),
+          o(DType::f32, {B, H, S, D}), l(DType::i32, {B});
+      q.fill_random(1), k.fill_random(2), v.fill_random(3);
+      for (int64_t n = 0; n < B; ++n) l.set(n, float(lens[size_t(n)]));
+      o.poison();
+      ck.launch({q.view(), k.view(), v.view(), l.view(), o.view()});
+      const std::vector<double> worst = test::paddedAttentionErrors(q, k, v, o, lens, group, causal);
+      REQUIRE(worst.size() == size_t(B * H));
+      for (size_t head = 0; head < worst.size(); ++head) {
+        INFO("batch " << head / H << " head " << head % H);
+        CHECK(worst[head] < 1e-5);
+      }
+      // The keys past a length are not only masked: they change nothing. K and V there made
+      // NaN, the checked rows are the same.
+      HostTensor k2 = k, v2 = v, o2(DType::f32, {B, H, S, D});
+      for (int64_t n = 0; n < B; ++n)
+        for (int64_t g = 0; g < G; ++g)
+          for (int64_t c = std::min<int64_t>(S, lens[size_t(n)]); c < S; ++c)
+            for (int64_t d = 0; d < D; ++d) {
+              k2.set(((n * G + g) * S + c) * D + d, NAN);
+              v2.set(((n * G + g) * S + c) * D + d, NAN);
+            }
+      o2.poison();
+      ck.launch({q.view(), k2.view(), v2.view(), l.view(), o2.view()});
+      const std::vector<double> worst2 = test::paddedAttentionErrors(q, k2, v2, o2, lens, group, causal);
+      for (size_t head = 0; head < worst2.size(); ++head) CHECK(worst2[head] < 1e-5);
+    }
+}
+
+TEST_CASE("read() gives an i32 element as an index, 0 past its dim", "[dsl][cpu]") {
+  // Y[i] = X[i] scaled by Idx[i] + Idx[i + 3] (past the end: 0), a program per element.
+  Kernel k = kernel("read_index", [](Builder& b) {
+    auto [N] = b.dims("N");
+    auto X = b.input("X", {N}, f32);
+    auto Idx = b.input("Idx", {N}, i32);
+    auto Y = b.output("Y", {N}, f32);
+    b.grid({N}, [&](Index i) {
+      Index w = b.read(Idx, {i}) + b.read(Idx, {i + 3});
+      b.store(Y.tile({i}, {1}), b.load(X.tile({i}, {1})) * b.splat(w, {1}));
+    });
+  });
+  auto ck = Runtime::create(Backend::cpu).compile(k);
+  HostTensor x(DType::f32, {5}), idx(DType::i32, {5}), y(DType::f32, {5});
+  x.fill_random(4);
+  const std::vector<int32_t> at = {3, -2, 7, 100000, 5};
+  for (int64_t e = 0; e < 5; ++e) idx.set(e, float(at[size_t(e)]));
+  y.poison();
+  ck.launch({x.view(), idx.view(), y.view()});
+  for (int64_t e = 0; e < 5; ++e) {
+    const int64_t w = at[size_t(e)] + (e + 3 < 5 ? at[size_t(e + 3)] : 0);
+    CHECK(y.get(e) == float(double(x.get(e)) * double(w)));
+  }
+}
+
+TEST_CASE("read() and i32 tensors refuse what they cannot do, by name and source line", "[dsl][errors]") {
+  auto traced = [](const std::function<void(Builder&, const Tensor&, const Tensor&, const Tensor&)>& body) {
+    return [body] {
+      kernel("bad_read", [&](Builder& b) {
+        auto X = b.input("X", {4}, f32);
+        auto L = b.input("L", {4, 2}, i32);
+        auto Y = b.output("Y", {4}, f32);
+        body(b, X, L, Y);
+      });
+    };
+  };
+  CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor& X, const Tensor&, const Tensor&) { b.read(X, {b.constant(0)}); })),
+             Contains("read of argument 'X': it is f32; read() takes i32 inputs") && Contains("test_dsl_masks.cpp"));
+  CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor&, const Tensor& L, const Tensor&) { b.read(L, {b.constant(0)}); })),
+             Contains("read of argument 'L': it has rank 2, so read() needs 2 element indices, got 1"));
+  CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor&, const Tensor& L, const Tensor&) {
+               b.load(L.tile({b.constant(0), b.constant(0)}, {4, 2}));
+             })),
+             Contains("argument 'L' is i32: tiles are f32, f16 or bf16; read its elements one at a time with Builder::read"));
+  CHECK_THAT(invalidKernel([] { kernel("bad_out", [](Builder& b) { b.output("Y", {4}, i32); }); }),
+             Contains("output 'Y' is i32: outputs are f32, f16 or bf16"));
+  CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor&, const Tensor&, const Tensor&) { b.zeros({4}, i32); })),
+             Contains("i32"));
+}

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -46,9 +47,13 @@ void require_nearest_even(float x, uint16_t h, Widen widen) {
 } // namespace
 
 TEST_CASE("dtype names round trip through parse_dtype", "[dtype]") {
-  for (DType t : {DType::f32, DType::f16, DType::bf16})
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32})
     REQUIRE(parse_dtype(to_string(t)) == t);
   REQUIRE(std::string(to_string(DType::bf16)) == "bf16");
+  REQUIRE(std::string(to_string(DType::i32)) == "i32");
+  REQUIRE(size_of(DType::i32) == 4);
+  REQUIRE_FALSE(is_float(DType::i32));
+  REQUIRE(is_float(DType::bf16));
   REQUIRE_FALSE(parse_dtype("F32").has_value());
   REQUIRE_FALSE(parse_dtype("f64").has_value());
   REQUIRE_FALSE(parse_dtype("").has_value());
@@ -167,6 +172,19 @@ TEST_CASE("every f16 value survives a round trip through f32", "[dtype]") {
       REQUIRE(f32_to_f16(f) == b);
     }
   }
+}
+
+TEST_CASE("i32 elements store the nearest integer, saturate, make NaN 0, and read back exactly", "[dtype]") {
+  int32_t buf[8] = {};
+  const float in[8] = {2.5f, 3.5f, -7.4f, 16777216.0f, 3e9f, -3e9f, NAN, 1e30f};
+  const int32_t want[8] = {2, 4, -7, 16777216, INT32_MAX, INT32_MIN, 0, INT32_MAX};
+  for (int i = 0; i < 8; ++i) store_from_f32(buf, DType::i32, i, in[i]);
+  for (int i = 0; i < 8; ++i) {
+    INFO(in[i]);
+    CHECK(buf[i] == want[i]);
+  }
+  CHECK(load_as_f32(buf, DType::i32, 2) == -7.0f);
+  CHECK(load_as_f32(buf, DType::i32, 3) == 16777216.0f);
 }
 
 TEST_CASE("load_as_f32 and store_from_f32 address and round each dtype", "[dtype]") {

@@ -105,6 +105,10 @@ TEST_CASE("poison makes every element a NaN in every dtype", "[tensor]") {
     for (int64_t i = 0; i < t.numel(); ++i) REQUIRE(std::isnan(t.get(i)));
     for (double x : t.to_f64()) REQUIRE(std::isnan(x));
   }
+  // i32 has no NaN: poison is its most negative value, never a length or an offset.
+  HostTensor t(DType::i32, {3});
+  t.poison();
+  for (int64_t i = 0; i < t.numel(); ++i) REQUIRE(t.get(i) == -2147483648.0f);
 }
 
 TEST_CASE("to_f64 widens exactly in row-major order", "[tensor]") {

@@ -103,6 +103,10 @@ kiln::DType dtypeOf(const std::string& name) {
   if (!d)
     throw kiln::Error(kiln::ErrorKind::NotFound,
                       "unknown dtype '" + name + "' (expected f32, f16 or bf16)");
+  if (!kiln::is_float(*d))
+    throw kiln::Error(kiln::ErrorKind::Unsupported, "dtype '" + name +
+                                                        "' is for a kernel's integer inputs (lengths, offsets); the "
+                                                        "catalogue's kernels take f32, f16 or bf16");
   return *d;
 }
 

@@ -181,6 +181,14 @@ private:
     return tt.getRank() == 2 && tt.getShape()[1] % 8 == 0 && tt.getShape()[1] <= 256;
   }
 
+  /// Whether index `v` is computed from a tile.read.
+  bool readsTensor(Value v) {
+    Operation* def = v.getDefiningOp();
+    if (!def) return false;
+    if (isa<ReadOp>(def)) return true;
+    return llvm::any_of(def->getOperands(), [&](Value x) { return readsTensor(x); });
+  }
+
   /// An index computed from the grid's indices, the loop's index, the kernel's dims and
   /// constants by arith ops.
   bool indexExpr(Value v) {
@@ -193,7 +201,10 @@ private:
   }
 
   bool matchOps() {
-    if (!indexExpr(m_.loop.getCount())) return fail("the loop's count is not an index expression");
+    if (!indexExpr(m_.loop.getCount()))
+      return fail(readsTensor(m_.loop.getCount())
+                      ? "the loop's count is read from a tensor (tile.read: per-sequence lengths are not in the twin yet)"
+                      : "the loop's count is not an index expression");
     auto check = [&](Block& block) -> bool {
       for (Operation& op : block.without_terminator()) {
         if (&op == m_.loop || &op == m_.store || &op == m_.rowStore || op.getDialect()->getNamespace() == "arith")

@@ -98,7 +98,9 @@ LogicalResult TensorArgType::verify(function_ref<InFlightDiagnostic()> emitError
       return emitError() << "tensor dim must be a symbol name or an integer";
     }
   }
-  return checkElementType(emitError, elt, "tensor");
+  // i32: a tensor of indices (lengths, offsets) read an element at a time by tile.read.
+  if (elt.isInteger(32) || isSupportedElementType(elt)) return success();
+  return emitError() << "tensor element type must be f32, f16, bf16 or i32, got " << elt;
 }
 
 //===----------------------------------------------------------------------===//

@@ -306,6 +306,21 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
+LogicalResult ReadOp::verify() {
+  auto t = getTensor().getType();
+  if ((int64_t)getIndices().size() != t.getRank())
+    return emitOpError("needs ") << t.getRank() << " element indices for a rank-" << t.getRank() << " tensor, got "
+                                 << getIndices().size();
+  if (!t.getElementType().isInteger(32))
+    return emitOpError("reads i32 tensors only, got ") << t.getElementType() << "; load a float tensor into a tile";
+  auto arg = dyn_cast<BlockArgument>(getTensor());
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (!arg || !kernel || arg.getOwner() != &kernel.getBody().front())
+    return emitOpError("reads a kernel argument only");
+  if (kernel.isOutput(arg.getArgNumber())) return emitOpError("reads an input only, not an output");
+  return success();
+}
+
 LogicalResult LoadOp::verify() {
   auto v = getView().getType();
   auto t = getResult().getType();

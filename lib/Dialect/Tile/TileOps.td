@@ -138,6 +138,20 @@ def Tile_ViewOp : Tile_Op<"view", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_ReadOp : Tile_Op<"read", [MemoryEffects<[MemRead]>]> {
+  let summary = "one element of an i32 input tensor, as an index";
+  let description = [{
+    `%n = tile.read %Lens[%b] : !tile.tensor<[B], i32>` is element %b of Lens (element
+    indices, one per dim): a per-sequence length or offset for the program's bounds and
+    masks. An index past its dim reads 0. The tensor must be an input (a kernel never
+    writes what it reads this way).
+  }];
+  let arguments = (ins Tile_AnyTensor:$tensor, Variadic<Index>:$indices);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$tensor `[` $indices `]` attr-dict `:` type($tensor)";
+  let hasVerifier = 1;
+}
+
 def Tile_LoadOp : Tile_Op<"load", [MemoryEffects<[MemRead]>]> {
   let summary = "reads a view into a tile; elements past the tensor's edge read `padding`";
   let arguments = (ins Tile_AnyView:$view, DefaultValuedAttr<F64Attr, "0.0">:$padding);

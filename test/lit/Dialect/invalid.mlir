@@ -88,8 +88,33 @@ tile.kernel @tensor_negative_dim(in %A : !tile.tensor<[M, -3], f32>, out %B : !t
 
 // -----
 
-// expected-error @+1 {{tensor element type must be f32, f16 or bf16, got 'i8'}}
+// expected-error @+1 {{tensor element type must be f32, f16, bf16 or i32, got 'i8'}}
 tile.kernel @tensor_i8(in %A : !tile.tensor<[M], i8>, out %B : !tile.tensor<[M], f32>) {
+}
+
+// -----
+
+// tile.read: element indices, one per dim, of an i32 input.
+tile.kernel @read_wrong_rank(in %L : !tile.tensor<[B, 2], i32>, out %Y : !tile.tensor<[B], f32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.read' op needs 2 element indices for a rank-2 tensor, got 1}}
+  %n = tile.read %L[%c0] : !tile.tensor<[B, 2], i32>
+}
+
+// -----
+
+tile.kernel @read_float(in %X : !tile.tensor<[B], f32>, out %Y : !tile.tensor<[B], f32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.read' op reads i32 tensors only, got 'f32'; load a float tensor into a tile}}
+  %n = tile.read %X[%c0] : !tile.tensor<[B], f32>
+}
+
+// -----
+
+tile.kernel @read_output(in %X : !tile.tensor<[B], f32>, out %L : !tile.tensor<[B], i32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.read' op reads an input only, not an output}}
+  %n = tile.read %L[%c0] : !tile.tensor<[B], i32>
 }
 
 // -----

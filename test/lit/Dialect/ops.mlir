@@ -258,3 +258,17 @@ tile.kernel @leading(in %X : !tile.tensor<[B, M, N], f32>, out %Y : !tile.tensor
     tile.store %x, %w : !tile.tile<4x8xf32>, !tile.view<4x8xf32>
   }
 }
+
+// An i32 input read an element at a time, as an index.
+// CHECK-LABEL: tile.kernel @read_length(in %Lens: !tile.tensor<[B], i32>, out %Y: !tile.tensor<[B], f32>) {
+tile.kernel @read_length(in %Lens : !tile.tensor<[B], i32>, out %Y : !tile.tensor<[B], f32>) {
+  %B = tile.dim "B"
+  tile.grid (%b) in (%B) {
+    // CHECK: %[[N:.+]] = tile.read %Lens[%{{.+}}] : <[B], i32>
+    %n = tile.read %Lens[%b] : !tile.tensor<[B], i32>
+    %t = tile.splat %n : index -> !tile.tile<1xf32>
+    %v = tile.view %Y[%b] : !tile.tensor<[B], f32> -> !tile.view<1xf32>
+    tile.store %t, %v : !tile.tile<1xf32>, !tile.view<1xf32>
+  }
+}
+
