@@ -226,6 +226,11 @@ private:
   };
   /// The loop's Pipeline, or nothing with `why` saying which condition fails.
   std::optional<Pipeline> pipeline(std::string& why);
+  /// Whether every mask of index comparisons that the loop's selects use holds on the whole
+  /// tile of key step `j` (uniform); null when the loop has none. The overlapped loop is
+  /// versioned on it (pipelinedLoop): ptxas waits for an in-flight wgmma where two paths
+  /// join, so a branch of where()'s own between the two waits would end the overlap there.
+  Value masksHold(Value j);
   /// wgmma.wait_group `pending` with the accumulator struct `acc` passed through it.
   Value waitGroup(int64_t pending, Value acc);
   /// The pipelined loop (see Pipeline) over the program's steps [lo_, mine): the flat yields.
@@ -329,6 +334,10 @@ private:
   DenseMap<Value, Vals> env_;       // tile values computed so far (current scope)
   DenseMap<Value, Scaled> scaled_;  // tiles seen as x c so far (current scope)
   std::optional<Pipeline> pipeline_; // where the loop allows the overlap (plan_.noOverlap says why not)
+  // Set while the overlapped softmax is evaluated: where() takes every mask of index
+  // comparisons as holding on the whole tile (true) or selects per element (false), without
+  // a branch of its own (see masksHold).
+  std::optional<bool> tileMasks_;
 };
 
 void AttnEmitter::declareParams() {
@@ -830,7 +839,8 @@ Value AttnEmitter::select(Value mask, Value a, Value c) {
 }
 
 Vals AttnEmitter::where(Value mask, const Vals& a, const Vals& c, int64_t n) {
-  if (!bounded(mask)) {
+  if (bounded(mask) && tileMasks_ && *tileMasks_) return expand(a, n);
+  if (!bounded(mask) || tileMasks_) {
     Vals m = expand(eval(mask), n), out;
     for (int64_t e = 0; e < n; ++e) out.push_back(select(m[size_t(e)], at(a, e), at(c, e)));
     return out;
@@ -1071,6 +1081,19 @@ std::optional<AttnEmitter::Pipeline> AttnEmitter::pipeline(std::string& why) {
   return pl;
 }
 
+Value AttnEmitter::masksHold(Value j) {
+  Scope outer = scope();
+  idx_.map(m_.loop.getInductionVar(), toIndex(j));
+  Value all;
+  m_.loop.getBody().front().walk([&](SelectOp sel) {
+    if (!bounded(sel.getMask())) return;
+    Value holds = allTrue(sel.getMask());
+    all = all ? b_.create<arith::AndIOp>(loc_, all, holds).getResult() : holds;
+  });
+  restore(std::move(outer));
+  return all;
+}
+
 Value AttnEmitter::waitGroup(int64_t pending, Value acc) {
   // The wait ties the accumulator's values (in and out), so nothing reads them before it.
   auto st = cast<LLVM::LLVMStructType>(acc.getType());
@@ -1154,16 +1177,15 @@ Vals AttnEmitter::pipelinedLoop(const Pipeline& pl, Value mine, const SmallVecto
   for (unsigned c = 0; c < nc; ++c)
     if (c != pl.acc) state0.append(inits.begin() + at[c], inits.begin() + at[c + 1]);
   SmallVector<Value> loopInits(inits.begin() + at[pl.acc], inits.begin() + at[pl.acc + 1]);
-  llvm::append_range(loopInits, packed(softmax(state0, lo_, s0)));
+  SmallVector<Value> soft0 = softmax(state0, lo_, s0);
+  llvm::append_range(loopInits, packed(soft0));
   // Step j: one burst of S_{j+1} = Q K_{j+1}^T, the update of acc (while S's product
   // runs), P_j V_j; S_{j+1}'s softmax while P_j V_j runs; then P_j V_j's result.
   Value last = sub(mine, i32(1));
-  auto loop = b_.create<scf::ForOp>(loc_, lo_, last, i32(1), loopInits);
-  {
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPointToStart(loop.getBody());
-    Value j = loop.getInductionVar(), j1 = add(j, i32(1));
-    ArrayRef<Value> args(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+  // One step j on the loop's values `args` (acc, then the softmax's packed results): its
+  // next values. `masks`: where() without a branch of its own (see tileMasks_).
+  auto body = [&](Value j, ArrayRef<Value> args, std::optional<bool> masks) {
+    Value j1 = add(j, i32(1));
     ArrayRef<Value> acc = args.take_front(size_t(nAcc)), st = args.drop_front(size_t(nAcc));
     waitFull(j1);
     turn(/*pass=*/false);
@@ -1173,13 +1195,55 @@ Vals AttnEmitter::pipelinedLoop(const Pipeline& pl, Value mine, const SmallVecto
     Value pv = issuePV(j, frags(st), accIn);
     turn(/*pass=*/true);
     Vals s = extract(waitGroup(1, next));
-    SmallVector<Value> stNext = softmax(state(st), j1, s);
+    tileMasks_ = masks;
+    SmallVector<Value> soft = softmax(state(st), j1, s);
+    tileMasks_.reset();
     SmallVector<Value> out = extract(waitGroup(0, pv));
     release(j);
-    llvm::append_range(out, packed(stNext));
-    b_.create<scf::YieldOp>(loc_, out);
+    llvm::append_range(out, packed(soft));
+    return out;
+  };
+  // Loop versioning: while every index mask holds on step j + 1's whole tile, steps with no
+  // mask at all (no branch, so no join between the two waits, where ptxas waits for the
+  // product); the rest (the last key tile, a causal diagonal) with per-element selects.
+  SmallVector<Value> results;
+  Value from = lo_;
+  SmallVector<Value> values(loopInits);
+  {
+    Scope probe = scope();
+    const bool masked = bool(masksHold(lo_));
+    restore(std::move(probe));
+    if (masked) {
+      SmallVector<Type> types{b_.getI32Type()};
+      for (Value v : values) types.push_back(v.getType());
+      SmallVector<Value> init{lo_};
+      llvm::append_range(init, values);
+      auto loop = b_.create<scf::WhileOp>(loc_, types, init);
+      {
+        OpBuilder::InsertionGuard g(b_);
+        Block* before = b_.createBlock(&loop.getBefore(), {}, types, SmallVector<Location>(types.size(), loc_));
+        Value j = before->getArgument(0);
+        Value go = b_.create<arith::AndIOp>(loc_, ult(j, last), masksHold(add(j, i32(1))));
+        b_.create<scf::ConditionOp>(loc_, go, before->getArguments());
+        Block* after = b_.createBlock(&loop.getAfter(), {}, types, SmallVector<Location>(types.size(), loc_));
+        SmallVector<Value> args(after->getArguments().begin() + 1, after->getArguments().end());
+        SmallVector<Value> out{add(after->getArgument(0), i32(1))};
+        llvm::append_range(out, body(after->getArgument(0), args, true));
+        b_.create<scf::YieldOp>(loc_, out);
+      }
+      from = loop.getResult(0);
+      values.assign(loop.getResults().begin() + 1, loop.getResults().end());
+    }
+    auto loop = b_.create<scf::ForOp>(loc_, from, last, i32(1), values);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> args(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+      b_.create<scf::YieldOp>(loc_, ValueRange(body(loop.getInductionVar(), args,
+                                                    masked ? std::optional<bool>(false) : std::nullopt)));
+    }
+    results.assign(loop.getResults().begin(), loop.getResults().end());
   }
-  SmallVector<Value> results(loop.getResults());
   ArrayRef<Value> acc = ArrayRef<Value>(results).take_front(size_t(nAcc)),
                   st = ArrayRef<Value>(results).drop_front(size_t(nAcc));
   turn(/*pass=*/false);

@@ -79,7 +79,12 @@
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // P rounded once, in pairs, from the f32 exponentials (not through bf16 and back).
 // CHECK: arith.truncf %{{[0-9]+}} : vector<2xf32> to vector<2xbf16>
-// CHECK: scf.for
+// Loop versioning: while the mask holds on the next step's whole tile (scf.while), steps with
+// no mask and no branch between the two waits (ptxas waits for an in-flight wgmma where
+// paths join); then the rest (scf.for) with per-element selects, still without a branch.
+// CHECK: scf.while
+// CHECK: scf.condition
+// CHECK: } do {
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.barrier id =
 // CHECK: nvvm.wgmma.fence.aligned
@@ -91,7 +96,16 @@
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.barrier.arrive id =
 // CHECK: llvm.inline_asm has_side_effects {{.*}} "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NOT: scf.if
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK-NOT: scf.if
+// CHECK: llvm.inline_asm has_side_effects {{.*}} "wgmma.wait_group.sync.aligned 0;"
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: scf.for
+// CHECK: llvm.inline_asm has_side_effects {{.*}} "wgmma.wait_group.sync.aligned 1;"
+// CHECK-NOT: scf.if
+// CHECK: arith.select
+// CHECK-NOT: scf.if
 // CHECK: llvm.inline_asm has_side_effects {{.*}} "wgmma.wait_group.sync.aligned 0;"
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: arith.truncf %{{[0-9]+}} : vector<2xf32> to vector<2xbf16>
