@@ -279,12 +279,43 @@ View Tensor::tile(std::vector<Index> index, Shape shape, Where w) const {
     if (d <= 0) s.fail(who + ": tile dims must be positive");
   if (dtype_ == DType::i32)
     s.fail(who + " is i32: tiles are f32, f16 or bf16; read its elements one at a time with Builder::read");
+  const int64_t lead = int64_t(rank_) - int64_t(shape.size());
+  if (windowDim_ >= 0 && windowDim_ < lead)
+    s.fail(who + " has a window along dim " + std::to_string(windowDim_) + ", which this rank-" +
+           std::to_string(shape.size()) + " tile fixes at an element index: window a dim the tile spans");
   SmallVector<Value> idx;
   for (const Index& i : index) idx.push_back(val(i));
   Value tensor = s.kernel.getBody().front().getArgument(arg_);
   auto vt = s.viewType(shape, dtype_);
-  auto op = s.check(s.b.create<t::ViewOp>(s.loc(w), vt, tensor, idx));
+  Value start, size;
+  IntegerAttr along;
+  if (windowDim_ >= 0) {
+    start = val(windowStart_);
+    size = val(windowLength_);
+    along = s.b.getI64IntegerAttr(windowDim_);
+  }
+  auto op = s.check(s.b.create<t::ViewOp>(s.loc(w), vt, tensor, idx, start, size, along));
   return View(s.serial, op.getResult().getAsOpaquePointer(), shape, dtype_);
+}
+
+Tensor Tensor::window(int64_t dim, Index start, Index length, Where w) const {
+  auto& s = live(trace_, [&] { return "Tensor (argument #" + std::to_string(arg_) + ")"; });
+  SiteGuard site(s, w);
+  std::string who = "window of argument '" + cast<StringAttr>(s.argNames.at(arg_)).getValue().str() + "'";
+  if (windowDim_ >= 0) s.fail(who + ": it has a window already (along dim " + std::to_string(windowDim_) + "); one per tensor");
+  if (dtype_ == DType::i32) s.fail(who + ": it is i32, read one element at a time with Builder::read; windows are for tiles");
+  if (dim < 0 || dim >= int64_t(rank_) - 1)
+    s.fail(who + " along dim " + std::to_string(dim) + ": it has rank " + std::to_string(rank_) + ", and a window is along " +
+           (rank_ < 2 ? std::string("a dim other than the innermost, which a rank-1 tensor lacks")
+                      : "dim 0" + (rank_ > 2 ? " to " + std::to_string(rank_ - 2) : std::string()) +
+                            " (not the innermost: its rows keep their alignment)"));
+  (void)val(start);
+  (void)val(length);
+  Tensor out = *this;
+  out.windowDim_ = dim;
+  out.windowStart_ = start;
+  out.windowLength_ = length;
+  return out;
 }
 
 Index Builder::read(const Tensor& t, std::vector<Index> at, Where w) {

@@ -182,10 +182,10 @@ LogicalResult KernelLowering::lowerOp(Operation* op) {
       .Case<ViewOp>([&](ViewOp v) {
         // Leading element indices (a view of fewer dims than its tensor) pick the slice;
         // the rest are tile indices into it (ViewBase.h).
+        // A window narrows one of those (ViewBase.h).
         const size_t lead = v.getIndices().size() - size_t(v.getType().getRank());
-        SmallVector<Value> fixed;
-        for (Value idx : v.getIndices().take_front(lead)) fixed.push_back(map_.lookup(idx));
-        ViewInfo info{kiln::sliceLeadingDims(b_, loc, map_.lookup(v.getTensor()), fixed), {}, v.getType().getShape()};
+        ViewInfo info{kiln::viewBase(b_, loc, map_.lookup(v.getTensor()), v, [&](Value i) { return map_.lookup(i); }), {},
+                      v.getType().getShape()};
         for (auto [d, idx] : llvm::enumerate(v.getIndices().drop_front(lead)))
           info.offsets.push_back(
               b_.create<arith::MulIOp>(loc, map_.lookup(idx), cidx(loc, info.shape[d])));

@@ -79,11 +79,9 @@ Slot GpuKernelLowering::mmaRowSlot(int64_t k, const Layout& l) {
 
 ViewInfo GpuKernelLowering::viewOf(ViewOp v, llvm::function_ref<Value(Value)> index) {
   // Leading element indices (a view of fewer dims than its tensor) pick the slice; the rest
-  // are tile indices into it (ViewBase.h).
+  // are tile indices into it; a window narrows one of those (ViewBase.h).
   const size_t lead = v.getIndices().size() - size_t(v.getType().getRank());
-  SmallVector<Value> fixed;
-  for (Value idx : v.getIndices().take_front(lead)) fixed.push_back(index(idx));
-  ViewInfo info{kiln::sliceLeadingDims(b_, loc_, map_.lookup(v.getTensor()), fixed), {},
+  ViewInfo info{kiln::viewBase(b_, loc_, map_.lookup(v.getTensor()), v, index), {},
                 llvm::to_vector(v.getType().getShape())};
   for (auto [d, idx] : llvm::enumerate(v.getIndices().drop_front(lead)))
     info.offsets.push_back(b_.create<arith::MulIOp>(loc_, index(idx), cidx(info.shape[d])));

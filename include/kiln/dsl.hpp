@@ -145,6 +145,14 @@ public:
   /// `Q.tile({b, h, i, k.constant(0)}, {64, D})` (masked off whole where b or h is past its
   /// dim).
   View tile(std::vector<Index> index, Shape shape, Where w = Where::current()) const;
+  /// This tensor with dim `dim` narrowed to elements [start, start + length), clipped to
+  /// the dim: tiles of the result count from `start` along `dim`, and loads and stores
+  /// through them are masked past `length` (none where start is past the dim or length is
+  /// not positive). For sequences packed end to end, their offsets in an i32 input:
+  ///   auto at = k.read(Offsets, {n}), len = k.read(Offsets, {n + 1}) - at;  // Offsets: [B + 1]
+  ///   Q.window(1, at, len).tile({h, i, z}, {64, D});    // Q: [H, T, D]: sequence n's rows
+  /// The dim must be one the tile spans and not the innermost; one window per tensor.
+  Tensor window(int64_t dim, Index start, Index length, Where w = Where::current()) const;
   DType dtype() const { return dtype_; }
   uint64_t trace() const { return trace_; }
   /// The argument's position in the kernel's signature.
@@ -154,6 +162,8 @@ private:
   unsigned arg_ = 0;
   DType dtype_ = DType::f32;
   size_t rank_ = 0;
+  int64_t windowDim_ = -1; ///< the windowed dim, or -1 (window())
+  Index windowStart_, windowLength_;
 };
 
 class KILN_API Builder {

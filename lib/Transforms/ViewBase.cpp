@@ -36,6 +36,40 @@ Value sliceLeadingDims(OpBuilder& b, Location loc, Value tensor, ValueRange lead
   return b.create<memref::ReinterpretCastOp>(loc, sliceType, meta.getBaseBuffer(), OpFoldResult(offset), sizes, strides);
 }
 
+Value windowDim(OpBuilder& b, Location loc, Value slice, int64_t dim, Value start, Value size) {
+  auto type = cast<MemRefType>(slice.getType());
+  auto meta = b.create<memref::ExtractStridedMetadataOp>(loc, slice);
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(loc, p, x, y).getResult(); };
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0), extent = meta.getSizes()[size_t(dim)];
+  // Inside: 0 <= start < extent (a start below 0 compares as a huge one) and size > 0.
+  Value inside = b.create<arith::AndIOp>(loc, cmp(arith::CmpIPredicate::ult, start, extent),
+                                         cmp(arith::CmpIPredicate::sgt, size, zero));
+  Value at = b.create<arith::SelectOp>(loc, inside, start, zero);
+  Value room = b.create<arith::SubIOp>(loc, extent, at);
+  Value kept = b.create<arith::SelectOp>(loc, inside, b.create<arith::MinSIOp>(loc, size, room), zero);
+  Value offset = b.create<arith::AddIOp>(loc, meta.getOffset(),
+                                         b.create<arith::MulIOp>(loc, at, meta.getStrides()[size_t(dim)]));
+  SmallVector<OpFoldResult> sizes, strides;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    sizes.push_back(d == dim ? kept : meta.getSizes()[size_t(d)]);
+    strides.push_back(meta.getStrides()[size_t(d)]);
+  }
+  SmallVector<int64_t> dyn(size_t(type.getRank()), ShapedType::kDynamic);
+  auto windowType = MemRefType::get(dyn, type.getElementType(),
+                                    StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, dyn), type.getMemorySpace());
+  return b.create<memref::ReinterpretCastOp>(loc, windowType, meta.getBaseBuffer(), OpFoldResult(offset), sizes, strides);
+}
+
+Value viewBase(OpBuilder& b, Location loc, Value tensor, tile::ViewOp v, llvm::function_ref<Value(Value)> index) {
+  const size_t lead = v.getIndices().size() - size_t(v.getType().getRank());
+  SmallVector<Value> fixed;
+  for (Value idx : v.getIndices().take_front(lead)) fixed.push_back(index(idx));
+  Value base = sliceLeadingDims(b, loc, tensor, fixed);
+  if (!v.hasWindow()) return base;
+  return windowDim(b, loc, base, int64_t(*v.getWindowDim()) - int64_t(lead), index(v.getWindowStart()),
+                   index(v.getWindowSize()));
+}
+
 Value readIndex(OpBuilder& b, Location loc, Value tensor, ValueRange indices) {
   // In range: every index below its dim (an index below 0 compares as a huge one).
   Value inRange;

@@ -5,6 +5,7 @@
 #include "Dialect/Tile/TileDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace kiln {
 
@@ -13,6 +14,17 @@ namespace kiln {
 /// Where a leading index lies outside its dim the slice has no elements (sizes 0), so every
 /// access through it is masked off. `tensor` itself when nothing is fixed.
 mlir::Value sliceLeadingDims(mlir::OpBuilder& b, mlir::Location loc, mlir::Value tensor, mlir::ValueRange leading);
+
+/// `slice` (a strided memref) with dim `dim` narrowed to elements [start, start + size),
+/// clipped to the dim: no elements where start lies past it or size is not positive.
+mlir::Value windowDim(mlir::OpBuilder& b, mlir::Location loc, mlir::Value slice, int64_t dim, mlir::Value start,
+                      mlir::Value size);
+
+/// The memref that view `v`'s tile indices count into: `tensor` (the view's tensor as a
+/// strided memref) with the leading dims fixed (sliceLeadingDims), then its window applied
+/// (windowDim). `index` maps the view's index operands to the lowering's values.
+mlir::Value viewBase(mlir::OpBuilder& b, mlir::Location loc, mlir::Value tensor, tile::ViewOp v,
+                     llvm::function_ref<mlir::Value(mlir::Value)> index);
 
 /// tile.read: element `indices` of `tensor` (a strided i32 memref) as an index, 0 where an
 /// index lies outside its dim (no access is made there).

@@ -132,6 +132,32 @@ inline Kernel paddedAttention(DType dt, int64_t D, bool causal, int64_t group, i
   });
 }
 
+/// Attention over a batch of sequences packed end to end: token-major Q and O of [T, H, D]
+/// and K, V of [T, H / group, D] in memory, passed as [H, T, D] and [H / group, T, D] views
+/// (strides [D, H * D, 1]: packedView), and Offsets [B + 1] (i32): sequence n is tokens
+/// [Offsets[n], Offsets[n + 1]). Each tensor is windowed to the program's sequence, so its
+/// tile indices count from the sequence's first token and nothing past its last is read or
+/// written. The grid covers T / tile query tiles per sequence (what the longest sequence
+/// could need); a program past its sequence's end stores nothing.
+inline Kernel packedAttention(DType dt, int64_t D, bool causal, int64_t group, int64_t tile = 64) {
+  using namespace kiln::dsl;
+  return kernel("packed_attention", [=](Builder& b) {
+    auto [H, G, T, B1] = b.dims("H", "G", "T", "B1");
+    auto Q = b.input("Q", {H, T, D}, dt), K = b.input("K", {G, T, D}, dt), V = b.input("V", {G, T, D}, dt);
+    auto Offsets = b.input("Offsets", {B1}, i32);
+    auto O = b.output("O", {H, T, D}, dt);
+    b.grid({cdiv(T, tile), H, B1 - b.constant(1)}, [&](Index i, Index h, Index n) {
+      Index z = b.constant(0), g = h / group, at = b.read(Offsets, {n}), len = b.read(Offsets, {n + 1}) - at;
+      auto kv = [&](const Tensor& X) {
+        Tensor w = X.window(1, at, len);
+        return [&, w](Index j) { return w.tile({g, j, z}, {tile, D}); };
+      };
+      b.store(O.window(1, at, len).tile({h, i, z}, {tile, D}),
+              attentionTile(b, Q.window(1, at, len).tile({h, i, z}, {tile, D}), kv(K), kv(V), len, i, dt, D, causal, tile));
+    });
+  });
+}
+
 /// The row max and row sum of the scores S = Q K^T (M x N, Q and K of M x D and N x D in
 /// `dt`) by 64 x 64 tiles, stored as rank-1 tiles: Mx[i] = max_j S[i, j], Sum[i] = sum_j S[i, j]
 /// (f32). On the GPU the rows stay in the scores' registers and one lane per quad stores them.
@@ -214,6 +240,41 @@ inline std::vector<double> paddedAttentionErrors(const HostTensor& q, const Host
       const int64_t qAt = (n * H + h) * S * D, kvAt = (n * G + h / group) * S * D;
       worst.push_back(len <= 0 ? 0.0 : worstError(o, attentionReference(q, k, v, causal, len, qAt, kvAt), qAt));
     }
+  return worst;
+}
+
+/// A token-major [T, heads, D] tensor seen as [heads, T, D] (packedAttention's arguments).
+inline TensorView packedView(TensorView t) {
+  const int64_t T = t.dims[0], heads = t.dims[1], D = t.dims[2];
+  t.dims = {heads, T, D};
+  t.strides = {D, heads * D, 1};
+  return t;
+}
+
+/// For packedAttention's output `o` (token-major q, k, v, o; sequence n is tokens
+/// [offsets[n], offsets[n + 1])): the worst error of each sequence's heads against
+/// attentionReference over that sequence alone, sequence-major.
+inline std::vector<double> packedAttentionErrors(const HostTensor& q, const HostTensor& k, const HostTensor& v,
+                                                 const HostTensor& o, const std::vector<int32_t>& offsets,
+                                                 int64_t group, bool causal) {
+  const int64_t H = q.dims()[1], D = q.dims()[2], G = k.dims()[1];
+  // One head of one sequence, gathered into a contiguous len x D tensor.
+  auto gather = [&](const HostTensor& t, int64_t heads, int64_t head, int64_t from, int64_t len) {
+    HostTensor out(t.dtype(), {std::max<int64_t>(len, 1), D});
+    for (int64_t r = 0; r < len; ++r)
+      for (int64_t d = 0; d < D; ++d) out.set(r * D + d, t.get(((from + r) * heads + head) * D + d));
+    return out;
+  };
+  std::vector<double> worst;
+  for (size_t n = 0; n + 1 < offsets.size(); ++n) {
+    const int64_t from = offsets[n], len = offsets[n + 1] - offsets[n];
+    for (int64_t h = 0; h < H; ++h) {
+      if (len <= 0) { worst.push_back(0.0); continue; }
+      HostTensor qs = gather(q, H, h, from, len), ks = gather(k, G, h / group, from, len),
+                 vs = gather(v, G, h / group, from, len), os = gather(o, H, h, from, len);
+      worst.push_back(worstError(os, attentionReference(qs, ks, vs, causal, len)));
+    }
+  }
   return worst;
 }
 

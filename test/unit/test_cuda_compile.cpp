@@ -171,6 +171,19 @@ TEST_CASE("attention reading per-sequence lengths compiles for sm_80 and sm_90a 
     }
 }
 
+TEST_CASE("attention over sequences packed end to end compiles without spills on sm_80 and sm_90a, whose twin says "
+          "why it does not take it", "[cuda][compile]") {
+  for (const char* arch : {"sm_80", "sm_90a"})
+    for (bool causal : {false, true}) {
+      CompiledKernel ck = offline(arch, 8).compile(test::packedAttention(DType::bf16, 64, causal, 2));
+      INFO(arch << (causal ? " causal: " : ": ") << ck.report().str());
+      CHECK(ck.report().spill_bytes == 0);
+      CHECK(ck.binary().substr(0, 4) == "\x7f" "ELF");
+      if (std::string(arch) == "sm_90a")
+        CHECK_THAT(ck.report().sm90, Contains("a view narrows a dim to a window (Tensor::window)"));
+    }
+}
+
 TEST_CASE("attention with its log-sum-exp output gets the sm_90a twin, which stores the row values too", "[cuda][compile]") {
   Runtime hopper = offline("sm_90a");
   for (bool causal : {false, true}) {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "dsl_attention.hpp"
@@ -284,6 +285,41 @@ TEST_CASE("attention over sequences padded to one length reads each sequence's l
     }
 }
 
+TEST_CASE("attention over sequences packed end to end windows each tensor to its sequence from an i32 offsets input "
+          "and agrees with the reference per sequence",
+          "[dsl][cpu]") {
+  const int64_t H = 4, D = 32, T = 112;
+  // Sequences of 45, 17, 16 (one tile), 0 and 30 tokens, then 4 tokens of no sequence: their
+  // output rows must stay untouched, and their K/V (NaN) must never reach a result.
+  const std::vector<int32_t> offsets = {0, 45, 62, 78, 78, 108};
+  for (int64_t group : {1, 2})
+    for (bool causal : {false, true}) {
+      INFO("group " << group << (causal ? " causal" : " full"));
+      const int64_t G = H / group;
+      auto ck = Runtime::create(Backend::cpu).compile(test::packedAttention(DType::f32, D, causal, group, 16));
+      HostTensor q(DType::f32, {T, H, D}), k(DType::f32, {T, G, D}), v(DType::f32, {T, G, D}), o(DType::f32, {T, H, D}),
+          off(DType::i32, {int64_t(offsets.size())});
+      q.fill_random(1), k.fill_random(2), v.fill_random(3);
+      for (int64_t t = offsets.back(); t < T; ++t)
+        for (int64_t e = 0; e < G * D; ++e) k.set(t * G * D + e, NAN), v.set(t * G * D + e, NAN);
+      for (size_t n = 0; n < offsets.size(); ++n) off.set(int64_t(n), float(offsets[n]));
+      o.poison();
+      const HostTensor untouched = o;
+      ck.launch({test::packedView(q.view()), test::packedView(k.view()), test::packedView(v.view()), off.view(),
+                 test::packedView(o.view())});
+      const std::vector<double> worst = test::packedAttentionErrors(q, k, v, o, offsets, group, causal);
+      REQUIRE(worst.size() == size_t((offsets.size() - 1) * H));
+      for (size_t at = 0; at < worst.size(); ++at) {
+        INFO("sequence " << at / H << " head " << at % H);
+        CHECK(worst[at] < 1e-5);
+      }
+      int64_t written = 0;
+      for (int64_t e = offsets.back() * H * D; e < T * H * D; ++e)
+        written += std::memcmp(static_cast<const char*>(o.data()) + e * 4, static_cast<const char*>(untouched.data()) + e * 4, 4) != 0;
+      CHECK(written == 0);
+    }
+}
+
 TEST_CASE("read() gives an i32 element as an index, 0 past its dim", "[dsl][cpu]") {
   // Y[i] = X[i] scaled by Idx[i] + Idx[i + 3] (past the end: 0), a program per element.
   Kernel k = kernel("read_index", [](Builder& b) {
@@ -332,4 +368,36 @@ TEST_CASE("read() and i32 tensors refuse what they cannot do, by name and source
              Contains("output 'Y' is i32: outputs are f32, f16 or bf16"));
   CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor&, const Tensor&, const Tensor&) { b.zeros({4}, i32); })),
              Contains("i32"));
+}
+
+TEST_CASE("window() refuses what it cannot do, by name and source line", "[dsl][errors]") {
+  auto traced = [](const std::function<void(Builder&, const Tensor&, const Tensor&)>& body) {
+    return [body] {
+      kernel("bad_window", [&](Builder& b) {
+        auto X = b.input("X", {b.dim("H"), b.dim("T"), 32}, f32);
+        auto L = b.input("L", {4}, i32);
+        body(b, X, L);
+      });
+    };
+  };
+  const Index none;
+  CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor& X, const Tensor&) { X.window(2, b.constant(0), b.constant(4)); })),
+             Contains("window of argument 'X' along dim 2: it has rank 3, and a window is along dim 0 to 1 (not the innermost") &&
+                 Contains("test_dsl_masks.cpp"));
+  CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor& X, const Tensor&) { X.window(-1, b.constant(0), b.constant(4)); })),
+             Contains("along dim -1"));
+  CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor&, const Tensor& L) { L.window(0, b.constant(0), b.constant(4)); })),
+             Contains("window of argument 'L': it is i32"));
+  CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor& X, const Tensor&) {
+               X.window(1, b.constant(0), b.constant(4)).window(0, b.constant(0), b.constant(1));
+             })),
+             Contains("window of argument 'X': it has a window already (along dim 1); one per tensor"));
+  CHECK_THAT(invalidKernel(traced([none](Builder& b, const Tensor& X, const Tensor&) { X.window(1, none, b.constant(4)); })),
+             Contains("Index"));
+  // Dim 1 windowed, but a rank-1 tile fixes dims 0 and 1 at element indices.
+  CHECK_THAT(invalidKernel(traced([](Builder& b, const Tensor& X, const Tensor&) {
+               Index z = b.constant(0);
+               X.window(1, z, b.constant(4)).tile({z, z, z}, {32});
+             })),
+             Contains("argument 'X' has a window along dim 1, which this rank-1 tile fixes at an element index"));
 }

@@ -37,6 +37,11 @@ bool matchGridLoopStore(KernelOp k, unsigned dims, GridLoopStore& out, std::stri
   SmallVector<GridOp> grids(k.getBody().front().getOps<GridOp>());
   if (grids.size() != 1) return why = "the kernel has no single tile.grid", false;
   out.grid = grids[0];
+  // The twins read and write whole tensors by TMA boxes and plain tile coordinates: a
+  // window's run-time start and bound would be ignored there, so a windowed view is refused.
+  bool windowed = false;
+  k.walk([&](ViewOp v) { windowed |= v.hasWindow(); });
+  if (windowed) return why = "a view narrows a dim to a window (Tensor::window)", false;
   Block& body = out.grid.getBody().front();
   if (body.getNumArguments() != dims)
     return why = dims == 2 ? "the tile.grid is not two-dimensional" : "the tile.grid is not three-dimensional", false;

@@ -303,6 +303,19 @@ LogicalResult ViewOp::verify() {
     return emitOpError("view element type ") << v.getElementType()
                                              << " does not match tensor element type "
                                              << t.getElementType();
+  if (bool(getWindowStart()) != bool(getWindowSize()) || bool(getWindowStart()) != getWindowDim().has_value())
+    return emitOpError("needs a window's start, size and dim together");
+  if (hasWindow()) {
+    // Tile indices count from the window's start along a dim the tile spans; the innermost
+    // dim keeps its own alignment (vector loads, TMA rows), so it is never windowed.
+    const int64_t d = int64_t(*getWindowDim()), lead = t.getRank() - v.getRank();
+    if (d < lead || d >= t.getRank() - 1) {
+      auto diag = emitOpError("windows dim ") << d << ", but a window must be along a dim the view's tile spans, not the innermost: ";
+      if (lead >= t.getRank() - 1) return diag << "this view's tile spans the innermost dim only";
+      if (lead == t.getRank() - 2) return diag << "dim " << lead << " here";
+      return diag << "dims " << lead << " to " << t.getRank() - 2 << " here";
+    }
+  }
   return success();
 }
 

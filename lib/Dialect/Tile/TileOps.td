@@ -123,7 +123,7 @@ def Tile_LoopOp : Tile_Op<"loop", [SingleBlockImplicitTerminator<"YieldOp">,
 // Memory: views, loads, stores
 //===----------------------------------------------------------------------===//
 
-def Tile_ViewOp : Tile_Op<"view", [Pure]> {
+def Tile_ViewOp : Tile_Op<"view", [Pure, AttrSizedOperandSegments]> {
   let summary = "the tile-sized window of a tensor at a tile index";
   let description = [{
     `%v = tile.view %A[%i, %k] : !tile.tensor<[M, K], bf16> -> !tile.view<128x64xbf16>`
@@ -131,10 +131,29 @@ def Tile_ViewOp : Tile_Op<"view", [Pure]> {
     than its tensor fixes the leading ones at element indices: `tile.view %Q[%b, %h, %i, %c0]
     : !tile.tensor<[B, H, S, 64], bf16> -> !tile.view<64x64xbf16>` covers rows
     [%i*64, %i*64+64) of Q[%b, %h] (nothing when %b or %h is past its dim).
+
+    A window narrows one tiled dim (not the innermost) to elements [%start, %start + %len),
+    clipped to the dim: `tile.view %Q[%h, %i, %c0] window(%start, %len) along 1` counts its
+    tile indices along dim 1 from %start and masks loads and stores past %len (a sequence
+    of a batch packed end to end, its offset and length read from an i32 input).
   }];
-  let arguments = (ins Tile_AnyTensor:$tensor, Variadic<Index>:$indices);
+  let arguments = (ins Tile_AnyTensor:$tensor, Variadic<Index>:$indices,
+                       Optional<Index>:$windowStart, Optional<Index>:$windowSize,
+                       OptionalAttr<I64Attr>:$windowDim);
   let results = (outs Tile_AnyView:$result);
-  let assemblyFormat = "$tensor `[` $indices `]` attr-dict `:` type($tensor) `->` type($result)";
+  let assemblyFormat = [{
+    $tensor `[` $indices `]` (`window` `(` $windowStart^ `,` $windowSize `)` `along` $windowDim)? attr-dict
+    `:` type($tensor) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$tensor, "::mlir::ValueRange":$indices), [{
+      build($_builder, $_state, result, tensor, indices, ::mlir::Value(), ::mlir::Value(), ::mlir::IntegerAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// Whether the view narrows a dim to a window (windowStart, windowSize, windowDim).
+    bool hasWindow() { return getWindowStart() != nullptr; }
+  }];
   let hasVerifier = 1;
 }
 

@@ -119,6 +119,31 @@ tile.kernel @read_output(in %X : !tile.tensor<[B], f32>, out %L : !tile.tensor<[
 
 // -----
 
+// tile.view's window: along a dim the tile spans, never the innermost.
+tile.kernel @window_innermost(in %X : !tile.tensor<[T, 32], f32>, out %Y : !tile.tensor<[T], f32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.view' op windows dim 1, but a window must be along a dim the view's tile spans, not the innermost: dim 0 here}}
+  %v = tile.view %X[%c0, %c0] window(%c0, %c0) along 1 : !tile.tensor<[T, 32], f32> -> !tile.view<16x32xf32>
+}
+
+// -----
+
+tile.kernel @window_fixed_dim(in %X : !tile.tensor<[H, T, 32], f32>, out %Y : !tile.tensor<[T], f32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.view' op windows dim 0, but a window must be along a dim the view's tile spans, not the innermost: dim 1 here}}
+  %v = tile.view %X[%c0, %c0, %c0] window(%c0, %c0) along 0 : !tile.tensor<[H, T, 32], f32> -> !tile.view<16x32xf32>
+}
+
+// -----
+
+tile.kernel @window_rank1_tile(in %X : !tile.tensor<[H, T, 32], f32>, out %Y : !tile.tensor<[T], f32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.view' op windows dim 1, but a window must be along a dim the view's tile spans, not the innermost: this view's tile spans the innermost dim only}}
+  %v = tile.view %X[%c0, %c0, %c0] window(%c0, %c0) along 1 : !tile.tensor<[H, T, 32], f32> -> !tile.view<32xf32>
+}
+
+// -----
+
 // A dim is a bare symbol name or an integer; a string is not accepted.
 // expected-error @+1 {{expected valid keyword}}
 func.func private @tensor_string_dim(!tile.tensor<["M"], f32>)

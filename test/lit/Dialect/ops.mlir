@@ -272,3 +272,19 @@ tile.kernel @read_length(in %Lens : !tile.tensor<[B], i32>, out %Y : !tile.tenso
   }
 }
 
+// tile.view with a window: dim 1 narrowed to [%at, %at + %len); the tile indices count from %at.
+// CHECK-LABEL: tile.kernel @packed_rows
+tile.kernel @packed_rows(in %X : !tile.tensor<[H, T, 32], f32>, in %Off : !tile.tensor<[B], i32>,
+                         out %Y : !tile.tensor<[H, T, 32], f32>) {
+  %H = tile.dim "H"
+  %c0 = arith.constant 0 : index
+  tile.grid (%h) in (%H) {
+    %at = tile.read %Off[%c0] : !tile.tensor<[B], i32>
+    %len = tile.read %Off[%h] : !tile.tensor<[B], i32>
+    // CHECK: tile.view %X[%{{.+}}, %{{.+}}, %{{.+}}] window(%{{.+}}, %{{.+}}) along 1 : <[H, T, 32], f32> -> <16x32xf32>
+    %v = tile.view %X[%h, %c0, %c0] window(%at, %len) along 1 : !tile.tensor<[H, T, 32], f32> -> !tile.view<16x32xf32>
+    %t = tile.load %v : !tile.view<16x32xf32> -> !tile.tile<16x32xf32>
+    %w = tile.view %Y[%h, %c0, %c0] window(%at, %len) along 1 : !tile.tensor<[H, T, 32], f32> -> !tile.view<16x32xf32>
+    tile.store %t, %w : !tile.tile<16x32xf32>, !tile.view<16x32xf32>
+  }
+}

@@ -450,6 +450,31 @@ tile.kernel @leading(in %X : !tile.tensor<[B, M, N], f32>, out %Y : !tile.tensor
   }
 }
 
+// A window narrows a kept dim of the slice: its start (0 where it lies past the dim or the
+// size is not positive) times that dim's stride moves the offset, and the dim's size is the
+// smaller of the window's size and the room left.
+// CHECK-LABEL: func.func @window
+// CHECK: memref.reinterpret_cast {{.*}} to memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: memref.extract_strided_metadata
+// CHECK: arith.cmpi ult
+// CHECK: arith.cmpi sgt
+// CHECK: arith.andi
+// CHECK: arith.minsi
+// CHECK: arith.muli
+// CHECK: memref.reinterpret_cast {{.*}} to memref<?x?xf32, strided<[?, ?], offset: ?>>
+tile.kernel @window(in %X : !tile.tensor<[B, M, N], f32>, in %Off : !tile.tensor<[B], i32>,
+                    out %Y : !tile.tensor<[B, M, N], f32>) {
+  %b = tile.dim "B"
+  tile.grid (%n) in (%b) {
+    %c0 = arith.constant 0 : index
+    %at = tile.read %Off[%n] : !tile.tensor<[B], i32>
+    %v = tile.view %X[%n, %c0, %c0] window(%at, %at) along 1 : !tile.tensor<[B, M, N], f32> -> !tile.view<4x8xf32>
+    %x = tile.load %v : !tile.view<4x8xf32> -> !tile.tile<4x8xf32>
+    %w = tile.view %Y[%n, %c0, %c0] : !tile.tensor<[B, M, N], f32> -> !tile.view<4x8xf32>
+    tile.store %x, %w : !tile.tile<4x8xf32>, !tile.view<4x8xf32>
+  }
+}
+
 //--- errors.mlir
 
 // kiln-lower-to-loops alone: composites must be expanded first.
