@@ -50,16 +50,17 @@ inline Kernel transposeCopy(DType dt) {
 /// and the output's accumulator; keys past S are masked. `q`, `kAt(j)`, `vAt(j)`: the views.
 /// `readsAcc`: the running sum also reads the accumulator (adds 0 x its row maximum, finite:
 /// the same numbers), which keeps the sm_90a twin from overlapping a step's softmax with
-/// the product before it.
+/// the product before it. `steps`: the loop's count, when not cdiv(S, tile).
 inline dsl::Tile attentionTile(dsl::Builder& b, const dsl::View& q, const std::function<dsl::View(dsl::Index)>& kAt,
                                const std::function<dsl::View(dsl::Index)>& vAt, dsl::Index S, dsl::Index i, DType dt,
-                               int64_t D, bool causal, int64_t tile, bool readsAcc = false) {
+                               int64_t D, bool causal, int64_t tile, bool readsAcc = false,
+                               dsl::Index steps = dsl::Index()) {
   using namespace kiln::dsl;
   const double scale = 1.0 / std::sqrt(double(D));
   Tile qt = b.load(q);
   Tile row = b.iota({tile, tile}, 0) + b.splat(i * tile, {tile, tile});
   Tile keys = b.splat(S, {tile, tile});
-  auto out = b.loop(cdiv(S, tile), 1, {b.full({tile}, -INFINITY), b.zeros({tile}), b.zeros({tile, D})},
+  auto out = b.loop(steps.value() ? steps : cdiv(S, tile), 1, {b.full({tile}, -INFINITY), b.zeros({tile}), b.zeros({tile, D})},
                     [&](Index j, const std::vector<Tile>& c) {
     Tile k = b.load(kAt(j)), v = b.load(vAt(j));
     Tile s = dot(qt, transpose(k), b.zeros({tile, tile})) * scale;
@@ -115,8 +116,9 @@ inline Kernel groupedAttention(DType dt, int64_t D, bool causal, int64_t group, 
 /// [B, H / group, S, D], and Lens [B] (i32) each sequence's length. A program reads its
 /// sequence's length and runs attentionTile over min(S, length) keys: its loop stops at the
 /// last key tile holding one, and keys past it score -inf. Query rows past the length are
-/// the padding's: computed (over the sequence's keys), never checked.
-inline Kernel paddedAttention(DType dt, int64_t D, bool causal, int64_t group, int64_t tile = 64) {
+/// the padding's: computed (over the sequence's keys), never checked. `windowKV` false: K and
+/// V are read through the padding, right only where it is finite.
+inline Kernel paddedAttention(DType dt, int64_t D, bool causal, int64_t group, int64_t tile = 64, bool windowKV = true) {
   using namespace kiln::dsl;
   return kernel("padded_attention", [=](Builder& b) {
     auto [B, H, G, S] = b.dims("B", "H", "G", "S");
@@ -125,7 +127,12 @@ inline Kernel paddedAttention(DType dt, int64_t D, bool causal, int64_t group, i
     auto O = b.output("O", {B, H, S, D}, dt);
     b.grid({cdiv(S, tile), H, B}, [&](Index i, Index h, Index n) {
       Index z = b.constant(0), g = h / group, len = min(S, b.read(Lens, {n}));
-      auto kv = [&](const Tensor& T) { return [&, T](Index j) { return T.tile({n, g, j, z}, {tile, D}); }; };
+      // K and V windowed to the sequence: the last key tile's rows past len read zeros, not
+      // the padding (which may hold anything, NaN included: 0 x NaN is NaN).
+      auto kv = [&](const Tensor& T) {
+        Tensor w = windowKV ? T.window(2, z, len) : T;
+        return [&, w](Index j) { return w.tile({n, g, j, z}, {tile, D}); };
+      };
       b.store(O.tile({n, h, i, z}, {tile, D}),
               attentionTile(b, Q.tile({n, h, i, z}, {tile, D}), kv(K), kv(V), len, i, dt, D, causal, tile));
     });
@@ -138,7 +145,8 @@ inline Kernel paddedAttention(DType dt, int64_t D, bool causal, int64_t group, i
 /// [Offsets[n], Offsets[n + 1]). Each tensor is windowed to the program's sequence, so its
 /// tile indices count from the sequence's first token and nothing past its last is read or
 /// written. The grid covers T / tile query tiles per sequence (what the longest sequence
-/// could need); a program past its sequence's end stores nothing.
+/// could need); a program past its sequence's end runs no key step and stores nothing: with
+/// n = cdiv(len, tile) key tiles, min(n, (n - i) * n) is n for a query tile i < n, else <= 0.
 inline Kernel packedAttention(DType dt, int64_t D, bool causal, int64_t group, int64_t tile = 64) {
   using namespace kiln::dsl;
   return kernel("packed_attention", [=](Builder& b) {
@@ -148,12 +156,14 @@ inline Kernel packedAttention(DType dt, int64_t D, bool causal, int64_t group, i
     auto O = b.output("O", {H, T, D}, dt);
     b.grid({cdiv(T, tile), H, B1 - b.constant(1)}, [&](Index i, Index h, Index n) {
       Index z = b.constant(0), g = h / group, at = b.read(Offsets, {n}), len = b.read(Offsets, {n + 1}) - at;
+      Index tiles = cdiv(len, tile), steps = min(tiles, (tiles - i) * tiles);
       auto kv = [&](const Tensor& X) {
         Tensor w = X.window(1, at, len);
         return [&, w](Index j) { return w.tile({g, j, z}, {tile, D}); };
       };
       b.store(O.window(1, at, len).tile({h, i, z}, {tile, D}),
-              attentionTile(b, Q.window(1, at, len).tile({h, i, z}, {tile, D}), kv(K), kv(V), len, i, dt, D, causal, tile));
+              attentionTile(b, Q.window(1, at, len).tile({h, i, z}, {tile, D}), kv(K), kv(V), len, i, dt, D, causal, tile,
+                            false, steps));
     });
   });
 }
@@ -206,10 +216,14 @@ inline std::vector<double> attentionReference(const HostTensor& q, const HostTen
   return o;
 }
 
-/// The largest |o - want| over one head of `o` (S x D elements from element `at`).
+/// The largest |o - want| over one head of `o` (S x D elements from element `at`); infinity
+/// where an element is NaN (std::max would drop it: NaN compares false).
 inline double worstError(const HostTensor& o, const std::vector<double>& want, int64_t at = 0) {
   double worst = 0;
-  for (size_t e = 0; e < want.size(); ++e) worst = std::max(worst, std::abs(double(o.get(at + int64_t(e))) - want[e]));
+  for (size_t e = 0; e < want.size(); ++e) {
+    const double err = std::abs(double(o.get(at + int64_t(e))) - want[e]);
+    worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
+  }
   return worst;
 }
 
