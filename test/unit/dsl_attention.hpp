@@ -3,6 +3,7 @@
 // test_dsl_masks.cpp (CPU), test_cuda_compile.cpp (no GPU) and test_gpu_kernels.cpp (H200),
 // with the host references they are checked against.
 #include <cmath>
+#include <cstring>
 #include <algorithm>
 #include <functional>
 #include <limits>
@@ -255,6 +256,30 @@ inline std::vector<double> paddedAttentionErrors(const HostTensor& q, const Host
       worst.push_back(len <= 0 ? 0.0 : worstError(o, attentionReference(q, k, v, causal, len, qAt, kvAt), qAt));
     }
   return worst;
+}
+
+/// packedAttention's host tensors, token-major: q [T, H, D], k and v [T, G, D] random (the
+/// tokens after the last sequence NaN in k and v: never to be read), o [T, H, D] poisoned, and
+/// `offsets` as an i32 tensor.
+struct PackedInputs {
+  HostTensor q, k, v, o, offsets;
+  PackedInputs(DType dt, int64_t T, int64_t H, int64_t G, int64_t D, const std::vector<int32_t>& at)
+      : q(dt, {T, H, D}), k(dt, {T, G, D}), v(dt, {T, G, D}), o(dt, {T, H, D}), offsets(DType::i32, {int64_t(at.size())}) {
+    q.fill_random(1), k.fill_random(2), v.fill_random(3);
+    for (int64_t e = int64_t(at.back()) * G * D; e < T * G * D; ++e) k.set(e, NAN), v.set(e, NAN);
+    for (size_t n = 0; n < at.size(); ++n) offsets.set(int64_t(n), float(at[n]));
+    o.poison();
+  }
+};
+
+/// How many elements of `now` from element `from` on differ, bit for bit, from `before`'s.
+inline int64_t changedFrom(const HostTensor& now, const HostTensor& before, int64_t from) {
+  const int64_t size = size_of(now.dtype());
+  int64_t changed = 0;
+  for (int64_t e = from; e < now.numel(); ++e)
+    changed += std::memcmp(static_cast<const char*>(now.data()) + e * size,
+                           static_cast<const char*>(before.data()) + e * size, size_t(size)) != 0;
+  return changed;
 }
 
 /// A token-major [T, heads, D] tensor seen as [heads, T, D] (packedAttention's arguments).
