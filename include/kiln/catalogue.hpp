@@ -58,6 +58,14 @@ KILN_API Kernel attention_decode(DType dtype, int64_t head_dim, AttentionTiles t
 /// "attention_causal_lse" and "attention_decode_lse"; arguments Q, K, V, O, LSE.
 KILN_API Kernel attention_lse(DType dtype, int64_t head_dim, bool causal, AttentionTiles t = {});
 KILN_API Kernel attention_decode_lse(DType dtype, int64_t head_dim, AttentionTiles t = {});
+/// attention() over a batch of sequences packed end to end (no padding): Q and O [H, T, D],
+/// K and V [G, T, D] over all T tokens, and Offsets [B + 1] (i32): sequence n is tokens
+/// [Offsets[n], Offsets[n + 1]), and its queries attend to its own keys only (causal: to those
+/// up to their own position). Token-major memory [T, H, D] is passed as a view of dims
+/// [H, T, D] and strides [D, H * D, 1]. Nothing outside the sequences is read or written.
+/// Kernels "attention_packed" and "attention_packed_causal"; arguments Q, K, V, Offsets, O.
+/// On sm_90a it runs the portable kernel (the attention twin does not take windows yet).
+KILN_API Kernel attention_packed(DType dtype, int64_t head_dim, bool causal, AttentionTiles t = {});
 
 /// Inputs on fresh random data, the output poisoned (NaN), and the reference.
 struct KILN_API Problem {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 
 #include "kiln/error.hpp"
 #include "kiln/reference.hpp"
@@ -136,6 +137,82 @@ AttentionTiles attentionTiles(DType d, const std::string& target = "", int64_t h
   return target == "sm_90a" && (headDim != 64 || decode) ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
 }
 
+// attention_packed runs the portable kernel on every target (no twin takes windows yet): 64
+// query rows and 32 keys a step, where 64 keys spill on sm_80 and sm_90a at head dim 128 (the
+// windows' bounds take registers the plain kernel has free).
+AttentionTiles packedTiles(DType d) { return d == DType::f32 ? AttentionTiles{16, 16} : AttentionTiles{64, 32}; }
+
+// attention_packed's problem: B sequences of at most S tokens packed end to end, the first S
+// long and the others of lengths drawn from the seed in 1 .. S; Q, K, V and O head-major
+// [heads, T, D] (one contiguous view; an engine's token-major memory is the same kernel with
+// other strides). The reference is each sequence's attention alone, scattered into O's
+// layout: every element where the problem is small, a sample of rows of every sequence and
+// head otherwise.
+Problem packedAttentionProblem(const std::string& name, int64_t B, int64_t H, int64_t G, int64_t S, int64_t D,
+                               DType dt, uint64_t seed, bool causal) {
+  if (H % G != 0)
+    throw Error(ErrorKind::InvalidArgument, name + ": the query heads H (" + std::to_string(H) +
+                                                ") must be a multiple of the K/V heads G (" + std::to_string(G) + ")");
+  if (D != 32 && D != 64 && D != 128)
+    throw Error(ErrorKind::Unsupported, name + ": head dim D = " + std::to_string(D) + " (the catalogue's "
+                                        "attention is built for D = 32, 64 or 128)");
+  if (S > std::numeric_limits<int32_t>::max() / std::max<int64_t>(B, 1))
+    throw Error(ErrorKind::InvalidArgument, name + ": B x S = " + std::to_string(B) + " x " + std::to_string(S) +
+                                                " tokens do not fit the i32 offsets");
+  std::vector<int64_t> offsets{0};
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t n = 0; n < B; ++n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    offsets.push_back(offsets.back() + (n == 0 ? S : 1 + int64_t((state >> 33) % uint64_t(S))));
+  }
+  const int64_t T = offsets.back();
+  Problem p;
+  p.args.push_back(random(dt, {H, T, D}, seed));
+  p.args.push_back(random(dt, {G, T, D}, seed + 1));
+  p.args.push_back(random(dt, {G, T, D}, seed + 2));
+  HostTensor off(DType::i32, {B + 1});
+  for (int64_t n = 0; n <= B; ++n) off.set(n, float(offsets[size_t(n)]));
+  p.args.push_back(std::move(off));
+  p.args.push_back(poisoned(dt, {H, T, D}));
+  p.output = 4;
+  double pairs = 0, work = 0;
+  for (int64_t n = 0; n < B; ++n) {
+    const double L = double(offsets[size_t(n) + 1] - offsets[size_t(n)]);
+    pairs += causal ? 0.5 * L * L : L * L;
+    work += L * L;
+  }
+  p.flops = 4.0 * double(H) * pairs * double(D);
+  const bool sampled = 2.0 * double(H) * work * double(D) > double(int64_t(1) << 31);
+  std::vector<double> whole(sampled ? 0 : size_t(H * T * D));
+  auto at = [](const HostTensor& t, int64_t element) {
+    return static_cast<void*>(static_cast<char*>(const_cast<void*>(t.data())) + element * size_of(t.dtype()));
+  };
+  for (int64_t n = 0; n < B; ++n) {
+    const int64_t first = offsets[size_t(n)], len = offsets[size_t(n) + 1] - first;
+    // Sequence n alone, as [1, heads, len, D] views into the packed tensors.
+    auto seq = [&](const HostTensor& t, int64_t heads) {
+      return TensorView{at(t, first * D), dt, {1, heads, len, D}, {heads * T * D, T * D, D, 1}};
+    };
+    std::vector<int64_t> rows; // of [H, len]; empty: all
+    if (sampled)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t k = 0; k < 4; ++k) rows.push_back(h * len + (k == 3 ? len - 1 : k * (len - 1) / 3));
+    const std::vector<double> out = reference::attention(seq(p.args[0], H), seq(p.args[1], G), seq(p.args[2], G), causal, rows);
+    const int64_t count = sampled ? int64_t(rows.size()) : H * len;
+    for (int64_t r = 0; r < count; ++r) {
+      const int64_t row = sampled ? rows[size_t(r)] : r, h = row / len, i = row % len;
+      for (int64_t d = 0; d < D; ++d) {
+        const int64_t element = (h * T + first + i) * D + d;
+        const double v = out[size_t(r * D + d)];
+        if (sampled) p.checked.push_back(element), p.reference.push_back(v);
+        else whole[size_t(element)] = v;
+      }
+    }
+  }
+  if (!sampled) p.reference = std::move(whole);
+  return p;
+}
+
 std::vector<Entry> makeAll() {
   using reference::Epilogue;
   std::vector<Entry> e;
@@ -232,6 +309,22 @@ std::vector<Entry> makeAll() {
     dec.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(5)); };
     dec.framework = cudnnAttention(true, lse);
     e.push_back(std::move(dec));
+  }
+  for (bool causal : {false, true}) {
+    const std::string name = causal ? "attention_packed_causal" : "attention_packed";
+    Entry a{name,
+            std::string("O = softmax(Q K^T / sqrt(D)") + (causal ? ", causal" : "") +
+                ") V per sequence of B packed end to end (i32 offsets; lengths drawn up to S; GQA)",
+            "BxHxGxSxD", 5, [causal](DType d) { return attention_packed(d, 128, causal, packedTiles(d)); },
+            [name, causal](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+              return packedAttentionProblem(name, s[0], s[1], s[2], s[3], s[4], d, seed, causal);
+            }};
+    a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s, const std::string& target) {
+      (void)target;
+      return attention_packed(d, s.at(4), causal, packedTiles(d));
+    };
+    a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
+    e.push_back(std::move(a));
   }
   return e;
 }

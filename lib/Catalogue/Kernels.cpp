@@ -3,6 +3,7 @@
 #include "kiln/dsl.hpp"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -135,6 +136,37 @@ namespace {
 // With `lse`, a second output LSE [B, H, T] (f32) takes each query row's log-sum-exp of its
 // scaled scores, ln sum_keys e^(q.k / sqrt(D)): the loop's m and l are in base 2 with the
 // scale folded in, so it is m ln 2 + ln l.
+// The positions of a query tile's rows (its first at `first`), repeated along the keys.
+Tile rowPositions(Builder& k, Index first, AttentionTiles t) {
+  const Shape st = {t.q, t.kv};
+  return k.iota(st, 0) + k.splat(first, st);
+}
+
+// One program's online softmax over `steps` key tiles (kAt(j), vAt(j): key tile j's views):
+// its query tile `q` holds the rows at positions `row` (rowPositions), keys at `keys` and past
+// score -inf (under `causal`, so do keys after the row's position). The running max m and sum
+// l, in base 2 with the scale folded in, and the unnormalised output.
+std::vector<Tile> flashLoop(Builder& k, const Tile& q, const std::function<View(Index)>& kAt,
+                            const std::function<View(Index)>& vAt, Index keys, const Tile& row, Index steps, bool causal,
+                            DType dt, int64_t D, AttentionTiles t) {
+  const double c = std::log2(std::exp(1.0)) / std::sqrt(double(D));
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const Shape st = {t.q, t.kv};
+  return k.loop(steps, 1, {k.full({t.q}, neg_inf), k.zeros({t.q}), k.zeros({t.q, D})},
+                [&](Index j, const std::vector<Tile>& run) {
+    Tile s = dot(q, transpose(k.load(kAt(j))), k.zeros(st)) * c;
+    Tile col = k.iota(st, 1) + k.splat(j * t.kv, st);
+    Tile keep = causal ? (col < k.splat(keys, st)) * (col <= row) : col < k.splat(keys, st);
+    s = where(keep, s, k.full(st, neg_inf));
+    Tile m = max(run[0], row_max(s));
+    Tile p = exp2(s - cols(m));
+    Tile alpha = exp2(run[0] - m);
+    Tile l = run[1] * alpha + row_sum(p);
+    Tile acc = dot(cast(p, dt), k.load(vAt(j)), run[2] * cols(alpha));
+    return std::vector<Tile>{m, l, acc};
+  });
+}
+
 Kernel attention_like(const std::string& name, DType dt, int64_t D, bool causal, bool kvCache, AttentionTiles t,
                       bool lse = false) {
   return kernel(name, [=](Builder& k) {
@@ -145,30 +177,46 @@ Kernel attention_like(const std::string& name, DType dt, int64_t D, bool causal,
     auto O = k.output("O", {B, H, T, D}, dt);
     std::optional<Tensor> L;
     if (lse) L = k.output("LSE", {B, H, T}, f32);
-    const double c = std::log2(std::exp(1.0)) / std::sqrt(double(D));
-    const double neg_inf = -std::numeric_limits<double>::infinity();
-    const Shape st = {t.q, t.kv};
     k.grid({cdiv(T, t.q), H, B}, [&](Index i, Index h, Index b) {
       Index z = k.constant(0), g = h / (H / G);
       Index first = kvCache ? i * t.q + (S - T) : i * t.q; // the position of the program's first query
       Tile q = k.load(Q.tile({b, h, i, z}, {t.q, D}));
-      Tile row = k.iota(st, 0) + k.splat(first, st);
+      Tile row = rowPositions(k, first, t);
       Index steps = causal ? min(cdiv(S, t.kv), cdiv(first + t.q, t.kv)) : cdiv(S, t.kv);
-      auto r = k.loop(steps, 1, {k.full({t.q}, neg_inf), k.zeros({t.q}), k.zeros({t.q, D})},
-                      [&](Index j, const std::vector<Tile>& run) {
-        Tile s = dot(q, transpose(k.load(K.tile({b, g, j, z}, {t.kv, D}))), k.zeros(st)) * c;
-        Tile col = k.iota(st, 1) + k.splat(j * t.kv, st);
-        Tile keep = causal ? (col < k.splat(S, st)) * (col <= row) : col < k.splat(S, st);
-        s = where(keep, s, k.full(st, neg_inf));
-        Tile m = max(run[0], row_max(s));
-        Tile p = exp2(s - cols(m));
-        Tile alpha = exp2(run[0] - m);
-        Tile l = run[1] * alpha + row_sum(p);
-        Tile acc = dot(cast(p, dt), k.load(V.tile({b, g, j, z}, {t.kv, D})), run[2] * cols(alpha));
-        return std::vector<Tile>{m, l, acc};
-      });
+      auto at = [&](const Tensor& X) { return [&, X](Index j) { return X.tile({b, g, j, z}, {t.kv, D}); }; };
+      auto r = flashLoop(k, q, at(K), at(V), S, row, steps, causal, dt, D, t);
       k.store(O.tile({b, h, i, z}, {t.q, D}), cast(r[2] / cols(r[1]), dt));
       if (lse) k.store(L->tile({b, h, i}, {t.q}), r[0] * std::log(2.0) + log(r[1]));
+    });
+  });
+}
+
+// Sequences packed end to end (attention_packed): sequence n is tokens [Offsets[n],
+// Offsets[n + 1]); every tensor is windowed to the program's sequence, so tile indices count
+// from its first token and nothing past its last is read (zeros) or written. The grid covers
+// cdiv(T, t.q) query tiles of every sequence; a program past its sequence's n query tiles
+// runs no key step (min(steps, (n - i) x key tiles) <= 0 there) and stores nothing.
+Kernel attention_packed_like(const std::string& name, DType dt, int64_t D, bool causal, AttentionTiles t) {
+  return kernel(name, [=](Builder& k) {
+    auto [H, G, T, B1] = k.dims("H", "G", "T", "B1");
+    auto Q = k.input("Q", {H, T, D}, dt);
+    auto K = k.input("K", {G, T, D}, dt), V = k.input("V", {G, T, D}, dt);
+    auto Offsets = k.input("Offsets", {B1}, i32);
+    auto O = k.output("O", {H, T, D}, dt);
+    k.grid({cdiv(T, t.q), H, B1 - k.constant(1)}, [&](Index i, Index h, Index n) {
+      Index z = k.constant(0), g = h / (H / G);
+      Index start = k.read(Offsets, {n}), len = k.read(Offsets, {n + 1}) - start;
+      Tile q = k.load(Q.window(1, start, len).tile({h, i, z}, {t.q, D}));
+      Index keyTiles = cdiv(len, t.kv), first = i * t.q;
+      Tile row = rowPositions(k, first, t);
+      Index steps = causal ? min(keyTiles, cdiv(first + t.q, t.kv)) : keyTiles;
+      steps = min(steps, (cdiv(len, t.q) - i) * keyTiles);
+      auto at = [&](const Tensor& X) {
+        Tensor w = X.window(1, start, len);
+        return [&, w](Index j) { return w.tile({g, j, z}, {t.kv, D}); };
+      };
+      auto r = flashLoop(k, q, at(K), at(V), len, row, steps, causal, dt, D, t);
+      k.store(O.window(1, start, len).tile({h, i, z}, {t.q, D}), cast(r[2] / cols(r[1]), dt));
     });
   });
 }
@@ -190,6 +238,10 @@ Kernel attention_lse(DType dt, int64_t D, bool causal, AttentionTiles t) {
 
 Kernel attention_decode_lse(DType dt, int64_t D, AttentionTiles t) {
   return attention_like("attention_decode_lse", dt, D, /*causal=*/true, /*kvCache=*/true, t, /*lse=*/true);
+}
+
+Kernel attention_packed(DType dt, int64_t D, bool causal, AttentionTiles t) {
+  return attention_packed_like(causal ? "attention_packed_causal" : "attention_packed", dt, D, causal, t);
 }
 
 } // namespace kiln::catalogue

@@ -14,7 +14,7 @@ TEST_CASE("the catalogue has the foundation kernels and the MLP's residual GEMM"
   CHECK(names == std::vector<std::string>{"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual",
                                           "softmax", "add", "rmsnorm", "attention", "attention_causal",
                                           "attention_lse", "attention_causal_lse", "attention_decode",
-                                          "attention_decode_lse"});
+                                          "attention_decode_lse", "attention_packed", "attention_packed_causal"});
 }
 
 TEST_CASE("attention's shapes name batch, query heads, K/V heads, sequence and head dim", "[catalogue]") {
@@ -109,6 +109,39 @@ TEST_CASE("verify_output on a sampled problem compares only the sampled elements
   // An element outside the sample is not looked at; one inside it is.
   p.checked[0] = -1;
   CHECK_THROWS_AS(catalogue::verify_output(rt, d, p), Error);
+}
+
+TEST_CASE("attention_packed's problem packs B sequences of at most S tokens, the first S long, and its reference "
+          "is each sequence's attention alone", "[catalogue]") {
+  const auto& a = catalogue::find("attention_packed_causal");
+  CHECK(a.shape_help == "BxHxGxSxD");
+  catalogue::Problem p = a.problem({5, 4, 2, 50, 32}, DType::f32, 3);
+  REQUIRE(p.args.size() == 5);
+  const HostTensor& off = p.args[3];
+  REQUIRE(off.dtype() == DType::i32);
+  REQUIRE(off.numel() == 6);
+  CHECK(off.get(0) == 0.0f);
+  CHECK(off.get(1) == 50.0f);
+  for (int64_t n = 1; n <= 5; ++n) {
+    CHECK(off.get(n) - off.get(n - 1) >= 1.0f);
+    CHECK(off.get(n) - off.get(n - 1) <= 50.0f);
+  }
+  const int64_t T = int64_t(off.get(5));
+  CHECK(p.args[0].dims() == std::vector<int64_t>{4, T, 32});
+  CHECK(p.args[1].dims() == std::vector<int64_t>{2, T, 32});
+  CHECK(p.args[4].dims() == std::vector<int64_t>{4, T, 32});
+  REQUIRE(p.checked.empty());
+  REQUIRE(p.reference.size() == size_t(4 * T * 32));
+  // Sequence 1, head 3, its first row: causal, it sees its own first key only, so its output
+  // is that key's value row (V head 3 / 2 = 1 at token off[1]).
+  const int64_t first = int64_t(off.get(1));
+  for (int64_t d = 0; d < 32; ++d)
+    CHECK(p.reference[size_t((3 * T + first) * 32 + d)] == Approx(p.args[2].get((1 * T + first) * 32 + d)).margin(1e-6));
+  // Large: a sample of rows of every sequence and head, with their element indices.
+  catalogue::Problem big = catalogue::find("attention_packed").problem({2, 8, 8, 4096, 128}, DType::bf16, 1);
+  REQUIRE_FALSE(big.checked.empty());
+  CHECK(big.checked.size() == big.reference.size());
+  CHECK(big.checked.size() == size_t(2 * 8 * 4 * 128));
 }
 
 TEST_CASE("an unknown kernel name lists the catalogue", "[catalogue][errors]") {

@@ -96,6 +96,12 @@ TEST_CASE("attention compiles to cubins for sm_90a and sm_80 without spills", "[
 TEST_CASE("attention_causal compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
   compilesWithoutSpills("attention_causal");
 }
+TEST_CASE("attention_packed compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
+  compilesWithoutSpills("attention_packed");
+}
+TEST_CASE("attention_packed_causal compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
+  compilesWithoutSpills("attention_packed_causal");
+}
 
 TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step (64 and three programs a CTA at head dim 64); elsewhere 64", "[cuda][compile]") {
   for (const char* name : {"attention", "attention_causal"}) {
