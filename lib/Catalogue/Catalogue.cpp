@@ -65,6 +65,16 @@ Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, refe
   return p;
 }
 
+// The heads an attention problem may have: H a multiple of G, D one the catalogue builds.
+void checkHeads(const std::string& name, int64_t H, int64_t G, int64_t D) {
+  if (H % G != 0)
+    throw Error(ErrorKind::InvalidArgument, name + ": the query heads H (" + std::to_string(H) +
+                                                ") must be a multiple of the K/V heads G (" + std::to_string(G) + ")");
+  if (D != 32 && D != 64 && D != 128)
+    throw Error(ErrorKind::Unsupported, name + ": head dim D = " + std::to_string(D) + " (the catalogue's "
+                                        "attention is built for D = 32, 64 or 128)");
+}
+
 // Arguments Q, K, V, O for B heads-of-batch x H query heads x G K/V heads, T queries (the
 // last of the S positions) and head dim D. Every output row is checked against the f64 host
 // reference while that costs at most 2^31 multiply-adds; past that, 256 rows spread over
@@ -72,12 +82,7 @@ Problem gemmProblem(const std::vector<int64_t>& s, DType dt, uint64_t seed, refe
 // whole reference taking minutes at the benchmark's sizes.
 Problem attentionProblem(const std::string& name, int64_t B, int64_t H, int64_t G, int64_t T, int64_t S, int64_t D,
                          DType dt, uint64_t seed, bool causal, bool lse = false) {
-  if (H % G != 0)
-    throw Error(ErrorKind::InvalidArgument, name + ": the query heads H (" + std::to_string(H) +
-                                                ") must be a multiple of the K/V heads G (" + std::to_string(G) + ")");
-  if (D != 32 && D != 64 && D != 128)
-    throw Error(ErrorKind::Unsupported, name + ": head dim D = " + std::to_string(D) + " (the catalogue's "
-                                        "attention is built for D = 32, 64 or 128)");
+  checkHeads(name, H, G, D);
   if (T > S)
     throw Error(ErrorKind::InvalidArgument, name + ": T = " + std::to_string(T) + " queries past the cache's S = " +
                                                 std::to_string(S) + " positions (the queries are the last T of S)");
@@ -150,12 +155,7 @@ AttentionTiles packedTiles(DType d) { return d == DType::f32 ? AttentionTiles{16
 // head otherwise.
 Problem packedAttentionProblem(const std::string& name, int64_t B, int64_t H, int64_t G, int64_t S, int64_t D,
                                DType dt, uint64_t seed, bool causal) {
-  if (H % G != 0)
-    throw Error(ErrorKind::InvalidArgument, name + ": the query heads H (" + std::to_string(H) +
-                                                ") must be a multiple of the K/V heads G (" + std::to_string(G) + ")");
-  if (D != 32 && D != 64 && D != 128)
-    throw Error(ErrorKind::Unsupported, name + ": head dim D = " + std::to_string(D) + " (the catalogue's "
-                                        "attention is built for D = 32, 64 or 128)");
+  checkHeads(name, H, G, D);
   if (S > std::numeric_limits<int32_t>::max() / std::max<int64_t>(B, 1))
     throw Error(ErrorKind::InvalidArgument, name + ": B x S = " + std::to_string(B) + " x " + std::to_string(S) +
                                                 " tokens do not fit the i32 offsets");

@@ -142,6 +142,14 @@ TEST_CASE("attention_packed's problem packs B sequences of at most S tokens, the
   REQUIRE_FALSE(big.checked.empty());
   CHECK(big.checked.size() == big.reference.size());
   CHECK(big.checked.size() == size_t(2 * 8 * 4 * 128));
+  // Heads the kernel cannot take, by name.
+  try {
+    a.problem({2, 3, 2, 10, 32}, DType::f32, 1);
+    FAIL("3 query heads over 2 K/V heads were accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Contains("attention_packed_causal: the query heads H (3) must be a multiple of the K/V heads G (2)"));
+  }
+  CHECK_THROWS_WITH(a.problem({2, 2, 2, 10, 48}, DType::f32, 1), Contains("head dim D = 48"));
 }
 
 TEST_CASE("an unknown kernel name lists the catalogue", "[catalogue][errors]") {
