@@ -127,19 +127,16 @@ std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> cudnn
 
 // f32 has no tensor-core path: its products run on the CUDA cores, and 64 x 64 tiles would
 // not fit the registers (16 x 16 leaves a margin: 32 x 32 spills). On sm_90a the sm_90a
-// twin runs the 16-bit kernels, faster with 128 keys a step at head dim 128 (H200,
-// 2026-12-02, B4 H32 S4096 D128 bf16: 567 against 480 TFLOP/s; causal 460 against 422) and
-// with 64 at head dim 64, where it runs three programs a CTA (451 against 430 with two at
-// 128 keys; three at 128 keys lack the registers); elsewhere the portable kernel's 64 keys
-// (at 128 it needs 153 KiB of shared memory, more than sm_86/89 have, and spills).
-//
-// Over a K/V cache (`decode`) the sm_90a twin takes 128 keys a step at head dim 64 too: a
-// decode step streams the cache once, one step's chain of products and softmax at a time per
-// program, so bytes per step are what count (H200, 2026-12-02, 1x32x32x1x32768x64 bf16:
-// see docs/benchmarks/2026-12-02-h200-attention-decode).
-AttentionTiles attentionTiles(DType d, const std::string& target = "", int64_t headDim = 128, bool decode = false) {
+// twin runs the 16-bit kernels with 128 keys a step: at head dim 128 (H200, 2026-12-02, B4
+// H32 S4096 D128 bf16: 567 against 480 TFLOP/s with 64; causal 460 against 422), at head
+// dim 64 with three programs a CTA (H200, 2026-12-03, B4 H32 S4096 D64 bf16: 515 against
+// 456 with 64 keys; docs/benchmarks/2026-12-03-h200-attention-fence), and over a K/V cache
+// (`decode`), where a step streams the cache once and bytes per step are what count
+// (docs/benchmarks/2026-12-02-h200-attention-decode). Elsewhere the portable kernel's 64
+// keys (at 128 it needs 153 KiB of shared memory, more than sm_86/89 have, and spills).
+AttentionTiles attentionTiles(DType d, const std::string& target = "") {
   if (d == DType::f32) return {16, 16};
-  return target == "sm_90a" && (headDim != 64 || decode) ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
+  return target == "sm_90a" ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
 }
 
 // attention_packed runs the portable kernel on every target (no twin takes windows yet): 64
@@ -284,7 +281,7 @@ std::vector<Entry> makeAll() {
                 return attentionProblem(name, s[0], s[1], s[2], s[3], s[3], s[4], d, seed, causal, lse);
               }};
       a.make_for_shape = [make](DType d, const std::vector<int64_t>& s, const std::string& target) {
-        return make(d, s.at(4), attentionTiles(d, target, s.at(4)));
+        return make(d, s.at(4), attentionTiles(d, target));
       };
       a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
       a.framework = cudnnAttention(causal, lse);
@@ -304,7 +301,7 @@ std::vector<Entry> makeAll() {
                 return attentionProblem(name, s[0], s[1], s[2], s[3], s[4], s[5], d, seed, true, lse);
               }};
     dec.make_for_shape = [make](DType d, const std::vector<int64_t>& s, const std::string& target) {
-      return make(d, s.at(5), attentionTiles(d, target, s.at(5), /*decode=*/true));
+      return make(d, s.at(5), attentionTiles(d, target));
     };
     dec.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(5)); };
     dec.framework = cudnnAttention(true, lse);

@@ -29,10 +29,9 @@ Runtime offline(const std::string& arch, int warps = 4) {
   return Runtime::create(Backend::cuda, {.compile_only = true, .arch = arch, .num_warps = warps});
 }
 
-/// The spill bytes (stores + loads) of `entry` when the toolkit's ptxas compiles `ptx` as a
-/// whole program for sm_90a, as the driver's JIT does for a module with a twin on a GPU;
-/// -1 when its report does not say.
-int wholeProgramSpills(const std::string& ptx, const std::string& entry) {
+/// What the toolkit's ptxas says (-v) when it compiles `ptx` as a whole program for
+/// sm_90a, as the driver's JIT does for a module with a twin on a GPU.
+std::string wholeProgramLog(const std::string& ptx) {
   char path[] = "/tmp/kiln-twin-XXXXXX";
   int fd = ::mkstemp(path);
   REQUIRE(fd >= 0);
@@ -48,6 +47,13 @@ int wholeProgramSpills(const std::string& ptx, const std::string& entry) {
   std::remove(path);
   INFO(log);
   REQUIRE(rc == 0);
+  return log;
+}
+
+/// The spill bytes (stores + loads) of `entry` in a whole-program compile (wholeProgramLog);
+/// -1 when its report does not say.
+int wholeProgramSpills(const std::string& ptx, const std::string& entry) {
+  const std::string log = wholeProgramLog(ptx);
   auto at = log.find("Function properties for " + entry + "\n");
   if (at == std::string::npos) return -1;
   int stack = 0, stores = 0, loads = 0;
@@ -103,7 +109,7 @@ TEST_CASE("attention_packed_causal compiles to cubins for sm_90a and sm_80 witho
   compilesWithoutSpills("attention_packed_causal");
 }
 
-TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step (64 and three programs a CTA at head dim 64); elsewhere 64", "[cuda][compile]") {
+TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step (three programs a CTA at head dim 64); elsewhere 64", "[cuda][compile]") {
   for (const char* name : {"attention", "attention_causal"}) {
     const catalogue::Entry& e = catalogue::find(name);
     Runtime hopper = offline("sm_90a");
@@ -116,9 +122,9 @@ TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step (6
       // edge of the registers at 128 keys: 255 and a few spilled bytes (48, causal 80).
       CHECK(ck.report().spill_bytes <= 128);
     }
-    // Head dim 64: 64 keys a step, three programs a CTA.
+    // Head dim 64: 128 keys a step too, three programs a CTA.
     CompiledKernel d64 = hopper.compile(catalogue::kernel_for(e, DType::bf16, {1, 8, 2, 512, 64}, "sm_90a"));
-    CHECK_THAT(d64.report().sm90, Contains("__sm90_attn: attention: 192 query rows (3 programs) x 64 keys a step, head dim 64"));
+    CHECK_THAT(d64.report().sm90, Contains("__sm90_attn: attention: 192 query rows (3 programs) x 128 keys a step, head dim 64"));
     CHECK_THAT(d64.report().sm90, Contains("512 threads"));
     // The tiles follow the target: 64 keys a step for any other (the portable kernel's).
     CHECK(catalogue::kernel_for(e, DType::bf16, {1, 8, 2, 512, 128}, "sm_80").signature().args.at(0).dims.back().extent == 128);
@@ -131,6 +137,45 @@ TEST_CASE("attention for sm_90a gets the TMA + wgmma twin, at 128 keys a step (6
     CHECK_THAT(d32.report().sm90, Contains("not attention: the head dim is not a constant 64 or 128"));
     CompiledKernel f32 = hopper.compile(catalogue::kernel_for(e, DType::f32, {1, 8, 2, 512, 128}, "sm_90a"));
     CHECK_THAT(f32.report().sm90, Contains("not attention: O is not bf16 or f16"));
+  }
+}
+
+// setmaxnreg only moves registers within the CTA's pool (threads x ptxas's per-thread count
+// at that block size): a warpgroup asking for more than the pool holds waits forever, a hang
+// no test on a GPU could tell from a slow kernel.
+TEST_CASE("every attention twin asks setmaxnreg for no more registers than its CTA holds, and ptxas keeps its "
+          "wgmmas pipelined without spills", "[cuda][compile]") {
+  Runtime hopper = offline("sm_90a");
+  struct Case {
+    const char* name;
+    std::vector<int64_t> shape;
+    int consumers;
+  };
+  for (const Case& c : {Case{"attention", {1, 8, 2, 512, 128}, 2}, Case{"attention", {1, 8, 2, 512, 64}, 3},
+                        Case{"attention_causal", {1, 8, 2, 512, 64}, 3}, Case{"attention_lse", {1, 8, 2, 512, 64}, 3},
+                        Case{"attention_decode", {1, 8, 2, 1, 512, 128}, 2},
+                        Case{"attention_decode", {1, 8, 2, 1, 512, 64}, 2}}) {
+    INFO(c.name << " " << c.shape.back());
+    const std::string ptx =
+        hopper.emit(catalogue::kernel_for(catalogue::find(c.name), DType::bf16, c.shape, "sm_90a"), Stage::ptx);
+    const std::string entry = std::string(c.name) + "__sm90_attn";
+    const size_t at = ptx.find(".entry " + entry + "(");
+    REQUIRE(at != std::string::npos);
+    const std::string body = ptx.substr(at, ptx.find(".entry ", at + 1) - at);
+    auto number = [&](const std::string& key) {
+      const size_t k = body.find(key);
+      REQUIRE(k != std::string::npos);
+      return std::atoi(body.c_str() + body.find_first_of("0123456789", k + key.size()));
+    };
+    const int threads = number(".maxntid"), producer = number("setmaxnreg.dec.sync.aligned.u32"),
+              consumer = number("setmaxnreg.inc.sync.aligned.u32");
+    CHECK(threads == 128 * (1 + c.consumers));
+    const int pool = 65536 / threads / 8 * 8 * threads;
+    CHECK(128 * producer + (threads - 128) * consumer <= pool);
+    CHECK(consumer % 8 == 0);
+    const std::string log = wholeProgramLog(ptx);
+    CHECK_THAT(log, !Contains("serialized"));
+    CHECK(wholeProgramSpills(ptx, entry) == 0);
   }
 }
 

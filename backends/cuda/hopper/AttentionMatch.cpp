@@ -152,6 +152,10 @@ private:
     int vv = matchLoad(m_.v, "V");
     if (vv < 0) return false;
     m_.vArg = unsigned(vv);
+    {
+      auto qt = m_.kernel.getArgType(m_.qArg), kt = m_.kernel.getArgType(m_.kArg);
+      m_.queriesAreKeys = qt.getDimSymbol(2) == kt.getDimSymbol(2) && qt.getDimConstant(2) == kt.getDimConstant(2);
+    }
     m_.kv = cast<ViewType>(m_.k.getView().getType()).getShape()[0];
     if ((m_.kv != 64 && m_.kv != 128) || cast<ViewType>(m_.v.getView().getType()).getShape()[0] != m_.kv)
       return fail("K's and V's tiles are not both 64 or 128 keys");

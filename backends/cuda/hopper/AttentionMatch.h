@@ -47,6 +47,10 @@ struct AttentionMatch {
   tile::StoreOp rowStore;
   unsigned rowArg = 0;
   int64_t rows = 64; ///< query rows per program (one consumer warpgroup)
+  /// Q's sequence dim is K's (self-attention over a whole sequence: as many query tiles as
+  /// key tiles); false over a K/V cache (Q [B, H, T, D] beside K [B, G, S, D]), where a
+  /// decode step has one query tile per head.
+  bool queriesAreKeys = false;
   int64_t kv = 0;    ///< keys per loop step
   int64_t d = 0;     ///< head dim
   mlir::Type inElt;  ///< bf16 or f16

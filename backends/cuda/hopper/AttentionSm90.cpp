@@ -81,6 +81,10 @@ constexpr int64_t kBox = 64;  ///< 16-bit elements per 128-byte swizzled row
 
 /// The attention twin's shared-memory geometry for head dim `d`, `kv` keys per step,
 /// `consumers` programs per CTA.
+/// The producer warpgroup's registers per thread after setmaxnreg: its TMA loop and the
+/// program's index expressions (a causal step count, GQA's head) fit in 32 without spills.
+constexpr int32_t kProducerRegs = 32;
+
 struct AttnGeometry {
   int64_t d, kv, stages, consumers;
   int64_t qBytes() const { return consumers * kRows * d * 2; }
@@ -93,12 +97,24 @@ struct AttnGeometry {
     while (s < 4 && AttnGeometry{d, kv, s + 1, consumers}.sharedBytes() <= kMaxSharedBytes) ++s;
     return s;
   }
-  /// 3 at head dim 64 and 64 keys a step (the products are a quarter of D = 128's at 128
-  /// keys, the softmax is half: a third program keeps the tensor cores fed; H200: 451
-  /// against 430 TFLOP/s with two at 128 keys), else 2 (at 128 keys three programs' scores
-  /// and the next step's, in flight together, need more than 152 registers: ptxas then
-  /// serialises the wgmmas).
-  static int64_t consumersFor(int64_t d, int64_t kv, int64_t asked) { return asked ? asked : d == 64 && kv == 64 ? 3 : 2; }
+  /// 3 at head dim 64 over a whole sequence (its products are half of D = 128's, its
+  /// softmax the same: a third program keeps the tensor cores fed; H200, B4 H32 S4096 D64
+  /// bf16, 128 keys a step: 515 TFLOP/s against 456 with three at 64 keys), else 2: over a
+  /// K/V cache a decode step has one query tile per head, and fewer programs a CTA keep
+  /// more CTAs streaming the cache.
+  static int64_t consumersFor(const AttentionMatch& m, int64_t asked) {
+    return asked ? asked : m.d == 64 && m.queriesAreKeys ? 3 : 2;
+  }
+  int64_t threads() const { return 128 * (1 + consumers); }
+  /// setmaxnreg moves registers within the CTA's pool, which is what the launch gave it:
+  /// threads x the per-thread count ptxas may use at this block size (64 K / threads, in
+  /// multiples of 8). A consumer asking for more than the pool holds waits forever, so each
+  /// consumer thread gets the pool less the producer's kProducerRegs per thread, in multiples
+  /// of 8, at most 240 (ptxas's limit under setmaxnreg): 232 for two consumers, 160 for three.
+  int64_t consumerRegs() const {
+    const int64_t pool = 65536 / threads() / 8 * 8 * threads();
+    return std::min<int64_t>(240, (pool - 128 * kProducerRegs) / (128 * consumers) / 8 * 8);
+  }
   /// Key splits: a consumer thread's loop state (`values` f32) for each consumer, in the ring
   /// (free once every consumer has left its loop).
   int64_t exchangeBytes(int64_t values) const { return consumers * 128 * values * 4; }
@@ -153,7 +169,7 @@ private:
     for (int64_t w = 1; w < g_.consumers; ++w) most = b_.create<arith::MaxUIOp>(loc_, most, stepsOf(add(i0, i32(w))));
     return most;
   }
-  int64_t threads() const { return 128 * (1 + g_.consumers); }
+  int64_t threads() const { return g_.threads(); }
   void producer();
   void consumer();
   /// Named barrier 1 + w: consumer w's turn to issue. Waits for it, or (`pass`) hands the
@@ -517,9 +533,7 @@ void AttnEmitter::run() {
 }
 
 void AttnEmitter::producer() {
-  // 40 (not 24): the producer evaluates the program's index expressions (a causal step
-  // count, GQA's head) beside its loop.
-  b_.create<NVVM::SetMaxRegisterOp>(loc_, 40, NVVM::SetMaxRegisterAction::decrease);
+  b_.create<NVVM::SetMaxRegisterOp>(loc_, kProducerRegs, NVVM::SetMaxRegisterAction::decrease);
   ifThen(eq(tid_, i32(0)), [&] {
     auto cluster = LLVM::LLVMPointerType::get(b_.getContext(), 7);
     auto tma = [&](Value dstOff, Value map, SmallVector<Value> coords, Value bar) {
@@ -897,10 +911,7 @@ std::optional<AttnEmitter::Scaled> AttnEmitter::scaledOf(Value v) {
 
 
 void AttnEmitter::consumer() {
-  // The register file (64 K) less the producer's 128 x 40, shared by the consumers' threads
-  // and rounded down to setmaxnreg's multiple of 8: 232 for two consumers, 152 for three.
-  const int64_t regs = std::min<int64_t>(232, (65536 / 128 - 40) / g_.consumers / 8 * 8);
-  b_.create<NVVM::SetMaxRegisterOp>(loc_, int32_t(regs), NVVM::SetMaxRegisterAction::increase);
+  b_.create<NVVM::SetMaxRegisterOp>(loc_, int32_t(g_.consumerRegs()), NVVM::SetMaxRegisterAction::increase);
   Value w = sub(wg_, i32(1));
   Value i0 = mul(group_, i32(g_.consumers));
   i_ = add(i0, w);
@@ -1449,7 +1460,7 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
         m->setAttr("kiln.sm90", StringAttr::get(&getContext(), gemm + "not attention: " + why));
         continue;
       }
-      if (stages && AttnGeometry{match.d, match.kv, stages, AttnGeometry::consumersFor(match.d, match.kv, consumers)}.sharedBytes() >
+      if (stages && AttnGeometry{match.d, match.kv, stages, AttnGeometry::consumersFor(match, consumers)}.sharedBytes() >
                         kMaxSharedBytes) {
         m.emitError("stages=" + std::to_string(stages) + " does not fit in shared memory at head dim " +
                     std::to_string(match.d) + " and " + std::to_string(match.kv) + " keys per step");
@@ -1463,7 +1474,7 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
         b.setInsertionPointToEnd(m.getBody());
         gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
       }
-      AttnEmitter(match, gm, stages, AttnGeometry::consumersFor(match.d, match.kv, consumers)).run();
+      AttnEmitter(match, gm, stages, AttnGeometry::consumersFor(match, consumers)).run();
     }
   }
 };

@@ -7,6 +7,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=KEYS
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=FOLD
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=ROWS
+// RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=DECODE
 
 // Causal attention as the DSL traces it (catalogue::attention, head dim 128, 64 query rows
 // by 128 keys a step): a TMA + wgmma twin beside the tile kernel, which stays for the
@@ -35,7 +36,7 @@
 // CHECK: nvvm.mbarrier.init
 // CHECK: nvvm.fence.mbarrier.init
 // Producer: gives registers away, loads both Q tiles, then K and V a step at a time.
-// CHECK: nvvm.setmaxregister  decrease 40
+// CHECK: nvvm.setmaxregister  decrease 32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
@@ -126,14 +127,14 @@
 // O stored from registers in pairs.
 // CHECK: llvm.store {{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
 // TWO: \22stages\22:2
-// Three consumers (kiln's choice at head dim 64 and 64 keys a step): 512 threads, a CTA per
-// three query tiles, 152 registers each, the turn passed round robin and taken first from
-// the last consumer.
+// Three consumers (kiln's choice at head dim 64 over a whole sequence): 512 threads, a CTA
+// per three query tiles, 160 registers each (the pool of 512 x 128 less the producer's
+// 128 x 32), the turn passed round robin and taken first from the last consumer.
 // THREE: \22grid\22:[{\22arg\22:3,\22dim\22:2,\22name\22:\22S\22,\22tile\22:192}
 // THREE-SAME: \22threads\22:512
 // THREE-SAME: \22tile\22:[192,128,128]
 // THREE: nvvm.mbarrier.init %{{.*}}, %c384_i32
-// THREE: nvvm.setmaxregister  increase 152
+// THREE: nvvm.setmaxregister  increase 160
 // THREE: arith.remui %{{.*}}, %c3_i32
 // Key splits: the loop is an online softmax (max, l a + y, acc a from -inf, 0, 0) and its one
 // mask is index comparisons, so the plan allows clusters of up to 8 CTAs cutting K's keys
@@ -147,7 +148,7 @@
 // KEYS: nvvm.read.ptx.sreg.cluster.ctarank
 // KEYS: arith.divui %{{[0-9]+}}, %[[SIZE]]
 // KEYS: scf.for %{{.*}} = %c1_i32{{.*}} to %[[SIZE]] step %c1_i32{{.*}} iter_args(%{{.*}} = %true) -> (i1)
-// KEYS: nvvm.setmaxregister  decrease 40
+// KEYS: nvvm.setmaxregister  decrease 32
 // KEYS: nvvm.cluster.arrive
 // KEYS-NEXT: nvvm.cluster.wait
 // KEYS-NEXT: nvvm.cluster.arrive
@@ -557,6 +558,10 @@ module {
 // ROWS-LABEL: gpu.func @attention_causal_lse__sm90_attn(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32
 // ROWS-SAME: \22k_cluster\22:8
 // ROWS-SAME: {\22arg\22:4,\22dim\22:0,\22kind\22:\22pointer\22},{\22arg\22:4,\22dim\22:0,\22kind\22:\22stride\22}
+// Head dim 64 over the whole sequence: three consumers by default.
+// ROWS-SAME: \22threads\22:512
+// ROWS: nvvm.setmaxregister  decrease 32
+// ROWS: nvvm.setmaxregister  increase 160
 // ROWS: math.log
 // ROWS: llvm.store %{{.*}} : i32, !llvm.ptr<1>
 // ROWS: llvm.store %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
@@ -639,6 +644,97 @@ module {
       %25 = tile.log %18#1 : <64xf32>
       %26 = tile.add %24, %25 : <64xf32>
       tile.store %26, %23 : <64xf32>, <64xf32>
+    }
+  }
+}
+
+// -----
+
+// Over a K/V cache (catalogue::attention_decode, head dim 64: Q [B, H, T, 64] beside K
+// [B, G, S, 64]) two consumers, not three: a decode step has one query tile per head, and
+// fewer programs a CTA keep more CTAs streaming the cache. 384 threads; each consumer 232
+// registers (the pool of 384 x 168 less the producer's 128 x 32, in multiples of 8).
+// DECODE-LABEL: gpu.func @attention_decode__sm90_attn
+// DECODE-SAME: \22threads\22:384
+// DECODE: nvvm.setmaxregister  decrease 32
+// DECODE: nvvm.setmaxregister  increase 232
+module {
+  tile.kernel @attention_decode(in %Q: !tile.tensor<[B, H, T, 64], bf16>, in %K: !tile.tensor<[B, G, S, 64], bf16>, in %V: !tile.tensor<[B, G, S, 64], bf16>, out %O: !tile.tensor<[B, H, T, 64], bf16>) {
+    %B = tile.dim "B"
+    %H = tile.dim "H"
+    %G = tile.dim "G"
+    %S = tile.dim "S"
+    %T = tile.dim "T"
+    %c64 = arith.constant 64 : index
+    %0 = arith.ceildivsi %T, %c64 : index
+    tile.grid (%arg0, %arg1, %arg2) in (%0, %H, %B) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %1 = arith.maxsi %G, %c1 : index
+      %2 = arith.floordivsi %H, %1 : index
+      %c1_0 = arith.constant 1 : index
+      %3 = arith.maxsi %2, %c1_0 : index
+      %4 = arith.floordivsi %arg1, %3 : index
+      %c64_1 = arith.constant 64 : index
+      %5 = arith.muli %arg0, %c64_1 : index
+      %6 = arith.subi %S, %T : index
+      %7 = arith.addi %5, %6 : index
+      %8 = tile.view %Q[%arg2, %arg1, %arg0, %c0] : <[B, H, T, 64], bf16> -> <64x64xbf16>
+      %9 = tile.load %8 : <64x64xbf16> -> <64x64xbf16>
+      %10 = tile.iota dim 0 : <64x64xf32>
+      %11 = tile.splat %7 : index -> <64x64xf32>
+      %12 = tile.add %10, %11 : <64x64xf32>
+      %c64_2 = arith.constant 64 : index
+      %13 = arith.ceildivsi %S, %c64_2 : index
+      %c64_3 = arith.constant 64 : index
+      %14 = arith.addi %7, %c64_3 : index
+      %c64_4 = arith.constant 64 : index
+      %15 = arith.ceildivsi %14, %c64_4 : index
+      %16 = arith.minsi %13, %15 : index
+      %17 = tile.full 0xFFF0000000000000 : <64xf32>
+      %18 = tile.full 0.000000e+00 : <64xf32>
+      %19 = tile.full 0.000000e+00 : <64x64xf32>
+      %20:3 = tile.loop %arg3 to %16 stages 1 carry(%arg4 = %17 : !tile.tile<64xf32>, %arg5 = %18 : !tile.tile<64xf32>, %arg6 = %19 : !tile.tile<64x64xf32>) {
+        %25 = tile.view %K[%arg2, %4, %arg3, %c0] : <[B, G, S, 64], bf16> -> <64x64xbf16>
+        %26 = tile.load %25 : <64x64xbf16> -> <64x64xbf16>
+        %27 = tile.transpose %26 : <64x64xbf16> -> <64x64xbf16>
+        %28 = tile.full 0.000000e+00 : <64x64xf32>
+        %29 = tile.dot %9, %27, %28 : <64x64xbf16>, <64x64xbf16> -> <64x64xf32>
+        %30 = tile.scale %29, 0.18033688011112042 : <64x64xf32>
+        %31 = tile.iota dim 1 : <64x64xf32>
+        %c64_5 = arith.constant 64 : index
+        %32 = arith.muli %arg3, %c64_5 : index
+        %33 = tile.splat %32 : index -> <64x64xf32>
+        %34 = tile.add %31, %33 : <64x64xf32>
+        %35 = tile.splat %S : index -> <64x64xf32>
+        %36 = tile.cmp "lt", %34, %35 : <64x64xf32>
+        %37 = tile.cmp "le", %34, %12 : <64x64xf32>
+        %38 = tile.mul %36, %37 : <64x64xf32>
+        %39 = tile.full 0xFFF0000000000000 : <64x64xf32>
+        %40 = tile.select %38, %30, %39 : <64x64xf32>
+        %41 = tile.reduce_max %40 dim 1 : <64x64xf32> -> <64xf32>
+        %42 = tile.max %arg4, %41 : <64xf32>
+        %43 = tile.broadcast %42 [0] : <64xf32> -> <64x64xf32>
+        %44 = tile.sub %40, %43 : <64x64xf32>
+        %45 = tile.exp2 %44 : <64x64xf32>
+        %46 = tile.sub %arg4, %42 : <64xf32>
+        %47 = tile.exp2 %46 : <64xf32>
+        %48 = tile.mul %arg5, %47 : <64xf32>
+        %49 = tile.reduce_sum %45 dim 1 : <64x64xf32> -> <64xf32>
+        %50 = tile.add %48, %49 : <64xf32>
+        %51 = tile.cast %45 : <64x64xf32> -> <64x64xbf16>
+        %52 = tile.view %V[%arg2, %4, %arg3, %c0] : <[B, G, S, 64], bf16> -> <64x64xbf16>
+        %53 = tile.load %52 : <64x64xbf16> -> <64x64xbf16>
+        %54 = tile.broadcast %47 [0] : <64xf32> -> <64x64xf32>
+        %55 = tile.mul %arg6, %54 : <64x64xf32>
+        %56 = tile.dot %51, %53, %55 : <64x64xbf16>, <64x64xbf16> -> <64x64xf32>
+        tile.yield %42, %50, %56 : !tile.tile<64xf32>, !tile.tile<64xf32>, !tile.tile<64x64xf32>
+      }
+      %21 = tile.view %O[%arg2, %arg1, %arg0, %c0] : <[B, H, T, 64], bf16> -> <64x64xbf16>
+      %22 = tile.broadcast %20#1 [0] : <64xf32> -> <64x64xf32>
+      %23 = tile.div %20#2, %22 : <64x64xf32>
+      %24 = tile.cast %23 : <64x64xf32> -> <64x64xbf16>
+      tile.store %24, %21 : <64x64xbf16>, <64x64xbf16>
     }
   }
 }
