@@ -247,6 +247,13 @@ private:
   /// versioned on it (pipelinedLoop): ptxas waits for an in-flight wgmma where two paths
   /// join, so a branch of where()'s own between the two waits would end the overlap there.
   Value masksHold(Value j);
+  /// Whether the loop's selects have any mask of index comparisons (masksHold is not null);
+  /// emits nothing.
+  bool hasIndexMasks() {
+    bool any = false;
+    m_.loop.getBody().front().walk([&](SelectOp sel) { any = any || bounded(sel.getMask()); });
+    return any;
+  }
   /// wgmma.wait_group `pending` with the accumulator struct `acc` passed through it.
   Value waitGroup(int64_t pending, Value acc);
   /// The pipelined loop (see Pipeline) over the program's steps [lo_, mine): the flat yields.
@@ -1188,8 +1195,7 @@ Vals AttnEmitter::pipelinedLoop(const Pipeline& pl, Value mine, const SmallVecto
   for (unsigned c = 0; c < nc; ++c)
     if (c != pl.acc) state0.append(inits.begin() + at[c], inits.begin() + at[c + 1]);
   SmallVector<Value> loopInits(inits.begin() + at[pl.acc], inits.begin() + at[pl.acc + 1]);
-  SmallVector<Value> soft0 = softmax(state0, lo_, s0);
-  llvm::append_range(loopInits, packed(soft0));
+  llvm::append_range(loopInits, packed(softmax(state0, lo_, s0)));
   // Step j: one burst of S_{j+1} = Q K_{j+1}^T, the update of acc (while S's product
   // runs), P_j V_j; S_{j+1}'s softmax while P_j V_j runs; then P_j V_j's result.
   Value last = sub(mine, i32(1));
@@ -1221,9 +1227,7 @@ Vals AttnEmitter::pipelinedLoop(const Pipeline& pl, Value mine, const SmallVecto
   Value from = lo_;
   SmallVector<Value> values(loopInits);
   {
-    Scope probe = scope();
-    const bool masked = bool(masksHold(lo_));
-    restore(std::move(probe));
+    const bool masked = hasIndexMasks();
     if (masked) {
       SmallVector<Type> types{b_.getI32Type()};
       for (Value v : values) types.push_back(v.getType());
