@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "kiln/dsl.hpp"
 #include "kiln/tensor.hpp"
 
@@ -315,6 +317,21 @@ inline std::vector<double> packedAttentionErrors(const HostTensor& q, const Host
     }
   }
   return worst;
+}
+
+/// packedAttention's output in `in.o` after a launch (`before`: in.o as launched): every
+/// sequence's heads within `tolerance` of the reference, and nothing written past the last
+/// sequence's tokens.
+inline void checkPacked(const PackedInputs& in, const HostTensor& before, const std::vector<int32_t>& offsets,
+                        int64_t group, bool causal, double tolerance) {
+  const int64_t H = in.q.dims()[1], D = in.q.dims()[2];
+  const std::vector<double> worst = packedAttentionErrors(in.q, in.k, in.v, in.o, offsets, group, causal);
+  REQUIRE(worst.size() == size_t((offsets.size() - 1) * H));
+  for (size_t at = 0; at < worst.size(); ++at) {
+    INFO("sequence " << at / H << " head " << at % H);
+    CHECK(worst[at] < tolerance);
+  }
+  CHECK(changedFrom(in.o, before, offsets.back() * H * D) == 0);
 }
 
 } // namespace kiln::test

@@ -209,34 +209,28 @@ TEST_CASE("the attention twin overlaps each step's softmax with the product befo
   CHECK(wholeProgramSpills(otherPtx, "grouped_attention_reads_acc__sm90_attn") == 0);
 }
 
-TEST_CASE("attention reading per-sequence lengths compiles for sm_80 and sm_90a without spills; the sm_90a twin "
-          "says why it does not take it", "[cuda][compile]") {
-  for (const char* arch : {"sm_80", "sm_90a"})
-    for (bool causal : {false, true}) {
-      CompiledKernel ck = offline(arch, 8).compile(test::paddedAttention(DType::bf16, 64, causal, 2));
-      INFO(arch << (causal ? " causal: " : ": ") << ck.report().str());
-      CHECK(ck.report().spill_bytes == 0);
-      CHECK(ck.binary().substr(0, 4) == "\x7f" "ELF");
-      if (std::string(arch) == "sm_90a")
-        CHECK_THAT(ck.report().sm90, Contains("not attention: a view narrows a dim to a window (Tensor::window)"));
-      if (std::string(arch) == "sm_90a") { // without the windows: the loop's count is still read
-        CompiledKernel bare = offline(arch, 8).compile(test::paddedAttention(DType::bf16, 64, causal, 2, 64, false));
-        CHECK_THAT(bare.report().sm90, Contains("not attention: the loop's count is read from a tensor"));
+TEST_CASE("attention over padded or packed sequences compiles for sm_80 and sm_90a without spills; the sm_90a "
+          "twin says why it does not take it", "[cuda][compile]") {
+  // Padded: each sequence's length read from an i32 input, K and V windowed to it. Packed:
+  // sequences end to end, every tensor windowed to its sequence by i32 offsets.
+  const std::vector<std::pair<const char*, std::function<Kernel(bool)>>> kernels = {
+      {"padded", [](bool causal) { return test::paddedAttention(DType::bf16, 64, causal, 2); }},
+      {"packed", [](bool causal) { return test::packedAttention(DType::bf16, 64, causal, 2); }}};
+  for (const auto& [name, make] : kernels)
+    for (const char* arch : {"sm_80", "sm_90a"})
+      for (bool causal : {false, true}) {
+        CompiledKernel ck = offline(arch, 8).compile(make(causal));
+        INFO(name << " " << arch << (causal ? " causal: " : ": ") << ck.report().str());
+        CHECK(ck.report().spill_bytes == 0);
+        CHECK(ck.binary().substr(0, 4) == "\x7f" "ELF");
+        if (std::string(arch) == "sm_90a")
+          CHECK_THAT(ck.report().sm90, Contains("not attention: a view narrows a dim to a window (Tensor::window)"));
       }
-    }
-}
-
-TEST_CASE("attention over sequences packed end to end compiles without spills on sm_80 and sm_90a, whose twin says "
-          "why it does not take it", "[cuda][compile]") {
-  for (const char* arch : {"sm_80", "sm_90a"})
-    for (bool causal : {false, true}) {
-      CompiledKernel ck = offline(arch, 8).compile(test::packedAttention(DType::bf16, 64, causal, 2));
-      INFO(arch << (causal ? " causal: " : ": ") << ck.report().str());
-      CHECK(ck.report().spill_bytes == 0);
-      CHECK(ck.binary().substr(0, 4) == "\x7f" "ELF");
-      if (std::string(arch) == "sm_90a")
-        CHECK_THAT(ck.report().sm90, Contains("a view narrows a dim to a window (Tensor::window)"));
-    }
+  // Padded without the windows: the twin's next reason is the loop's count, read from a tensor.
+  for (bool causal : {false, true}) {
+    CompiledKernel bare = offline("sm_90a", 8).compile(test::paddedAttention(DType::bf16, 64, causal, 2, 64, false));
+    CHECK_THAT(bare.report().sm90, Contains("not attention: the loop's count is read from a tensor"));
+  }
 }
 
 TEST_CASE("attention with its log-sum-exp output gets the sm_90a twin, which stores the row values too", "[cuda][compile]") {
