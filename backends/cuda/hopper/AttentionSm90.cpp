@@ -79,12 +79,12 @@ namespace {
 constexpr int64_t kRows = 64; ///< query rows per consumer warpgroup
 constexpr int64_t kBox = 64;  ///< 16-bit elements per 128-byte swizzled row
 
-/// The attention twin's shared-memory geometry for head dim `d`, `kv` keys per step,
-/// `consumers` programs per CTA.
 /// The producer warpgroup's registers per thread after setmaxnreg: its TMA loop and the
 /// program's index expressions (a causal step count, GQA's head) fit in 32 without spills.
 constexpr int32_t kProducerRegs = 32;
 
+/// The attention twin's shared-memory geometry for head dim `d`, `kv` keys per step,
+/// `consumers` programs per CTA.
 struct AttnGeometry {
   int64_t d, kv, stages, consumers;
   int64_t qBytes() const { return consumers * kRows * d * 2; }
