@@ -58,6 +58,14 @@ KILN_API Kernel attention_decode(DType dtype, int64_t head_dim, AttentionTiles t
 /// "attention_causal_lse" and "attention_decode_lse"; arguments Q, K, V, O, LSE.
 KILN_API Kernel attention_lse(DType dtype, int64_t head_dim, bool causal, AttentionTiles t = {});
 KILN_API Kernel attention_decode_lse(DType dtype, int64_t head_dim, AttentionTiles t = {});
+/// attention() over a batch of sequences padded to one length S: Q and O [B, H, S, D], K and
+/// V [B, G, S, D] as in attention(), and Lens [B] (i32): sequence b is its first Lens[b]
+/// positions (S where Lens[b] > S); its queries attend to those keys only (causal: up to
+/// their own position), whatever the padding holds. O's rows past a length are padding: a
+/// query tile wholly past it is written as zeros, the rest from the padding's queries.
+/// Kernels "attention_padded" and "attention_padded_causal"; arguments Q, K, V, Lens, O.
+/// On sm_90a it runs the portable kernel (the attention twin does not take windows yet).
+KILN_API Kernel attention_padded(DType dtype, int64_t head_dim, bool causal, AttentionTiles t = {});
 /// attention() over a batch of sequences packed end to end (no padding): Q and O [H, T, D],
 /// K and V [G, T, D] over all T tokens, and Offsets [B + 1] (i32): sequence n is tokens
 /// [Offsets[n], Offsets[n + 1]), and its queries attend to its own keys only (causal: to those

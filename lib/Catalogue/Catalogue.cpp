@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cmath>
 #include <limits>
 
 #include "kiln/error.hpp"
@@ -139,10 +140,80 @@ AttentionTiles attentionTiles(DType d, const std::string& target = "") {
   return target == "sm_90a" ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
 }
 
-// attention_packed runs the portable kernel on every target (no twin takes windows yet): 64
-// query rows and 32 keys a step, where 64 keys spill on sm_80 and sm_90a at head dim 128 (the
+// attention_packed and attention_padded run the portable kernel on every target (no twin takes
+// their windows yet): 64 query rows and 32 keys a step, where 64 keys spill on sm_80 and sm_90a at head dim 128 (the
 // windows' bounds take registers the plain kernel has free).
 AttentionTiles packedTiles(DType d) { return d == DType::f32 ? AttentionTiles{16, 16} : AttentionTiles{64, 32}; }
+
+// B sequence lengths: the first S, the others drawn from the seed in 1 .. S.
+std::vector<int64_t> sequenceLengths(int64_t B, int64_t S, uint64_t seed) {
+  std::vector<int64_t> lens;
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t n = 0; n < B; ++n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    lens.push_back(n == 0 ? S : 1 + int64_t((state >> 33) % uint64_t(S)));
+  }
+  return lens;
+}
+
+// Whether a problem's whole f64 host reference would take too long (2 H D sum of L^2 past
+// 2^31 multiply-adds): then it is checked on a sample of rows.
+bool sampleReference(int64_t H, int64_t D, const std::vector<int64_t>& lens) {
+  double work = 0;
+  for (int64_t L : lens) work += double(L) * double(L);
+  return 2.0 * double(H) * work * double(D) > double(int64_t(1) << 31);
+}
+
+// attention_padded's problem: B sequences padded to S, the first S long and the others of
+// lengths drawn from the seed in 1 .. S (Lens); K and V NaN past each length (a window reads
+// zeros there, so nothing of it may reach a result), Q random there. The reference holds
+// each sequence's rows (every one where the problem is small, a sample of every head's
+// otherwise): the padding's rows are not checked.
+Problem paddedAttentionProblem(const std::string& name, int64_t B, int64_t H, int64_t G, int64_t S, int64_t D,
+                               DType dt, uint64_t seed, bool causal) {
+  checkHeads(name, H, G, D);
+  const std::vector<int64_t> lens = sequenceLengths(B, S, seed);
+  Problem p;
+  p.args.push_back(random(dt, {B, H, S, D}, seed));
+  p.args.push_back(random(dt, {B, G, S, D}, seed + 1));
+  p.args.push_back(random(dt, {B, G, S, D}, seed + 2));
+  HostTensor l(DType::i32, {B});
+  for (int64_t n = 0; n < B; ++n) {
+    l.set(n, float(lens[size_t(n)]));
+    for (int64_t e = n * G * S * D; e < (n + 1) * G * S * D; ++e)
+      if ((e / D) % S >= lens[size_t(n)]) p.args[1].set(e, std::nanf("")), p.args[2].set(e, std::nanf(""));
+  }
+  p.args.push_back(std::move(l));
+  p.args.push_back(poisoned(dt, {B, H, S, D}));
+  p.output = 4;
+  double pairs = 0;
+  for (int64_t L : lens) pairs += causal ? 0.5 * double(L) * double(L) : double(L) * double(L);
+  p.flops = 4.0 * double(B > 0 ? H : 0) * pairs * double(D);
+  const bool sampled = sampleReference(H, D, lens);
+  auto at = [](const HostTensor& t, int64_t element) {
+    return static_cast<void*>(static_cast<char*>(const_cast<void*>(t.data())) + element * size_of(t.dtype()));
+  };
+  for (int64_t n = 0; n < B; ++n) {
+    const int64_t len = lens[size_t(n)];
+    auto seq = [&](const HostTensor& t, int64_t heads) {
+      return TensorView{at(t, n * heads * S * D), dt, {1, heads, len, D}, {heads * S * D, S * D, D, 1}};
+    };
+    std::vector<int64_t> rows; // of [H, len]; empty: all
+    if (sampled)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t k = 0; k < 4; ++k) rows.push_back(h * len + (k == 3 ? len - 1 : k * (len - 1) / 3));
+    const std::vector<double> out = reference::attention(seq(p.args[0], H), seq(p.args[1], G), seq(p.args[2], G), causal, rows);
+    const int64_t count = sampled ? int64_t(rows.size()) : H * len;
+    for (int64_t r = 0; r < count; ++r) {
+      const int64_t row = sampled ? rows[size_t(r)] : r, h = row / len, i = row % len;
+      for (int64_t d = 0; d < D; ++d) {
+        p.checked.push_back(((n * H + h) * S + i) * D + d);
+        p.reference.push_back(out[size_t(r * D + d)]);
+      }
+    }
+  }
+  return p;
+}
 
 // attention_packed's problem: B sequences of at most S tokens packed end to end, the first S
 // long and the others of lengths drawn from the seed in 1 .. S; Q, K, V and O head-major
@@ -157,11 +228,7 @@ Problem packedAttentionProblem(const std::string& name, int64_t B, int64_t H, in
     throw Error(ErrorKind::InvalidArgument, name + ": B x S = " + std::to_string(B) + " x " + std::to_string(S) +
                                                 " tokens do not fit the i32 offsets");
   std::vector<int64_t> offsets{0};
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t n = 0; n < B; ++n) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    offsets.push_back(offsets.back() + (n == 0 ? S : 1 + int64_t((state >> 33) % uint64_t(S))));
-  }
+  for (int64_t len : sequenceLengths(B, S, seed)) offsets.push_back(offsets.back() + len);
   const int64_t T = offsets.back();
   Problem p;
   p.args.push_back(random(dt, {H, T, D}, seed));
@@ -172,14 +239,14 @@ Problem packedAttentionProblem(const std::string& name, int64_t B, int64_t H, in
   p.args.push_back(std::move(off));
   p.args.push_back(poisoned(dt, {H, T, D}));
   p.output = 4;
-  double pairs = 0, work = 0;
+  double pairs = 0;
+  std::vector<int64_t> lens;
   for (int64_t n = 0; n < B; ++n) {
-    const double L = double(offsets[size_t(n) + 1] - offsets[size_t(n)]);
-    pairs += causal ? 0.5 * L * L : L * L;
-    work += L * L;
+    lens.push_back(offsets[size_t(n) + 1] - offsets[size_t(n)]);
+    pairs += causal ? 0.5 * double(lens.back()) * double(lens.back()) : double(lens.back()) * double(lens.back());
   }
   p.flops = 4.0 * double(H) * pairs * double(D);
-  const bool sampled = 2.0 * double(H) * work * double(D) > double(int64_t(1) << 31);
+  const bool sampled = sampleReference(H, D, lens);
   std::vector<double> whole(sampled ? 0 : size_t(H * T * D));
   auto at = [](const HostTensor& t, int64_t element) {
     return static_cast<void*>(static_cast<char*>(const_cast<void*>(t.data())) + element * size_of(t.dtype()));
@@ -306,6 +373,22 @@ std::vector<Entry> makeAll() {
     dec.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(5)); };
     dec.framework = cudnnAttention(true, lse);
     e.push_back(std::move(dec));
+  }
+  for (bool causal : {false, true}) {
+    const std::string name = causal ? "attention_padded_causal" : "attention_padded";
+    Entry a{name,
+            std::string("O = softmax(Q K^T / sqrt(D)") + (causal ? ", causal" : "") +
+                ") V per sequence of B padded to S (i32 lengths drawn up to S; GQA)",
+            "BxHxGxSxD", 5, [causal](DType d) { return attention_padded(d, 128, causal, packedTiles(d)); },
+            [name, causal](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+              return paddedAttentionProblem(name, s[0], s[1], s[2], s[3], s[4], d, seed, causal);
+            }};
+    a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s, const std::string& target) {
+      (void)target;
+      return attention_padded(d, s.at(4), causal, packedTiles(d));
+    };
+    a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
+    e.push_back(std::move(a));
   }
   for (bool causal : {false, true}) {
     const std::string name = causal ? "attention_packed_causal" : "attention_packed";

@@ -191,6 +191,37 @@ Kernel attention_like(const std::string& name, DType dt, int64_t D, bool causal,
   });
 }
 
+// Sequences padded to one length S (attention_padded): sequence b's own length is Lens[b]
+// (taken as S past it). K and V are windowed to it, so the key tile holding its end reads
+// zeros past it, whatever the padding holds; the program's mask drops those keys. Q and O
+// are not windowed: a query tile's rows past the length are padding, computed from the
+// padding's queries and written (the sm_90a twin takes this form). A query tile wholly past
+// the length runs no key step, and its rows are written as 0: O = acc / max(l, tiny), where
+// a row that saw a key has l >= 1.
+Kernel attention_padded_like(const std::string& name, DType dt, int64_t D, bool causal, AttentionTiles t) {
+  return kernel(name, [=](Builder& k) {
+    auto [B, H, G, S] = k.dims("B", "H", "G", "S");
+    auto Q = k.input("Q", {B, H, S, D}, dt);
+    auto K = k.input("K", {B, G, S, D}, dt), V = k.input("V", {B, G, S, D}, dt);
+    auto Lens = k.input("Lens", {B}, i32);
+    auto O = k.output("O", {B, H, S, D}, dt);
+    k.grid({cdiv(S, t.q), H, B}, [&](Index i, Index h, Index b) {
+      Index z = k.constant(0), g = h / (H / G), len = min(S, k.read(Lens, {b}));
+      Tile q = k.load(Q.tile({b, h, i, z}, {t.q, D}));
+      Index keyTiles = cdiv(len, t.kv), first = i * t.q;
+      Tile row = rowPositions(k, first, t);
+      Index steps = causal ? min(keyTiles, cdiv(first + t.q, t.kv)) : keyTiles;
+      steps = min(steps, (cdiv(len, t.q) - i) * keyTiles);
+      auto at = [&](const Tensor& X) {
+        Tensor w = X.window(2, z, len);
+        return [&, w](Index j) { return w.tile({b, g, j, z}, {t.kv, D}); };
+      };
+      auto r = flashLoop(k, q, at(K), at(V), len, row, steps, causal, dt, D, t);
+      k.store(O.tile({b, h, i, z}, {t.q, D}), cast(r[2] / cols(max(r[1], k.full({t.q}, 1e-30))), dt));
+    });
+  });
+}
+
 // Sequences packed end to end (attention_packed): sequence n is tokens [Offsets[n],
 // Offsets[n + 1]); every tensor is windowed to the program's sequence, so tile indices count
 // from its first token and nothing past its last is read (zeros) or written. The grid covers
@@ -238,6 +269,10 @@ Kernel attention_lse(DType dt, int64_t D, bool causal, AttentionTiles t) {
 
 Kernel attention_decode_lse(DType dt, int64_t D, AttentionTiles t) {
   return attention_like("attention_decode_lse", dt, D, /*causal=*/true, /*kvCache=*/true, t, /*lse=*/true);
+}
+
+Kernel attention_padded(DType dt, int64_t D, bool causal, AttentionTiles t) {
+  return attention_padded_like(causal ? "attention_padded_causal" : "attention_padded", dt, D, causal, t);
 }
 
 Kernel attention_packed(DType dt, int64_t D, bool causal, AttentionTiles t) {

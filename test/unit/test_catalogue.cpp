@@ -1,4 +1,6 @@
 // The catalogue: names, shapes and the run-and-verify path the CLI and demo use.
+#include <algorithm>
+#include <cmath>
 #include <catch2/catch.hpp>
 
 #include "kiln/catalogue.hpp"
@@ -14,7 +16,8 @@ TEST_CASE("the catalogue has the foundation kernels and the MLP's residual GEMM"
   CHECK(names == std::vector<std::string>{"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual",
                                           "softmax", "add", "rmsnorm", "attention", "attention_causal",
                                           "attention_lse", "attention_causal_lse", "attention_decode",
-                                          "attention_decode_lse", "attention_packed", "attention_packed_causal"});
+                                          "attention_decode_lse", "attention_padded", "attention_padded_causal",
+                                          "attention_packed", "attention_packed_causal"});
 }
 
 TEST_CASE("attention's shapes name batch, query heads, K/V heads, sequence and head dim", "[catalogue]") {
@@ -109,6 +112,51 @@ TEST_CASE("verify_output on a sampled problem compares only the sampled elements
   // An element outside the sample is not looked at; one inside it is.
   p.checked[0] = -1;
   CHECK_THROWS_AS(catalogue::verify_output(rt, d, p), Error);
+}
+
+TEST_CASE("attention_padded's problem pads B sequences to S, the first S long, NaN in K and V past each length, and "
+          "checks only each sequence's rows", "[catalogue]") {
+  const auto& a = catalogue::find("attention_padded_causal");
+  CHECK(a.shape_help == "BxHxGxSxD");
+  const int64_t B = 5, H = 4, G = 2, S = 50, D = 32;
+  catalogue::Problem p = a.problem({B, H, G, S, D}, DType::f32, 3);
+  REQUIRE(p.args.size() == 5);
+  const HostTensor& lens = p.args[3];
+  REQUIRE(lens.dtype() == DType::i32);
+  REQUIRE(lens.dims() == std::vector<int64_t>{B});
+  CHECK(lens.get(0) == float(S));
+  int64_t rows = 0;
+  for (int64_t n = 0; n < B; ++n) {
+    const int64_t len = int64_t(lens.get(n));
+    CHECK(len >= 1);
+    CHECK(len <= S);
+    rows += H * len;
+    // K and V: NaN exactly past the length.
+    for (int64_t t = 0; t < S; ++t)
+      CHECK(std::isnan(p.args[1].get(((n * G + 1) * S + t) * D)) == (t >= len));
+  }
+  CHECK(p.args[0].dims() == std::vector<int64_t>{B, H, S, D});
+  CHECK(p.args[4].dims() == std::vector<int64_t>{B, H, S, D});
+  // Only the sequences' rows are checked, each once.
+  REQUIRE(p.checked.size() == size_t(rows * D));
+  CHECK(p.reference.size() == p.checked.size());
+  for (int64_t e : p.checked) {
+    const int64_t n = e / (H * S * D), t = e / D % S;
+    CHECK(t < int64_t(lens.get(n)));
+  }
+  // Sequence 1, head 3, its first row: causal, it sees its own first key only, so its output
+  // is that key's value row (V head 3 / 2 = 1).
+  for (int64_t d = 0; d < D; ++d) {
+    const int64_t element = ((1 * H + 3) * S + 0) * D + d;
+    const auto at = std::find(p.checked.begin(), p.checked.end(), element);
+    REQUIRE(at != p.checked.end());
+    CHECK(p.reference[size_t(at - p.checked.begin())] == Approx(p.args[2].get(((1 * G + 1) * S + 0) * D + d)).margin(1e-6));
+  }
+  // Large: a sample of rows of every sequence and head.
+  catalogue::Problem big = catalogue::find("attention_padded").problem({2, 8, 8, 4096, 128}, DType::bf16, 1);
+  CHECK(big.checked.size() == size_t(2 * 8 * 4 * 128));
+  CHECK_THROWS_WITH(a.problem({2, 3, 2, 10, 32}, DType::f32, 1),
+                    Contains("attention_padded_causal: the query heads H (3) must be a multiple of the K/V heads G (2)"));
 }
 
 TEST_CASE("attention_packed's problem packs B sequences of at most S tokens, the first S long, and its reference "

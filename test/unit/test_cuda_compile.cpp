@@ -102,6 +102,12 @@ TEST_CASE("attention compiles to cubins for sm_90a and sm_80 without spills", "[
 TEST_CASE("attention_causal compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
   compilesWithoutSpills("attention_causal");
 }
+TEST_CASE("attention_padded compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
+  compilesWithoutSpills("attention_padded");
+}
+TEST_CASE("attention_padded_causal compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
+  compilesWithoutSpills("attention_padded_causal");
+}
 TEST_CASE("attention_packed compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
   compilesWithoutSpills("attention_packed");
 }
