@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "kiln/error.hpp"
@@ -164,6 +165,29 @@ bool sampleReference(int64_t H, int64_t D, const std::vector<int64_t>& lens) {
   return 2.0 * double(H) * work * double(D) > double(int64_t(1) << 31);
 }
 
+// Element `element` of a host tensor, as a view's data pointer.
+void* elementAt(const HostTensor& t, int64_t element) {
+  return static_cast<char*>(const_cast<void*>(t.data())) + element * size_of(t.dtype());
+}
+
+// One sequence's attention reference (q [1, H, len, D], k and v [1, G, len, D]): every row,
+// or (`sampled`) four of each head's, its first, last and two between; put(h, i, d, value)
+// for each element.
+void sequenceReference(const TensorView& q, const TensorView& k, const TensorView& v, bool causal, bool sampled,
+                       const std::function<void(int64_t, int64_t, int64_t, double)>& put) {
+  const int64_t H = q.dims[1], len = q.dims[2], D = q.dims[3];
+  std::vector<int64_t> rows; // of [H, len]; empty: all
+  if (sampled)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t r = 0; r < 4; ++r) rows.push_back(h * len + (r == 3 ? len - 1 : r * (len - 1) / 3));
+  const std::vector<double> out = reference::attention(q, k, v, causal, rows);
+  const int64_t count = sampled ? int64_t(rows.size()) : H * len;
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t row = sampled ? rows[size_t(r)] : r;
+    for (int64_t d = 0; d < D; ++d) put(row / len, row % len, d, out[size_t(r * D + d)]);
+  }
+}
+
 // attention_padded's problem: B sequences padded to S, the first S long and the others of
 // lengths drawn from the seed in 1 .. S (Lens); K and V NaN past each length (a window reads
 // zeros there, so nothing of it may reach a result), Q random there. The reference holds
@@ -190,27 +214,16 @@ Problem paddedAttentionProblem(const std::string& name, int64_t B, int64_t H, in
   for (int64_t L : lens) pairs += causal ? 0.5 * double(L) * double(L) : double(L) * double(L);
   p.flops = 4.0 * double(B > 0 ? H : 0) * pairs * double(D);
   const bool sampled = sampleReference(H, D, lens);
-  auto at = [](const HostTensor& t, int64_t element) {
-    return static_cast<void*>(static_cast<char*>(const_cast<void*>(t.data())) + element * size_of(t.dtype()));
-  };
   for (int64_t n = 0; n < B; ++n) {
     const int64_t len = lens[size_t(n)];
     auto seq = [&](const HostTensor& t, int64_t heads) {
-      return TensorView{at(t, n * heads * S * D), dt, {1, heads, len, D}, {heads * S * D, S * D, D, 1}};
+      return TensorView{elementAt(t, n * heads * S * D), dt, {1, heads, len, D}, {heads * S * D, S * D, D, 1}};
     };
-    std::vector<int64_t> rows; // of [H, len]; empty: all
-    if (sampled)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t k = 0; k < 4; ++k) rows.push_back(h * len + (k == 3 ? len - 1 : k * (len - 1) / 3));
-    const std::vector<double> out = reference::attention(seq(p.args[0], H), seq(p.args[1], G), seq(p.args[2], G), causal, rows);
-    const int64_t count = sampled ? int64_t(rows.size()) : H * len;
-    for (int64_t r = 0; r < count; ++r) {
-      const int64_t row = sampled ? rows[size_t(r)] : r, h = row / len, i = row % len;
-      for (int64_t d = 0; d < D; ++d) {
-        p.checked.push_back(((n * H + h) * S + i) * D + d);
-        p.reference.push_back(out[size_t(r * D + d)]);
-      }
-    }
+    sequenceReference(seq(p.args[0], H), seq(p.args[1], G), seq(p.args[2], G), causal, sampled,
+                      [&](int64_t h, int64_t i, int64_t d, double v) {
+                        p.checked.push_back(((n * H + h) * S + i) * D + d);
+                        p.reference.push_back(v);
+                      });
   }
   return p;
 }
@@ -248,30 +261,18 @@ Problem packedAttentionProblem(const std::string& name, int64_t B, int64_t H, in
   p.flops = 4.0 * double(H) * pairs * double(D);
   const bool sampled = sampleReference(H, D, lens);
   std::vector<double> whole(sampled ? 0 : size_t(H * T * D));
-  auto at = [](const HostTensor& t, int64_t element) {
-    return static_cast<void*>(static_cast<char*>(const_cast<void*>(t.data())) + element * size_of(t.dtype()));
-  };
   for (int64_t n = 0; n < B; ++n) {
     const int64_t first = offsets[size_t(n)], len = offsets[size_t(n) + 1] - first;
     // Sequence n alone, as [1, heads, len, D] views into the packed tensors.
     auto seq = [&](const HostTensor& t, int64_t heads) {
-      return TensorView{at(t, first * D), dt, {1, heads, len, D}, {heads * T * D, T * D, D, 1}};
+      return TensorView{elementAt(t, first * D), dt, {1, heads, len, D}, {heads * T * D, T * D, D, 1}};
     };
-    std::vector<int64_t> rows; // of [H, len]; empty: all
-    if (sampled)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t k = 0; k < 4; ++k) rows.push_back(h * len + (k == 3 ? len - 1 : k * (len - 1) / 3));
-    const std::vector<double> out = reference::attention(seq(p.args[0], H), seq(p.args[1], G), seq(p.args[2], G), causal, rows);
-    const int64_t count = sampled ? int64_t(rows.size()) : H * len;
-    for (int64_t r = 0; r < count; ++r) {
-      const int64_t row = sampled ? rows[size_t(r)] : r, h = row / len, i = row % len;
-      for (int64_t d = 0; d < D; ++d) {
-        const int64_t element = (h * T + first + i) * D + d;
-        const double v = out[size_t(r * D + d)];
-        if (sampled) p.checked.push_back(element), p.reference.push_back(v);
-        else whole[size_t(element)] = v;
-      }
-    }
+    sequenceReference(seq(p.args[0], H), seq(p.args[1], G), seq(p.args[2], G), causal, sampled,
+                      [&](int64_t h, int64_t i, int64_t d, double v) {
+                        const int64_t element = (h * T + first + i) * D + d;
+                        if (sampled) p.checked.push_back(element), p.reference.push_back(v);
+                        else whole[size_t(element)] = v;
+                      });
   }
   if (!sampled) p.reference = std::move(whole);
   return p;
@@ -374,38 +375,32 @@ std::vector<Entry> makeAll() {
     dec.framework = cudnnAttention(true, lse);
     e.push_back(std::move(dec));
   }
-  for (bool causal : {false, true}) {
-    const std::string name = causal ? "attention_padded_causal" : "attention_padded";
-    Entry a{name,
-            std::string("O = softmax(Q K^T / sqrt(D)") + (causal ? ", causal" : "") +
-                ") V per sequence of B padded to S (i32 lengths drawn up to S; GQA)",
-            "BxHxGxSxD", 5, [causal](DType d) { return attention_padded(d, 128, causal, packedTiles(d)); },
-            [name, causal](const std::vector<int64_t>& s, DType d, uint64_t seed) {
-              return paddedAttentionProblem(name, s[0], s[1], s[2], s[3], s[4], d, seed, causal);
-            }};
-    a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s, const std::string& target) {
-      (void)target;
-      return attention_padded(d, s.at(4), causal, packedTiles(d));
-    };
-    a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
-    e.push_back(std::move(a));
-  }
-  for (bool causal : {false, true}) {
-    const std::string name = causal ? "attention_packed_causal" : "attention_packed";
-    Entry a{name,
-            std::string("O = softmax(Q K^T / sqrt(D)") + (causal ? ", causal" : "") +
-                ") V per sequence of B packed end to end (i32 offsets; lengths drawn up to S; GQA)",
-            "BxHxGxSxD", 5, [causal](DType d) { return attention_packed(d, 128, causal, packedTiles(d)); },
-            [name, causal](const std::vector<int64_t>& s, DType d, uint64_t seed) {
-              return packedAttentionProblem(name, s[0], s[1], s[2], s[3], s[4], d, seed, causal);
-            }};
-    a.make_for_shape = [causal](DType d, const std::vector<int64_t>& s, const std::string& target) {
-      (void)target;
-      return attention_packed(d, s.at(4), causal, packedTiles(d));
-    };
-    a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
-    e.push_back(std::move(a));
-  }
+  // Sequences of different lengths: padded to S (i32 lengths) or packed end to end (i32
+  // offsets), both on the portable kernel's tiles.
+  using SequencesKernel = Kernel (*)(DType, int64_t, bool, AttentionTiles);
+  using SequencesProblem = Problem (*)(const std::string&, int64_t, int64_t, int64_t, int64_t, int64_t, DType,
+                                       uint64_t, bool);
+  auto sequences = [&](const std::string& base, const std::string& how, SequencesKernel make, SequencesProblem problem) {
+    for (bool causal : {false, true}) {
+      const std::string name = base + (causal ? "_causal" : "");
+      Entry a{name,
+              std::string("O = softmax(Q K^T / sqrt(D)") + (causal ? ", causal" : "") + ") V per sequence of B " + how,
+              "BxHxGxSxD", 5, [make, causal](DType d) { return make(d, 128, causal, packedTiles(d)); },
+              [name, causal, problem](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+                return problem(name, s[0], s[1], s[2], s[3], s[4], d, seed, causal);
+              }};
+      a.make_for_shape = [make, causal](DType d, const std::vector<int64_t>& s, const std::string& target) {
+        (void)target;
+        return make(d, s.at(4), causal, packedTiles(d));
+      };
+      a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
+      e.push_back(std::move(a));
+    }
+  };
+  sequences("attention_padded", "padded to S (i32 lengths drawn up to S; GQA)", attention_padded,
+            paddedAttentionProblem);
+  sequences("attention_packed", "packed end to end (i32 offsets; lengths drawn up to S; GQA)", attention_packed,
+            packedAttentionProblem);
   return e;
 }
 

@@ -142,6 +142,15 @@ Tile rowPositions(Builder& k, Index first, AttentionTiles t) {
   return k.iota(st, 0) + k.splat(first, st);
 }
 
+// A program's key steps over a sequence of `len` tokens, its query tile i (rows at `first`):
+// the key tiles up to the diagonal (causal) or all of them, and none for a query tile wholly
+// past the sequence (min(steps, (n - i) x key tiles) <= 0 there, n its query tiles).
+Index sequenceSteps(Index len, Index i, Index first, bool causal, AttentionTiles t) {
+  Index keyTiles = cdiv(len, t.kv);
+  Index steps = causal ? min(keyTiles, cdiv(first + t.q, t.kv)) : keyTiles;
+  return min(steps, (cdiv(len, t.q) - i) * keyTiles);
+}
+
 // One program's online softmax over `steps` key tiles (kAt(j), vAt(j): key tile j's views):
 // its query tile `q` holds the rows at positions `row` (rowPositions), keys at `keys` and past
 // score -inf (under `causal`, so do keys after the row's position). The running max m and sum
@@ -208,10 +217,8 @@ Kernel attention_padded_like(const std::string& name, DType dt, int64_t D, bool 
     k.grid({cdiv(S, t.q), H, B}, [&](Index i, Index h, Index b) {
       Index z = k.constant(0), g = h / (H / G), len = min(S, k.read(Lens, {b}));
       Tile q = k.load(Q.tile({b, h, i, z}, {t.q, D}));
-      Index keyTiles = cdiv(len, t.kv), first = i * t.q;
+      Index first = i * t.q, steps = sequenceSteps(len, i, first, causal, t);
       Tile row = rowPositions(k, first, t);
-      Index steps = causal ? min(keyTiles, cdiv(first + t.q, t.kv)) : keyTiles;
-      steps = min(steps, (cdiv(len, t.q) - i) * keyTiles);
       auto at = [&](const Tensor& X) {
         Tensor w = X.window(2, z, len);
         return [&, w](Index j) { return w.tile({b, g, j, z}, {t.kv, D}); };
@@ -238,10 +245,8 @@ Kernel attention_packed_like(const std::string& name, DType dt, int64_t D, bool 
       Index z = k.constant(0), g = h / (H / G);
       Index start = k.read(Offsets, {n}), len = k.read(Offsets, {n + 1}) - start;
       Tile q = k.load(Q.window(1, start, len).tile({h, i, z}, {t.q, D}));
-      Index keyTiles = cdiv(len, t.kv), first = i * t.q;
+      Index first = i * t.q, steps = sequenceSteps(len, i, first, causal, t);
       Tile row = rowPositions(k, first, t);
-      Index steps = causal ? min(keyTiles, cdiv(first + t.q, t.kv)) : keyTiles;
-      steps = min(steps, (cdiv(len, t.q) - i) * keyTiles);
       auto at = [&](const Tensor& X) {
         Tensor w = X.window(1, start, len);
         return [&, w](Index j) { return w.tile({g, j, z}, {t.kv, D}); };
