@@ -106,15 +106,8 @@ struct AttnGeometry {
     return asked ? asked : m.d == 64 && m.queriesAreKeys ? 3 : 2;
   }
   int64_t threads() const { return 128 * (1 + consumers); }
-  /// setmaxnreg moves registers within the CTA's pool, which is what the launch gave it:
-  /// threads x the per-thread count ptxas may use at this block size (64 K / threads, in
-  /// multiples of 8). A consumer asking for more than the pool holds waits forever, so each
-  /// consumer thread gets the pool less the producer's kProducerRegs per thread, in multiples
-  /// of 8, at most 240 (ptxas's limit under setmaxnreg): 232 for two consumers, 160 for three.
-  int64_t consumerRegs() const {
-    const int64_t pool = 65536 / threads() / 8 * 8 * threads();
-    return std::min<int64_t>(240, (pool - 128 * kProducerRegs) / (128 * consumers) / 8 * 8);
-  }
+  /// The consumers' registers a thread (consumerRegisters: 232 for two, 160 for three).
+  int64_t consumerRegs() const { return consumerRegisters(threads(), kProducerRegs); }
   /// Key splits: a consumer thread's loop state (`values` f32) for each consumer, in the ring
   /// (free once every consumer has left its loop).
   int64_t exchangeBytes(int64_t values) const { return consumers * 128 * values * 4; }
@@ -169,7 +162,6 @@ private:
     for (int64_t w = 1; w < g_.consumers; ++w) most = b_.create<arith::MaxUIOp>(loc_, most, stepsOf(add(i0, i32(w))));
     return most;
   }
-  int64_t threads() const { return g_.threads(); }
   void producer();
   void consumer();
   /// Named barrier 1 + w: consumer w's turn to issue. Waits for it, or (`pass`) hands the
@@ -397,7 +389,7 @@ void AttnEmitter::declareParams() {
   std::string name = m_.kernel.getSymName().str() + "__sm90_attn";
   func_ = b_.create<gpu::GPUFuncOp>(loc_, name, b_.getFunctionType(types, {}));
   func_->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b_.getUnitAttr());
-  func_.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({int32_t(threads()), 1, 1}));
+  func_.setKnownBlockSizeAttr(b_.getDenseI32ArrayAttr({int32_t(g_.threads()), 1, 1}));
   func_->setAttr("nvvm.minctasm", b_.getI32IntegerAttr(1));
   Block& entry = func_.getBody().front();
   unsigned i = 0;
@@ -415,7 +407,7 @@ void AttnEmitter::declareParams() {
 
   plan_.kind = LaunchPlan::Attention;
   plan_.entry = name;
-  plan_.threads = threads();
+  plan_.threads = g_.threads();
   plan_.sharedBytes = g_.sharedBytes();
   plan_.tileM = g_.consumers * kRows;
   plan_.tileN = m_.kv;
@@ -1464,8 +1456,8 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
         m->setAttr("kiln.sm90", StringAttr::get(&getContext(), gemm + "not attention: " + why));
         continue;
       }
-      if (stages && AttnGeometry{match.d, match.kv, stages, AttnGeometry::consumersFor(match, consumers)}.sharedBytes() >
-                        kMaxSharedBytes) {
+      const int64_t programs = AttnGeometry::consumersFor(match, consumers);
+      if (stages && AttnGeometry{match.d, match.kv, stages, programs}.sharedBytes() > kMaxSharedBytes) {
         m.emitError("stages=" + std::to_string(stages) + " does not fit in shared memory at head dim " +
                     std::to_string(match.d) + " and " + std::to_string(match.kv) + " keys per step");
         return signalPassFailure();
@@ -1478,7 +1470,7 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
         b.setInsertionPointToEnd(m.getBody());
         gm = b.create<gpu::GPUModuleOp>(m.getLoc(), "kiln");
       }
-      AttnEmitter(match, gm, stages, AttnGeometry::consumersFor(match, consumers)).run();
+      AttnEmitter(match, gm, stages, programs).run();
     }
   }
 };

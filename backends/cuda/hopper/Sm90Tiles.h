@@ -26,6 +26,21 @@ constexpr int64_t threads(int64_t tileM, int64_t tileN, bool swapAB = false) {
   return 128 * (1 + consumers(tileM, tileN, swapAB));
 }
 
+/// setmaxnreg moves registers within the CTA's pool, which is what the launch gave it:
+/// threads x the per-thread count ptxas may use at that block size (64 K / threads, in
+/// multiples of 8). A warpgroup asking for more than the pool holds waits forever, so each
+/// consumer thread gets the pool less the producer warpgroup's `producerRegs` a thread, in
+/// multiples of 8, at most 240 (ptxas's limit under setmaxnreg). At 384 threads the pool is
+/// 384 x 168: 240 with a producer at 24, 232 at 32; at 512, 160 with a producer at 32.
+constexpr int64_t consumerRegisters(int64_t threads, int64_t producerRegs) {
+  const int64_t pool = 65536 / threads / 8 * 8 * threads, consumerThreads = threads - 128;
+  const int64_t regs = (pool - 128 * producerRegs) / consumerThreads / 8 * 8;
+  return regs < 240 ? regs : 240;
+}
+/// The GEMM twin's producer (its TMA loop alone) after setmaxnreg, with two consumers: 240 each.
+inline constexpr int32_t kGemmProducerRegs = 24;
+static_assert(consumerRegisters(384, 24) == 240 && consumerRegisters(384, 32) == 232 && consumerRegisters(512, 32) == 160);
+
 /// C staging for the TMA-store epilogue: per consumer warpgroup, two 64 x 64 boxes of
 /// 16-bit elements (one filled while the other is stored).
 inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2;

@@ -201,7 +201,9 @@ void Emitter::run() {
       eq(wg_, i32(0)),
       [&] { producer(); },
       [&] {
-        if (cfg_.consumers() == 2) b_.create<NVVM::SetMaxRegisterOp>(loc_, 240, NVVM::SetMaxRegisterAction::increase);
+        if (cfg_.consumers() == 2)
+          b_.create<NVVM::SetMaxRegisterOp>(loc_, int32_t(consumerRegisters(cfg_.threads(), kGemmProducerRegs)),
+                                            NVVM::SetMaxRegisterAction::increase);
         if (cfg_.cluster > 1) clusterWait();
         forEachTile([&] {
           preloadColumnInputs();
@@ -393,7 +395,8 @@ void Emitter::clusterWait() { b_.create<NVVM::ClusterWaitOp>(loc_, UnitAttr()); 
 
 void Emitter::producer() {
   // With one consumer (256 threads) every thread may hold 255 registers: nothing to move.
-  if (cfg_.consumers() == 2) b_.create<NVVM::SetMaxRegisterOp>(loc_, 24, NVVM::SetMaxRegisterAction::decrease);
+  if (cfg_.consumers() == 2)
+    b_.create<NVVM::SetMaxRegisterOp>(loc_, kGemmProducerRegs, NVVM::SetMaxRegisterAction::decrease);
   // The tensor maps live in parameter space: fetch their lines now rather than at the first
   // copy of each (CUTLASS does the same), before waiting for the peer.
   ifThen(eq(tid_, i32(0)), [&] {
