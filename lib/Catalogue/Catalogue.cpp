@@ -157,12 +157,17 @@ std::vector<int64_t> sequenceLengths(int64_t B, int64_t S, uint64_t seed) {
   return lens;
 }
 
+// The (query, key) pairs of sequences of `lens` tokens: L^2 each, half under a causal mask.
+double sequencePairs(const std::vector<int64_t>& lens, bool causal) {
+  double pairs = 0;
+  for (int64_t L : lens) pairs += double(L) * double(L);
+  return causal ? 0.5 * pairs : pairs;
+}
+
 // Whether a problem's whole f64 host reference would take too long (2 H D sum of L^2 past
 // 2^31 multiply-adds): then it is checked on a sample of rows.
 bool sampleReference(int64_t H, int64_t D, const std::vector<int64_t>& lens) {
-  double work = 0;
-  for (int64_t L : lens) work += double(L) * double(L);
-  return 2.0 * double(H) * work * double(D) > double(int64_t(1) << 31);
+  return 2.0 * double(H) * sequencePairs(lens, false) * double(D) > double(int64_t(1) << 31);
 }
 
 // Element `element` of a host tensor, as a view's data pointer.
@@ -204,15 +209,14 @@ Problem paddedAttentionProblem(const std::string& name, int64_t B, int64_t H, in
   HostTensor l(DType::i32, {B});
   for (int64_t n = 0; n < B; ++n) {
     l.set(n, float(lens[size_t(n)]));
-    for (int64_t e = n * G * S * D; e < (n + 1) * G * S * D; ++e)
-      if ((e / D) % S >= lens[size_t(n)]) p.args[1].set(e, std::nanf("")), p.args[2].set(e, std::nanf(""));
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t e = ((n * G + g) * S + lens[size_t(n)]) * D; e < (n * G + g + 1) * S * D; ++e)
+        p.args[1].set(e, std::nanf("")), p.args[2].set(e, std::nanf(""));
   }
   p.args.push_back(std::move(l));
   p.args.push_back(poisoned(dt, {B, H, S, D}));
   p.output = 4;
-  double pairs = 0;
-  for (int64_t L : lens) pairs += causal ? 0.5 * double(L) * double(L) : double(L) * double(L);
-  p.flops = 4.0 * double(B > 0 ? H : 0) * pairs * double(D);
+  p.flops = 4.0 * double(H) * sequencePairs(lens, causal) * double(D);
   const bool sampled = sampleReference(H, D, lens);
   for (int64_t n = 0; n < B; ++n) {
     const int64_t len = lens[size_t(n)];
@@ -252,13 +256,9 @@ Problem packedAttentionProblem(const std::string& name, int64_t B, int64_t H, in
   p.args.push_back(std::move(off));
   p.args.push_back(poisoned(dt, {H, T, D}));
   p.output = 4;
-  double pairs = 0;
   std::vector<int64_t> lens;
-  for (int64_t n = 0; n < B; ++n) {
-    lens.push_back(offsets[size_t(n) + 1] - offsets[size_t(n)]);
-    pairs += causal ? 0.5 * double(lens.back()) * double(lens.back()) : double(lens.back()) * double(lens.back());
-  }
-  p.flops = 4.0 * double(H) * pairs * double(D);
+  for (int64_t n = 0; n < B; ++n) lens.push_back(offsets[size_t(n) + 1] - offsets[size_t(n)]);
+  p.flops = 4.0 * double(H) * sequencePairs(lens, causal) * double(D);
   const bool sampled = sampleReference(H, D, lens);
   std::vector<double> whole(sampled ? 0 : size_t(H * T * D));
   for (int64_t n = 0; n < B; ++n) {

@@ -48,16 +48,6 @@ inline std::string str(const std::vector<int64_t>& s) {
   return t;
 }
 
-/// The output's elements that a problem's `checked` lists (a contiguous output), in order.
-inline HostTensor gatherChecked(const catalogue::Problem& p, const TensorView& out) {
-  HostTensor g(out.dtype, {int64_t(p.checked.size())});
-  const int64_t size = size_of(out.dtype);
-  for (size_t i = 0; i < p.checked.size(); ++i)
-    std::memcpy(static_cast<char*>(g.data()) + int64_t(i) * size,
-                static_cast<const char*>(out.data) + p.checked[i] * size, size_t(size));
-  return g;
-}
-
 inline void checkEntryOnShapes(const Runtime& rt, const catalogue::Entry& e, DType dt) {
   const auto& shapes = shapesFor(e);
   // One compile serves every shape: dims and strides are launch values (and the shapes
@@ -69,18 +59,15 @@ inline void checkEntryOnShapes(const Runtime& rt, const catalogue::Entry& e, DTy
     // Small enough for the whole reference; a padded problem's lists the sequences' elements
     // (its padding rows are not results).
     REQUIRE((p.checked.empty() || p.checked.size() == p.reference.size()));
-    auto views = p.views();
-    ck.launch(views);
-    const verify::Tolerance tol = verify::Tolerance::for_dtype(dt);
-    auto rep = p.checked.empty() ? verify::compare(views[p.output], p.reference, tol)
-                                 : verify::compare(gatherChecked(p, views[p.output]).view(), p.reference, tol);
-    INFO(e.name << " " << to_string(dt) << " shape " << str(s) << " on " << rt.describe() << ": " << rep.summary());
-    CHECK(rep.ok);
-    for (const catalogue::Problem::More& m : p.more_outputs) { // attention's LSE
-      REQUIRE(m.checked.empty());
-      auto more = verify::compare(views[m.arg], m.reference, verify::Tolerance::for_dtype(p.args[m.arg].dtype()));
-      INFO(m.name << ": " << more.summary());
-      CHECK(more.ok);
+    // The catalogue's own verification: each output against its reference, through the
+    // elements `checked` lists where it lists them.
+    catalogue::DeviceProblem d = catalogue::upload(rt, p);
+    ck.launch(d.views);
+    for (const catalogue::Problem::More& m : p.more_outputs) REQUIRE(m.checked.empty()); // attention's LSE
+    for (const verify::Report& rep : catalogue::verify_outputs(rt, d, p)) {
+      INFO(e.name << " " << to_string(dt) << " shape " << str(s) << " on " << rt.describe() << ": "
+                  << (rep.output.empty() ? "" : rep.output + ": ") << rep.summary());
+      CHECK(rep.ok);
     }
   }
 }
