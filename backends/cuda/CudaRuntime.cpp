@@ -693,6 +693,7 @@ public:
     checkDevicePointer(*state, a.v, who + "V'");
     checkDevicePointer(*state, a.o, who + "O'");
     if (a.lse.data) checkDevicePointer(*state, a.lse, who + "LSE'");
+    if (a.lens.data) checkDevicePointer(*state, a.lens, who + "lens'");
     auto strides = [](const TensorView& v) {
       const std::vector<int64_t> s = v.effective_strides();
       return std::array<int64_t, 4>{s[0], s[1], s[2], s[3]};
@@ -703,10 +704,11 @@ public:
     shape.G = a.k.dims[1], shape.S = a.k.dims[2];
     shape.q = strides(a.q), shape.k = strides(a.k), shape.v = strides(a.v), shape.o = strides(a.o);
     shape.causal = a.causal;
+    shape.padded = a.lens.data != nullptr;
     shape.stats = a.lse.data != nullptr;
     shape.scale = float(1.0 / std::sqrt(double(shape.D)));
     auto ptr = [](const TensorView& v) { return reinterpret_cast<CUdeviceptr>(v.data); };
-    const CudnnAttention::Pointers p{ptr(a.q), ptr(a.k), ptr(a.v), ptr(a.o), ptr(a.lse)};
+    const CudnnAttention::Pointers p{ptr(a.q), ptr(a.k), ptr(a.v), ptr(a.o), ptr(a.lse), ptr(a.lens)};
 
     std::lock_guard<std::mutex> lock(state->cudnn_mutex);
     if (!state->cudnn) state->cudnn = std::make_unique<CudnnAttention>();

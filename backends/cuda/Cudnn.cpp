@@ -193,9 +193,16 @@ std::vector<cudnn::Descriptor> describe(const cudnn::Graph& g, CudnnAttention::P
     if (op.kind == OpKind::matmul) {
       Desc how(kMatmulDescriptor, at), o(kOperationMatmulDescriptor, at);
       how.setInt(kMatmulCompType, kTypeDataType, op.compute, at);
+      if (op.zeroPadding) {
+        const double zero = 0;
+        how.set(kMatmulPaddingValue, kTypeDouble, 1, &zero, at);
+      }
       o.setDesc(kOperationMatmulADesc, tensor(op.x), at);
       o.setDesc(kOperationMatmulBDesc, tensor(op.b), at);
       o.setDesc(kOperationMatmulCDesc, tensor(op.y), at);
+      if (op.mOverride) o.setDesc(kOperationMatmulGemmMOverrideDesc, tensor(op.mOverride), at);
+      if (op.nOverride) o.setDesc(kOperationMatmulGemmNOverrideDesc, tensor(op.nOverride), at);
+      if (op.kOverride) o.setDesc(kOperationMatmulGemmKOverrideDesc, tensor(op.kOverride), at);
       add(std::move(how), std::move(o), kOperationMatmulDesc, at);
     } else if (op.kind == OpKind::reduction) {
       Desc how(kReductionDescriptor, at), o(kOperationReductionDescriptor, at);
@@ -308,8 +315,12 @@ void CudnnAttention::run(const cudnn::AttentionShape& given, const Pointers& ptr
   const Api& api = dnn();
   cudnn::AttentionShape shape = given;
   shape.maskWithLowest = api.version < 91000;
-  shape.alignment = {alignmentOf(ptrs.q), alignmentOf(ptrs.k), alignmentOf(ptrs.v), alignmentOf(ptrs.o),
-                     shape.stats ? alignmentOf(ptrs.lse) : 16};
+  shape.alignment = {alignmentOf(ptrs.q),
+                     alignmentOf(ptrs.k),
+                     alignmentOf(ptrs.v),
+                     alignmentOf(ptrs.o),
+                     shape.stats ? alignmentOf(ptrs.lse) : 16,
+                     shape.padded ? alignmentOf(ptrs.lens) : 16};
   const std::string key = shape.key();
   auto it = plans_.find(key);
   if (it == plans_.end()) {
@@ -332,6 +343,11 @@ void CudnnAttention::run(const cudnn::AttentionShape& given, const Pointers& ptr
     uids.push_back(cudnn::kStats);
     data.push_back(reinterpret_cast<void*>(ptrs.lse));
   }
+  if (shape.padded) // one length a sequence, its queries' and its keys'
+    for (int64_t uid : {cudnn::kSeqLenQ, cudnn::kSeqLenKV}) {
+      uids.push_back(uid);
+      data.push_back(reinterpret_cast<void*>(ptrs.lens));
+    }
   for (size_t i = 0; i < plan.scalarUids.size(); ++i) {
     uids.push_back(plan.scalarUids[i]);
     data.push_back(&plan.scalarBits[i]);

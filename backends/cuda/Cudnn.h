@@ -49,6 +49,7 @@ public:
 
   struct Pointers {
     CUdeviceptr q = 0, k = 0, v = 0, o = 0, lse = 0;
+    CUdeviceptr lens = 0; ///< AttentionShape::padded: i32 [B], each sequence's length
   };
   /// Enqueues the attention on `stream`. The first call for a shape builds its plan (cuDNN's
   /// heuristics, and its runtime compilation where the engine needs one): kiln::Error

@@ -40,6 +40,8 @@ const char* modeName(const OpSpec& op) {
   case kPwExp: return "exp";
   case kPwLog: return "log";
   case kPwCmpGe: return "cmp-ge";
+  case kPwCmpLt: return "cmp-lt";
+  case kPwLogicalAnd: return "and";
   case kPwGenIndex: return "gen-index";
   case kPwBinarySelect: return "select";
   }
@@ -102,7 +104,7 @@ std::string AttentionShape::key() const {
   std::ostringstream out;
   out << to_string(dtype) << ' ' << B << 'x' << H << 'x' << G << 'x' << T << 'x' << S << 'x' << D;
   for (const auto* s : {&q, &k, &v, &o}) out << ' ' << (*s)[0] << ',' << (*s)[1] << ',' << (*s)[2] << ',' << (*s)[3];
-  out << (causal ? " causal" : "") << (stats ? " stats" : "") << " scale=" << scale << " align=";
+  out << (causal ? " causal" : "") << (padded ? " padded" : "") << (stats ? " stats" : "") << " scale=" << scale << " align=";
   for (int64_t a : alignment) out << a << ',';
   out << (maskWithLowest ? " lowest" : "");
   return out.str();
@@ -127,7 +129,10 @@ std::string Graph::describe() const {
     if (op.b) out << (op.kind == OpKind::matmul ? " x " : ", ") << name(op.b);
     if (op.t) out << ", " << name(op.t);
     if (op.axis >= 0) out << " axis " << op.axis;
-    out << " -> " << name(op.y) << '\n';
+    out << " -> " << name(op.y);
+    for (const auto& [dim, uid] : {std::pair{'M', op.mOverride}, {'N', op.nOverride}, {'K', op.kOverride}})
+      if (uid) out << ' ' << dim << " <= " << name(uid);
+    out << (op.zeroPadding ? ", zero past them" : "") << '\n';
   }
   return out.str();
 }
@@ -142,6 +147,10 @@ Graph attentionGraph(const AttentionShape& a) {
     fail("the query heads H (" + std::to_string(a.H) + ") must be a multiple of the K/V heads G (" +
          std::to_string(a.G) + ")");
   if (a.T > a.S) fail("T = " + std::to_string(a.T) + " queries past S = " + std::to_string(a.S) + " keys");
+  if (a.padded && a.T != a.S)
+    fail("padded sequences need as many query rows as keys (T = " + std::to_string(a.T) + ", S = " +
+         std::to_string(a.S) + "): each sequence's queries are its keys");
+  if (a.padded && a.stats) fail("padded sequences with an LSE output are not supported");
   if (a.D % 8 != 0 || a.D > 256)
     fail("head dim D = " + std::to_string(a.D) + " (cuDNN's fused attention takes multiples of 8 up to 256)");
   checkStrides("Q", a.q);
@@ -169,6 +178,13 @@ Graph attentionGraph(const AttentionShape& a) {
   const int64_t V = user(kV, "V", io, {B, a.G, S, a.D}, {a.v[0], a.v[1], a.v[2], a.v[3]}, a.alignment[2]);
   const int64_t O = user(kO, "O", io, {B, H, T, a.D}, {a.o[0], a.o[1], a.o[2], a.o[3]}, a.alignment[3]);
 
+  // Each batch's sequence lengths, for the padding: [B,1,1,1] as cuDNN's overrides take them.
+  int64_t lenQ = 0, lenKV = 0;
+  if (a.padded) {
+    lenQ = user(kSeqLenQ, "SeqLenQ", kDataInt32, {B, 1, 1, 1}, {1, 1, 1, 1}, a.alignment[5]);
+    lenKV = user(kSeqLenKV, "SeqLenKV", kDataInt32, {B, 1, 1, 1}, {1, 1, 1, 1}, a.alignment[5]);
+  }
+
   const std::vector<int64_t> scoreDims{B, H, T, S}, scoreStrides{H * T * S, T * S, S, 1};
   const std::vector<int64_t> rowDims{B, H, T, 1}, rowStrides{H * T, T, 1, 1};
   auto score = [&](const std::string& name, DataType type = kDataFloat) {
@@ -177,8 +193,29 @@ Graph attentionGraph(const AttentionShape& a) {
 
   const int64_t s0 = score("S");
   g.op(OpKind::matmul, "bmm1", 0, Q, Kt, 0, s0);
+  if (a.padded) { // the scores of a sequence's rows and keys only; the rest read as 0
+    g.g.ops.back().mOverride = lenQ, g.g.ops.back().nOverride = lenKV;
+    g.g.ops.back().zeroPadding = true;
+  }
   int64_t s = score("S*scale");
   g.op(OpKind::pointwise, "attn_scale", kPwMul, s0, g.scalarF32("scale", a.scale), 0, s);
+  const float masked = a.maskWithLowest ? std::numeric_limits<float>::lowest()
+                                        : -std::numeric_limits<float>::infinity();
+
+  // Padding: keep (r, c) where r < SeqLenQ[b] and c < SeqLenKV[b], as the frontend writes it.
+  if (a.padded) {
+    const int64_t row = score("row", kDataInt32), col = score("col", kDataInt32);
+    g.op(OpKind::pointwise, "gen_row_idx_padding", kPwGenIndex, s, 0, 0, row, kDataInt32, 2);
+    g.op(OpKind::pointwise, "gen_col_idx_padding", kPwGenIndex, s, 0, 0, col, kDataInt32, 3);
+    const int64_t inRow = score("row<SeqLenQ", kDataBoolean), inCol = score("col<SeqLenKV", kDataBoolean);
+    g.op(OpKind::pointwise, "lt_row_sq_padding", kPwCmpLt, row, lenQ, 0, inRow, kDataBoolean);
+    g.op(OpKind::pointwise, "lt_col_skv_padding", kPwCmpLt, col, lenKV, 0, inCol, kDataBoolean);
+    const int64_t keep = score("in sequence", kDataBoolean);
+    g.op(OpKind::pointwise, "and_row_col_padding", kPwLogicalAnd, inRow, inCol, 0, keep, kDataBoolean);
+    const int64_t sp = score("S padded");
+    g.op(OpKind::pointwise, "select_padding", kPwBinarySelect, s, g.scalarF32("masked", masked), keep, sp);
+    s = sp;
+  }
 
   // Causal: keep (r, c) where r + (S - T) >= c. One query row sees every key: no mask.
   if (a.causal && T > 1) {
@@ -195,8 +232,6 @@ Graph attentionGraph(const AttentionShape& a) {
     }
     const int64_t keep = score("keep", kDataBoolean);
     g.op(OpKind::pointwise, "row>=col", kPwCmpGe, row, col, 0, keep, kDataBoolean);
-    const float masked = a.maskWithLowest ? std::numeric_limits<float>::lowest()
-                                          : -std::numeric_limits<float>::infinity();
     const int64_t sm = score("S masked");
     g.op(OpKind::pointwise, "binary_select", kPwBinarySelect, s, g.scalarF32("masked", masked), keep, sm);
     s = sm;
@@ -220,6 +255,7 @@ Graph attentionGraph(const AttentionShape& a) {
   const int64_t p = score("P", io); // the second product's A operand is of the inputs' type
   g.op(OpKind::pointwise, "div", kPwDiv, e, l, 0, p);
   g.op(OpKind::matmul, "bmm2", 0, p, V, 0, O);
+  if (a.padded) g.g.ops.back().mOverride = lenQ, g.g.ops.back().kOverride = lenKV;
   return g.g;
 }
 

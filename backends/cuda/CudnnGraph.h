@@ -27,11 +27,16 @@ struct AttentionShape {
   int64_t B = 0, H = 0, G = 0, T = 0, S = 0, D = 0;
   std::array<int64_t, 4> q{}, k{}, v{}, o{}; ///< strides, in elements
   bool causal = false;
+  /// Sequences padded to T == S: SeqLenQ and SeqLenKV (i32 [B], device memory) hold batch n's
+  /// lengths, and its rows and keys past them are padding. The products stop at the lengths
+  /// (cuDNN's M/N/K overrides) and the scores past them are masked, as frameworks ask for a
+  /// padding mask; under `causal` the diagonal is the top-left one of each sequence.
+  bool padded = false;
   bool stats = false; ///< also write LSE [B,H,T] f32, contiguous: ln sum_c e^(scaled score)
   float scale = 1.0f; ///< the scores' factor, 1/sqrt(D) for kiln's attention
-  /// Bytes each of Q, K, V, O (and LSE) is aligned to (a power of two <= 16): part of the
-  /// plan (cuDNN's kernels may assume 16).
-  std::array<int64_t, 5> alignment{16, 16, 16, 16, 16};
+  /// Bytes each of Q, K, V, O, LSE and the lengths is aligned to (a power of two <= 16):
+  /// part of the plan (cuDNN's kernels may assume 16).
+  std::array<int64_t, 6> alignment{16, 16, 16, 16, 16, 16};
   /// cuDNN before 9.10 wants the lowest float, not -inf, as the masked score.
   bool maskWithLowest = false;
 
@@ -41,7 +46,7 @@ struct AttentionShape {
 
 /// The unique ids of the user's tensors (the variant pack's), fixed so that a plan can be
 /// run on any pointers of the same shape.
-enum UserTensor : int64_t { kQ = 1, kK = 2, kV = 3, kO = 4, kStats = 5 };
+enum UserTensor : int64_t { kQ = 1, kK = 2, kV = 3, kO = 4, kStats = 5, kSeqLenQ = 6, kSeqLenKV = 7 };
 
 struct TensorSpec {
   int64_t uid = 0;
@@ -64,6 +69,10 @@ struct OpSpec {
   int64_t axis = -1;     ///< pointwise: GEN_INDEX's axis (and the frontend's, on index arithmetic)
   DataType compute = kDataFloat;
   int64_t x = 0, b = 0, t = 0, y = 0; ///< tensor uids (0: none); matmul: A = x, B = b, C = y
+  /// matmul: the uids of per-batch i32 tensors that bound the product's M, N and K (0: the
+  /// dims'), and whether the rows and columns past them read as 0 (cuDNN's padding value).
+  int64_t mOverride = 0, nOverride = 0, kOverride = 0;
+  bool zeroPadding = false;
 };
 
 struct Graph {

@@ -84,6 +84,9 @@ struct KILN_API Problem {
   /// indices of the output elements it holds, in its order: a large problem whose whole
   /// f64 host reference would take minutes is checked on a sample spread over it.
   std::vector<int64_t> checked;
+  /// Ranges [first, last) of output elements (row-major) that no route defines: the rows of
+  /// padded sequences past their lengths. Comparisons between routes' outputs skip them.
+  std::vector<std::pair<int64_t, int64_t>> padding;
   double flops = 0;
   /// Outputs checked beside `output` (attention's log-sum-exp), each as `output` is: its
   /// argument, its reference and which elements that holds (`checked`, empty for all).
@@ -152,7 +155,9 @@ struct KILN_API Entry {
   /// The framework library's version of this kernel (kiln bench's `framework` route), enqueued
   /// on `stream` over the Problem's arguments, when a library has one and it is not a GEMM
   /// (the GEMMs' is cuBLASLt, chosen by kiln bench from the epilogue): cuDNN's fused attention
-  /// (reference::gpu_attention_async) for the attention entries. Empty otherwise.
+  /// (reference::gpu_attention_async) for the attention entries, with its padding mask
+  /// (reference::gpu_attention_padded_async) for the padded ones. Empty otherwise (the
+  /// packed entries: cuDNN's ragged tensors want token offsets scaled to elements).
   std::function<void(const Runtime& rt, const std::vector<TensorView>& args, void* stream)> framework;
   /// Kernels specialised on some of the shape's dims (attention's head dim): the kernel for
   /// `shape` on `target` (Fingerprint::target: "sm_90a", ...; "" when unknown), whose tiles

@@ -78,6 +78,20 @@ KILN_API void gpu_attention(const Runtime& rt, const TensorView& q, const Tensor
 KILN_API void gpu_attention_async(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
                                   bool causal, const TensorView& o, const TensorView* lse, void* stream);
 
+/// gpu_attention over B sequences padded to a common length S: Q and O [B,H,S,D], K and V
+/// [B,G,S,D] as gpu_attention takes them (T == S), and `lens` (i32 [B], contiguous, device
+/// memory) sequence n's length, 1 .. S. Its query rows 0 .. len-1 attend to its keys
+/// 0 .. len-1 (under `causal`, row r to keys 0 .. r): cuDNN's padding mask, its products
+/// bounded by the lengths, as frameworks ask for it. K's and V's rows past a length take no
+/// part in a result; O's rows past it are left as cuDNN writes them. Throws as gpu_attention,
+/// and InvalidArgument for lengths of another dtype or shape or Q's T other than K's S.
+KILN_API void gpu_attention_padded(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
+                                   const TensorView& lens, bool causal, const TensorView& o);
+/// As gpu_attention_padded, enqueued on `stream` without waiting (kiln bench's framework route).
+KILN_API void gpu_attention_padded_async(const Runtime& rt, const TensorView& q, const TensorView& k,
+                                         const TensorView& v, const TensorView& lens, bool causal,
+                                         const TensorView& o, void* stream);
+
 /// GELU, tanh approximation (the form cuBLASLt's epilogue and kiln's tile.gelu use).
 KILN_API double gelu(double x);
 

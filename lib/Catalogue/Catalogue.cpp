@@ -127,6 +127,14 @@ std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> cudnn
   };
 }
 
+// The framework's attention over padded sequences (Q, K, V, Lens, O): cuDNN's, with its
+// padding mask.
+std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> cudnnPaddedAttention(bool causal) {
+  return [causal](const Runtime& rt, const std::vector<TensorView>& v, void* stream) {
+    reference::gpu_attention_padded_async(rt, v.at(0), v.at(1), v.at(2), v.at(3), causal, v.at(4), stream);
+  };
+}
+
 // f32 has no tensor-core path: its products run on the CUDA cores, and 64 x 64 tiles would
 // not fit the registers (16 x 16 leaves a margin: 32 x 32 spills). On sm_90a the sm_90a
 // twin runs the 16-bit kernels with 128 keys a step: at head dim 128 (H200, 2026-12-02, B4
@@ -220,6 +228,8 @@ Problem paddedAttentionProblem(const std::string& name, int64_t B, int64_t H, in
   const bool sampled = sampleReference(H, D, lens);
   for (int64_t n = 0; n < B; ++n) {
     const int64_t len = lens[size_t(n)];
+    for (int64_t h = 0; h < H; ++h)
+      if (len < S) p.padding.push_back({((n * H + h) * S + len) * D, (n * H + h + 1) * S * D});
     auto seq = [&](const HostTensor& t, int64_t heads) {
       return TensorView{elementAt(t, n * heads * S * D), dt, {1, heads, len, D}, {heads * S * D, S * D, D, 1}};
     };
@@ -394,6 +404,7 @@ std::vector<Entry> makeAll() {
         return make(d, s.at(4), causal, packedTiles(d));
       };
       a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
+      if (make == attention_padded) a.framework = cudnnPaddedAttention(causal);
       e.push_back(std::move(a));
     }
   };

@@ -95,6 +95,7 @@ struct GpuGemmArgs {
 /// (data == nullptr).
 struct GpuAttentionArgs {
   TensorView q, k, v, o, lse;
+  TensorView lens; ///< gpu_attention_padded: i32 [B], contiguous; data == nullptr otherwise
   bool causal = false;
   void* stream = nullptr; ///< a CUstream; nullptr: the legacy stream
   bool wait = true;       ///< gpu_attention waits; gpu_attention_async does not

@@ -135,7 +135,7 @@ detail::GpuAttentionArgs validateAttention(const TensorView& q, const TensorView
     if (t->effective_strides()[3] != 1)
       bad(std::string(name) + " must have inner stride 1 (cuDNN reads rows of D contiguous elements), got " +
           t->describe());
-  detail::GpuAttentionArgs a{q, k, v, o, {}, causal};
+  detail::GpuAttentionArgs a{q, k, v, o, {}, {}, causal};
   if (lse) {
     check("LSE", *lse, 3);
     if (lse->dtype != DType::f32) bad("LSE must be f32, got " + lse->describe());
@@ -149,6 +149,24 @@ detail::GpuAttentionArgs validateAttention(const TensorView& q, const TensorView
   return a;
 }
 
+// gpu_attention_padded's arguments: gpu_attention's, T == S, and the lengths i32 [B], contiguous.
+detail::GpuAttentionArgs validatePadded(const TensorView& q, const TensorView& k, const TensorView& v,
+                                        const TensorView& lens, bool causal, const TensorView& o) {
+  detail::GpuAttentionArgs a = validateAttention(q, k, v, causal, o, nullptr);
+  auto bad = [](const std::string& what) {
+    throw Error(ErrorKind::InvalidArgument, "reference::gpu_attention_padded: " + what);
+  };
+  const int64_t B = q.dims[0];
+  if (q.dims[2] != k.dims[2])
+    bad("Q's rows T = " + std::to_string(q.dims[2]) + " must equal K's positions S = " + std::to_string(k.dims[2]) +
+        " (each sequence is padded to S, its queries and its keys alike)");
+  if (lens.dtype != DType::i32 || lens.rank() != 1 || lens.dims[0] != B || lens.effective_strides()[0] != 1)
+    bad("the lengths must be i32 [B] = [" + std::to_string(B) + "], contiguous, got " + lens.describe());
+  if (lens.data == nullptr) bad("the lengths have a null data pointer: " + lens.describe());
+  a.lens = lens;
+  return a;
+}
+
 } // namespace
 
 void gpu_attention(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v, bool causal,
@@ -159,6 +177,19 @@ void gpu_attention(const Runtime& rt, const TensorView& q, const TensorView& k, 
 void gpu_attention_async(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
                          bool causal, const TensorView& o, const TensorView* lse, void* stream) {
   detail::GpuAttentionArgs a = validateAttention(q, k, v, causal, o, lse);
+  a.stream = stream;
+  a.wait = false;
+  detail::RuntimeAccess::impl(rt).gpuAttention(a);
+}
+
+void gpu_attention_padded(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
+                          const TensorView& lens, bool causal, const TensorView& o) {
+  detail::RuntimeAccess::impl(rt).gpuAttention(validatePadded(q, k, v, lens, causal, o));
+}
+
+void gpu_attention_padded_async(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
+                                const TensorView& lens, bool causal, const TensorView& o, void* stream) {
+  detail::GpuAttentionArgs a = validatePadded(q, k, v, lens, causal, o);
   a.stream = stream;
   a.wait = false;
   detail::RuntimeAccess::impl(rt).gpuAttention(a);

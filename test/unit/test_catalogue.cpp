@@ -144,6 +144,16 @@ TEST_CASE("attention_padded's problem pads B sequences to S, the first S long, N
     const int64_t n = e / (H * S * D), t = e / D % S;
     CHECK(t < int64_t(lens.get(n)));
   }
+  // The padding: exactly the rows past the lengths, which routes' outputs are not compared on.
+  std::vector<bool> padded(size_t(B * H * S * D), false);
+  for (const auto& [first, last] : p.padding)
+    for (int64_t e = first; e < last; ++e) {
+      CHECK_FALSE(padded[size_t(e)]);
+      padded[size_t(e)] = true;
+    }
+  for (int64_t e = 0; e < B * H * S * D; ++e)
+    if (padded[size_t(e)] != (e / D % S >= int64_t(lens.get(e / (H * S * D))))) FAIL("element " << e);
+  CHECK(catalogue::find("attention").problem({2, 2, 2, 8, 32}, DType::f32, 1).padding.empty());
   // Sequence 1, head 3, its first row: causal, it sees its own first key only, so its output
   // is that key's value row (V head 3 / 2 = 1).
   for (int64_t d = 0; d < D; ++d) {

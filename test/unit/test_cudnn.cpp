@@ -127,6 +127,46 @@ TEST_CASE("the cuDNN attention graph writes the statistics to the user's LSE whe
   CHECK_THAT(g.describe(), Contains("add add: max[2,4,64,1] f32, log(sum)[2,4,64,1] f32 -> LSE[2,4,64,1] f32"));
 }
 
+TEST_CASE("the cuDNN attention graph masks each sequence's padding and bounds both products by its lengths",
+          "[cudnn]") {
+  AttentionShape a = shape(3, 8, 2, 256, 256, 128, true);
+  a.padded = true;
+  const Graph g = attentionGraph(a);
+  INFO(g.describe());
+  const std::vector<std::string> ops = opNames(g);
+  const std::vector<std::string> padding = {"gen_row_idx_padding", "gen_col_idx_padding", "lt_row_sq_padding",
+                                            "lt_col_skv_padding", "and_row_col_padding", "select_padding"};
+  // The padding mask right after the scale, the causal mask after it.
+  REQUIRE(ops.size() > 8);
+  CHECK(std::vector<std::string>(ops.begin() + 2, ops.begin() + 8) == padding);
+  CHECK(has(ops, "row>=col"));
+  for (int64_t uid : {kSeqLenQ, kSeqLenKV}) {
+    const TensorSpec& len = g.tensor(uid);
+    CHECK_FALSE(len.isVirtual);
+    CHECK(len.type == kDataInt32);
+    CHECK(len.dims == std::vector<int64_t>{3, 1, 1, 1});
+  }
+  for (const OpSpec& op : g.ops) {
+    if (op.name == "lt_row_sq_padding") CHECK(op.b == kSeqLenQ);
+    if (op.name == "lt_col_skv_padding") CHECK(op.b == kSeqLenKV);
+    if (op.name == "bmm1") {
+      CHECK(op.mOverride == kSeqLenQ);
+      CHECK(op.nOverride == kSeqLenKV);
+      CHECK(op.kOverride == 0);
+      CHECK(op.zeroPadding);
+    }
+    if (op.name == "bmm2") {
+      CHECK(op.mOverride == kSeqLenQ);
+      CHECK(op.nOverride == 0);
+      CHECK(op.kOverride == kSeqLenKV);
+    }
+  }
+  CHECK_THAT(g.describe(), Contains("M <= SeqLenQ[3,1,1,1] i32 N <= SeqLenKV[3,1,1,1] i32, zero past them"));
+  // Without padding, no lengths and no overrides.
+  a.padded = false;
+  for (const OpSpec& op : attentionGraph(a).ops) CHECK(op.mOverride + op.nOverride + op.kOverride == 0);
+}
+
 TEST_CASE("the cuDNN attention graph refuses shapes cuDNN cannot take, naming the rule", "[cudnn]") {
   AttentionShape a = shape(1, 4, 4, 8, 8, 64, false);
   a.dtype = DType::f32;
@@ -138,6 +178,12 @@ TEST_CASE("the cuDNN attention graph refuses shapes cuDNN cannot take, naming th
   a = shape(1, 4, 4, 8, 8, 64, false);
   a.v = {4 * 8 * 64, 8 * 64, 1, 8};
   requireInvalid(a, "V must have inner stride 1");
+  a = shape(1, 4, 4, 4, 8, 64, false);
+  a.padded = true;
+  requireInvalid(a, "padded sequences need as many query rows as keys (T = 4, S = 8)");
+  a = shape(1, 4, 4, 8, 8, 64, false);
+  a.padded = a.stats = true;
+  requireInvalid(a, "padded sequences with an LSE output are not supported");
 }
 
 TEST_CASE("a cuDNN attention plan's key tells apart what the plan depends on", "[cudnn]") {
@@ -154,6 +200,12 @@ TEST_CASE("a cuDNN attention plan's key tells apart what the plan depends on", "
   CHECK(a.key() != b.key());
   b = a;
   b.stats = true;
+  CHECK(a.key() != b.key());
+  b = a;
+  b.padded = true;
+  CHECK(a.key() != b.key());
+  b = a;
+  b.alignment[5] = 4;
   CHECK(a.key() != b.key());
 }
 
@@ -216,6 +268,10 @@ TEST_CASE("kiln's declarations of cuDNN's ABI equal cudnn_graph.h's", "[cudnn]")
   KILN_SAME(kVariantPackDataPointers, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
   KILN_SAME(kVariantPackWorkspace, CUDNN_ATTR_VARIANT_PACK_WORKSPACE);
   KILN_SAME(kMatmulCompType, CUDNN_ATTR_MATMUL_COMP_TYPE);
+  KILN_SAME(kMatmulPaddingValue, CUDNN_ATTR_MATMUL_PADDING_VALUE);
+  KILN_SAME(kOperationMatmulGemmMOverrideDesc, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC);
+  KILN_SAME(kOperationMatmulGemmNOverrideDesc, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC);
+  KILN_SAME(kOperationMatmulGemmKOverrideDesc, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC);
   KILN_SAME(kOperationMatmulADesc, CUDNN_ATTR_OPERATION_MATMUL_ADESC);
   KILN_SAME(kOperationMatmulBDesc, CUDNN_ATTR_OPERATION_MATMUL_BDESC);
   KILN_SAME(kOperationMatmulCDesc, CUDNN_ATTR_OPERATION_MATMUL_CDESC);
@@ -230,6 +286,7 @@ TEST_CASE("kiln's declarations of cuDNN's ABI equal cudnn_graph.h's", "[cudnn]")
   KILN_SAME(kTypeBoolean, CUDNN_TYPE_BOOLEAN);
   KILN_SAME(kTypeInt64, CUDNN_TYPE_INT64);
   KILN_SAME(kTypeFloat, CUDNN_TYPE_FLOAT);
+  KILN_SAME(kTypeDouble, CUDNN_TYPE_DOUBLE);
   KILN_SAME(kTypeVoidPtr, CUDNN_TYPE_VOID_PTR);
   KILN_SAME(kTypeHeurMode, CUDNN_TYPE_HEUR_MODE);
   KILN_SAME(kTypePointwiseMode, CUDNN_TYPE_POINTWISE_MODE);
@@ -247,6 +304,8 @@ TEST_CASE("kiln's declarations of cuDNN's ABI equal cudnn_graph.h's", "[cudnn]")
   KILN_SAME(kPwExp, CUDNN_POINTWISE_EXP);
   KILN_SAME(kPwLog, CUDNN_POINTWISE_LOG);
   KILN_SAME(kPwCmpGe, CUDNN_POINTWISE_CMP_GE);
+  KILN_SAME(kPwCmpLt, CUDNN_POINTWISE_CMP_LT);
+  KILN_SAME(kPwLogicalAnd, CUDNN_POINTWISE_LOGICAL_AND);
   KILN_SAME(kPwGenIndex, CUDNN_POINTWISE_GEN_INDEX);
   KILN_SAME(kPwBinarySelect, CUDNN_POINTWISE_BINARY_SELECT);
   // Deprecated in newer cuDNN 9 headers (the handle comes from elsewhere there), still taken.
@@ -272,8 +331,10 @@ TEST_CASE("the installed cuDNN takes every tensor and operation of kiln's attent
   REQUIRE(loaded);
   AttentionShape withStats = shape(2, 4, 2, 64, 64, 64, true);
   withStats.stats = true;
+  AttentionShape padded = shape(4, 8, 2, 512, 512, 128, false), paddedCausal = shape(2, 4, 4, 300, 300, 64, true);
+  padded.padded = paddedCausal.padded = true;
   for (const AttentionShape& a : {shape(1, 8, 8, 128, 128, 128, false), shape(1, 8, 2, 3, 300, 64, true),
-                                  shape(1, 32, 8, 1, 4096, 128, true), withStats}) {
+                                  shape(1, 32, 8, 1, 4096, 128, true), withStats, padded, paddedCausal}) {
     INFO(a.key());
     CHECK(kiln::cuda::cudnnDescribeAttention(a) == attentionGraph(a).ops.size());
   }

@@ -261,3 +261,31 @@ TEST_CASE("gpu_attention argument errors throw InvalidArgument naming the argume
   TensorView nullQ{nullptr, DType::bf16, {B, H, T, D}, {}};
   require_invalid([&] { run(nullQ, k.view(), v.view(), o.view()); }, "Q has a null data pointer");
 }
+
+TEST_CASE("gpu_attention_padded asks for a length a sequence and as many queries as keys, naming what is wrong",
+          "[reference][cudnn]") {
+  Runtime cpu = Runtime::create(Backend::cpu);
+  const int64_t B = 2, H = 4, S = 5, D = 16;
+  HostTensor q(DType::bf16, {B, H, S, D}), kv(DType::bf16, {B, 2, S, D}), o(DType::bf16, {B, H, S, D}),
+      lens(DType::i32, {B}), lensF(DType::f32, {B}), lensShort(DType::i32, {B - 1}), qShort(DType::bf16, {B, H, S - 1, D}),
+      oShort(DType::bf16, {B, H, S - 1, D}), wide(DType::i32, {2 * B});
+  auto run = [&](const TensorView& qv, const TensorView& lv, const TensorView& ov) {
+    reference::gpu_attention_padded(cpu, qv, kv.view(), kv.view(), lv, true, ov);
+  };
+  require_invalid([&] { run(q.view(), lensF.view(), o.view()); }, "the lengths must be i32 [B] = [2], contiguous");
+  require_invalid([&] { run(q.view(), lensShort.view(), o.view()); }, "the lengths must be i32 [B] = [2]");
+  TensorView everyOther{wide.data(), DType::i32, {B}, {2}};
+  require_invalid([&] { run(q.view(), everyOther, o.view()); }, "contiguous");
+  require_invalid([&] { run(qShort.view(), lens.view(), oShort.view()); },
+                  "Q's rows T = 4 must equal K's positions S = 5");
+  // gpu_attention's own rules first.
+  require_invalid([&] { run(q.view(), lens.view(), oShort.view()); }, "O must have Q's dims");
+  // Good arguments reach the backend, which has no cuDNN on the CPU.
+  try {
+    run(q.view(), lens.view(), o.view());
+    FAIL("expected kiln::Error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+    CHECK_THAT(e.what(), Contains("runs cuDNN on a CUDA runtime"));
+  }
+}
