@@ -82,8 +82,9 @@ KILN_API void gpu_attention_async(const Runtime& rt, const TensorView& q, const 
 /// [B,G,S,D] as gpu_attention takes them (T == S), and `lens` (i32 [B], contiguous, device
 /// memory) sequence n's length, 1 .. S. Its query rows 0 .. len-1 attend to its keys
 /// 0 .. len-1 (under `causal`, row r to keys 0 .. r): cuDNN's padding mask, its products
-/// bounded by the lengths, as frameworks ask for it. K's and V's rows past a length take no
-/// part in a result; O's rows past it are left as cuDNN writes them. Throws as gpu_attention,
+/// bounded by the lengths, as frameworks ask for it. K's and V's rows past a length must be
+/// finite: cuDNN multiplies V's by zero weights, so NaN there would reach the result. O's rows
+/// past a length are left as cuDNN writes them. Throws as gpu_attention,
 /// and InvalidArgument for lengths of another dtype or shape or Q's T other than K's S.
 KILN_API void gpu_attention_padded(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
                                    const TensorView& lens, bool causal, const TensorView& o);

@@ -202,8 +202,12 @@ void sequenceReference(const TensorView& q, const TensorView& k, const TensorVie
 }
 
 // attention_padded's problem: B sequences padded to S, the first S long and the others of
-// lengths drawn from the seed in 1 .. S (Lens); K and V NaN past each length (a window reads
-// zeros there, so nothing of it may reach a result), Q random there. The reference holds
+// lengths drawn from the seed in 1 .. S (Lens); K and V past each length a thousand times
+// their random values (a padded key let into a softmax, or a padded value row into a product
+// with a weight other than 0, would swamp the result), Q random there. Finite, not NaN: a
+// framework reads the padding's V rows too and multiplies them by zero weights (cuDNN's
+// padding mask does), which is right for any finite padding; kiln's windows read zeros there
+// and its own tests put NaN in it (test_gpu_kernels.cpp). The reference holds
 // each sequence's rows (every one where the problem is small, a sample of every head's
 // otherwise): the padding's rows are not checked.
 Problem paddedAttentionProblem(const std::string& name, int64_t B, int64_t H, int64_t G, int64_t S, int64_t D,
@@ -219,7 +223,7 @@ Problem paddedAttentionProblem(const std::string& name, int64_t B, int64_t H, in
     l.set(n, float(lens[size_t(n)]));
     for (int64_t g = 0; g < G; ++g)
       for (int64_t e = ((n * G + g) * S + lens[size_t(n)]) * D; e < (n * G + g + 1) * S * D; ++e)
-        p.args[1].set(e, std::nanf("")), p.args[2].set(e, std::nanf(""));
+        p.args[1].set(e, 1000.0f * p.args[1].get(e)), p.args[2].set(e, 1000.0f * p.args[2].get(e));
   }
   p.args.push_back(std::move(l));
   p.args.push_back(poisoned(dt, {B, H, S, D}));

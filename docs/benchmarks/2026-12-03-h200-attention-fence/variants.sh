@@ -39,8 +39,11 @@ for ds in $SHAPES; do
   bench main $k $s $d kiln,framework
   for v in $VARIANTS; do bench $v $k $s $d kiln; done
 done
+# TESTS: Catch2 test specs separated by ';' (names hold spaces; Catch2 2.x takes a '*' at
+# either end of a name only, not inside it).
 TB=${TB:-main}; n=0
-for t in ${TESTS:-}; do
+IFS=';' read -r -a specs <<< "${TESTS:-}"
+for t in "${specs[@]}"; do
   late "tests $t" && break
   n=$((n + 1))
   LD_LIBRARY_PATH=/tmp/kiln-$TB/lib:$CUDNN_DIR:/usr/local/cuda/lib64 KILN_CACHE_DIR=/tmp/cache-t-$TB \
