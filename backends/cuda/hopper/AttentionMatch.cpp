@@ -33,13 +33,13 @@ public:
   bool run(KernelOp k) {
     m_.kernel = k;
     GridLoopStore g;
-    if (!matchGridLoopStore(k, 3, g, why_, /*maxStores=*/2)) return false;
+    if (!matchGridLoopStore(k, 3, g, why_, /*maxStores=*/2, /*windows=*/true)) return false;
     m_.grid = g.grid, m_.loop = g.loop, m_.store = g.store;
     if (!g.more.empty()) { // O's (a 2-D tile) and a row value's (1-D), in either order
       m_.rowStore = g.more[0];
       if (cast<TileType>(m_.store.getValue().getType()).getRank() == 1) std::swap(m_.store, m_.rowStore);
     }
-    if (!matchStore() || !matchRowStore() || !matchDots() || !matchOps()) return false;
+    if (!matchStore() || !matchRowStore() || !matchDots() || !matchWindows() || !matchOps()) return false;
     m_.noSplitWhy.clear();
     if (!matchSoftmaxState(m_.noSplitWhy)) m_.softmax.reset();
     m_.foldHeads = matchHeadGroups();
@@ -185,35 +185,57 @@ private:
     return tt.getRank() == 2 && tt.getShape()[1] % 8 == 0 && tt.getShape()[1] <= 256;
   }
 
-  /// Whether index `v` is computed from a tile.read.
-  bool readsTensor(Value v) {
-    Operation* def = v.getDefiningOp();
-    if (!def) return false;
-    if (isa<ReadOp>(def)) return true;
-    return llvm::any_of(def->getOperands(), [&](Value x) { return readsTensor(x); });
-  }
-
-  /// An index computed from the grid's indices, the loop's index, the kernel's dims and
-  /// constants by arith ops.
+  /// An index computed from the grid's indices, the loop's index, the kernel's dims,
+  /// constants and elements of i32 inputs (tile.read, noted in `reads`) by arith ops.
   bool indexExpr(Value v) {
     if (isa<BlockArgument>(v))
       return cast<BlockArgument>(v).getOwner() == &m_.grid.getBody().front() || v == m_.loop.getInductionVar();
     Operation* def = v.getDefiningOp();
     if (isa<DimOp>(def)) return true;
+    if (auto r = dyn_cast<ReadOp>(def)) {
+      auto ba = dyn_cast<BlockArgument>(r.getTensor());
+      if (!ba || ba.getOwner() != &m_.kernel.getBody().front()) return false;
+      if (!llvm::all_of(r.getIndices(), [&](Value x) { return indexExpr(x); })) return false;
+      if (!llvm::is_contained(m_.reads, ba.getArgNumber())) m_.reads.push_back(ba.getArgNumber());
+      return true;
+    }
     if (def->getDialect()->getNamespace() != "arith" || def->getNumRegions() != 0) return false;
     return llvm::all_of(def->getOperands(), [&](Value x) { return indexExpr(x); });
   }
 
+  /// Windows only on K's and V's views, the same for both: their first n keys (start 0
+  /// along dim 2, the keys), n an index expression (AttentionMatch::keyLen).
+  bool matchWindows() {
+    Value k = m_.k.getView(), v = m_.v.getView();
+    bool ok = true;
+    m_.kernel.walk([&](ViewOp view) {
+      if (!view.hasWindow()) return;
+      ok = ok && (view.getResult() == k || view.getResult() == v) && view.getWindowDim() == 2 &&
+           isConstIndex(view.getWindowStart(), 0) && (!m_.keyLen || m_.keyLen == view.getWindowSize());
+      m_.keyLen = view.getWindowSize();
+    });
+    auto kv = k.getDefiningOp<ViewOp>(), vv = v.getDefiningOp<ViewOp>();
+    if (!ok || kv.hasWindow() != vv.hasWindow())
+      return fail("a view narrows a dim to a window other than K's and V's keys from 0, the same for both "
+                  "(Tensor::window)");
+    if (m_.keyLen && !indexExpr(m_.keyLen)) return fail("K's and V's window is not an index expression");
+    // One producer loads for the CTA's programs (query tiles of one head and batch).
+    if (m_.keyLen && (dependsOn(m_.keyLen, m_.iIv) || dependsOn(m_.keyLen, m_.loop.getInductionVar())))
+      return fail("K's and V's window depends on the query tile or the key tile");
+    return true;
+  }
+
   bool matchOps() {
-    if (!indexExpr(m_.loop.getCount()))
-      return fail(readsTensor(m_.loop.getCount())
-                      ? "the loop's count is read from a tensor (tile.read: per-sequence lengths are not in the twin yet)"
-                      : "the loop's count is not an index expression");
+    if (!indexExpr(m_.loop.getCount())) return fail("the loop's count is not an index expression");
     auto check = [&](Block& block) -> bool {
       for (Operation& op : block.without_terminator()) {
         if (&op == m_.loop || &op == m_.store || &op == m_.rowStore || op.getDialect()->getNamespace() == "arith")
           continue;
         if (&op == m_.scores || &op == m_.pv || &op == m_.q || &op == m_.k || &op == m_.v) continue;
+        if (isa<ReadOp>(op)) {
+          if (!indexExpr(op.getResult(0))) return fail("a tile.read is not of an i32 input at index expressions");
+          continue;
+        }
         if (isa<TransposeOp>(op) && op.getResult(0) == m_.scores.getRhs()) continue;
         if (auto v = dyn_cast<ViewOp>(op)) {
           if (v.getResult() == m_.store.getView() || (m_.rowStore && v.getResult() == m_.rowStore.getView()) ||

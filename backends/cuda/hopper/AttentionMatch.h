@@ -10,6 +10,7 @@
 //     %q = tile.load (tile.view %Q[%b, %h, %i, 0]) : <64xD>
 //     %r:N = tile.loop %j to <index expression> carry(<rank-1 [64] or [64 x n] f32 tiles>) {
 //       %k = tile.load (tile.view %K[x, y, %j, 0]) : <KVxD>    // x, y: not of %i, nor of %j
+//         (K's and V's views may be windowed to their first n keys: window(0, n) along 2)
 //       %s = tile.dot %q, (tile.transpose %k), (tile.full 0)   // <64xKV> f32
 //       ... elementwise ops, iota, splats of indices, row broadcasts and row reductions ...
 //       %v = tile.load (tile.view %V[x', y', %j, 0]) : <KVxD>
@@ -52,6 +53,14 @@ struct AttentionMatch {
   /// decode step has one query tile per head.
   bool queriesAreKeys = false;
   int64_t kv = 0;    ///< keys per loop step
+  /// K's and V's views narrowed to their first keyLen keys (Tensor::window from 0 along
+  /// dim 2: a padded sequence's length, an index expression); null when they are whole.
+  /// Keys past it are padding: the program's masks must drop their scores (K may hold
+  /// anything there), and the twin zeroes V's rows there before P V reads them (0 x NaN).
+  mlir::Value keyLen;
+  /// The kernel arguments whose elements index expressions read (tile.read of an i32 input:
+  /// a sequence's length), in order of first use.
+  llvm::SmallVector<unsigned, 2> reads;
   int64_t d = 0;     ///< head dim
   mlir::Type inElt;  ///< bf16 or f16
   /// The grid's indices: the query tile (along Q's dim 2) and the element indices of Q's

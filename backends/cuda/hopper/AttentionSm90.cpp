@@ -32,6 +32,11 @@
 // their heads. The CTAs are ceildiv(H, f) per batch instead of H: the K/V cache is read once
 // per group, not once per query head.
 //
+// Padded sequences (AttentionMatch::keyLen, reads): index expressions may read i32 inputs (a
+// sequence's length, loaded where an expression needs it), and K and V may be windowed to
+// their first n keys. TMA reads whole key tiles, so a tile holding the window's end lands on
+// `landed`; the producer zeroes its rows past n (zeroPastWindow), then completes `full`.
+//
 // Key splits (a loop AttentionMatch recognises as an online softmax, when the grid alone
 // would leave SMs idle: decode): a launch in clusters of s CTAs (2..kKeySplitMax, a launch
 // attribute) gives every CTA of a cluster the same programs, rank r their key steps
@@ -87,14 +92,16 @@ constexpr int32_t kProducerRegs = 32;
 /// `consumers` programs per CTA.
 struct AttnGeometry {
   int64_t d, kv, stages, consumers;
+  /// K and V windowed (AttentionMatch::keyLen): one more mbarrier, `landed`, after the ring's.
+  bool windowed = false;
   int64_t qBytes() const { return consumers * kRows * d * 2; }
   int64_t kBytes() const { return kv * d * 2; }
   int64_t stageBytes() const { return 2 * kBytes(); }
   int64_t barrierOffset() const { return qBytes() + stages * stageBytes(); }
-  int64_t sharedBytes() const { return barrierOffset() + 8 * (1 + 2 * stages) + 1024; }
-  static int64_t deepest(int64_t d, int64_t kv, int64_t consumers) {
+  int64_t sharedBytes() const { return barrierOffset() + 8 * (1 + 2 * stages + (windowed ? 1 : 0)) + 1024; }
+  static int64_t deepest(int64_t d, int64_t kv, int64_t consumers, bool windowed) {
     int64_t s = 2;
-    while (s < 4 && AttnGeometry{d, kv, s + 1, consumers}.sharedBytes() <= kMaxSharedBytes) ++s;
+    while (s < 4 && AttnGeometry{d, kv, s + 1, consumers, windowed}.sharedBytes() <= kMaxSharedBytes) ++s;
     return s;
   }
   /// 3 at head dim 64 over a whole sequence (its products are half of D = 128's, its
@@ -125,7 +132,8 @@ class AttnEmitter : TwinBuilder {
 public:
   AttnEmitter(AttentionMatch& m, gpu::GPUModuleOp gm, int64_t stages, int64_t consumers)
       : TwinBuilder(m.kernel), m_(m), gm_(gm),
-        g_{m.d, m.kv, stages ? stages : AttnGeometry::deepest(m.d, m.kv, consumers), consumers},
+        g_{m.d, m.kv, stages ? stages : AttnGeometry::deepest(m.d, m.kv, consumers, bool(m.keyLen)), consumers,
+           bool(m.keyLen)},
         qShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "k")),
         vShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")) {
     // The state exchanged per consumer thread: 2 values of each [64] tile, n / 2 of [64 x n].
@@ -163,6 +171,9 @@ private:
     return most;
   }
   void producer();
+  /// Producer, windowed K/V: step j's tile (at `stage`) has keys past the window's `len`
+  /// from row `inWindow` on; zeroes them once the tile has landed, then completes `full`.
+  void zeroPastWindow(Value j, Value stage, Value len, Value inWindow, Value full);
   void consumer();
   /// Named barrier 1 + w: consumer w's turn to issue. Waits for it, or (`pass`) hands the
   /// next turn to consumer w + 1 (round robin).
@@ -182,6 +193,9 @@ private:
   Value qBarrier() { return sharedPtr(i32(g_.barrierOffset())); }
   Value fullBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8))); }
   Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8 + 8 * g_.stages))); }
+  /// Windowed K/V (AttnGeometry::windowed): where TMA completes a tile some of whose rows lie
+  /// past the window, for the producer to zero them before it completes the stage's full.
+  Value landedBarrier() { return sharedPtr(i32(g_.barrierOffset() + 8 + 16 * g_.stages)); }
   Value stageOffset(Value j) { return add(i32(g_.qBytes()), mul(remu(ring(j), i32(g_.stages)), i32(g_.stageBytes()))); }
   /// Key step j's place in the ring: its steps counted from the CTA's first (lo_).
   Value ring(Value j) { return sub(j, lo_); }
@@ -333,6 +347,8 @@ private:
   SmallVector<Value, 3> oStrides_;
   Value lPtr_; // the row values' L (AttentionMatch::rowStore), f32
   SmallVector<Value, 3> lStrides_;
+  // The i32 inputs index expressions read (AttentionMatch::reads): argument -> pointer, strides.
+  std::map<unsigned, std::pair<Value, SmallVector<Value, 4>>> reads_;
   std::map<std::string, Value> dims_; // symbol -> i32 parameter
   Value tid_, wg_, smem_, sbase_, group_, h_, b_idx_; // group_: the CTA's query tiles / consumers
   Value fold_; // query heads per program (the HeadFold parameter; 1 without head folding)
@@ -374,6 +390,10 @@ void AttnEmitter::declareParams() {
     for (int d = 0; d < 3; ++d) param({LaunchParam::Stride, int(m_.rowArg), d, {}}, b_.getI64Type());
   }
   if (m_.foldHeads) param({LaunchParam::HeadFold, int(m_.kArg), 1, {}}, b_.getI32Type());
+  for (unsigned a : m_.reads) {
+    param({LaunchParam::Pointer, int(a), 0, {}}, global);
+    for (int d = 0; d < m_.kernel.getArgType(a).getRank(); ++d) param({LaunchParam::Stride, int(a), d, {}}, b_.getI64Type());
+  }
   // Every symbolic dim, from the first argument that has it.
   std::vector<std::string> symbols;
   for (unsigned a = 0; a < m_.kernel.getNumArguments(); ++a) {
@@ -403,6 +423,11 @@ void AttnEmitter::declareParams() {
     for (int d = 0; d < 3; ++d) lStrides_.push_back(entry.getArgument(i++));
   }
   fold_ = m_.foldHeads ? entry.getArgument(i++) : Value();
+  for (unsigned a : m_.reads) {
+    auto& [ptr, strides] = reads_[a];
+    ptr = entry.getArgument(i++);
+    for (int d = 0; d < m_.kernel.getArgType(a).getRank(); ++d) strides.push_back(entry.getArgument(i++));
+  }
   for (const std::string& s : symbols) dims_[s] = entry.getArgument(i++);
 
   plan_.kind = LaunchPlan::Attention;
@@ -443,6 +468,27 @@ Value AttnEmitter::index(Value v, IRMapping& map) {
   Value out;
   if (auto d = dyn_cast<DimOp>(def)) {
     out = toIndex(dims_.at(d.getSymbol().str()));
+  } else if (auto r = dyn_cast<ReadOp>(def)) {
+    // tile.read: the element, or 0 where an index is past its dim (nothing read there).
+    const unsigned arg = cast<BlockArgument>(r.getTensor()).getArgNumber();
+    const auto& [ptr, strides] = reads_.at(arg);
+    Value inside = b_.create<arith::ConstantIntOp>(loc_, 1, 1), at = i64(0);
+    for (auto [d, x] : llvm::enumerate(r.getIndices())) {
+      Value e = fromIndex(index(x, map));
+      inside = b_.create<arith::AndIOp>(loc_, inside, ult(e, dimOf(arg, unsigned(d)))); // unsigned: negatives too
+      at = b_.create<arith::AddIOp>(loc_, at, b_.create<arith::MulIOp>(loc_, ext64(e), strides[d]));
+    }
+    auto load = b_.create<scf::IfOp>(loc_, TypeRange{b_.getI32Type()}, inside, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(load.thenBlock());
+      auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
+      Value p = b_.create<LLVM::GEPOp>(loc_, global, b_.getI32Type(), ptr, ValueRange{at});
+      b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<LLVM::LoadOp>(loc_, b_.getI32Type(), p, /*alignment=*/4).getResult()});
+      b_.setInsertionPointToStart(load.elseBlock());
+      b_.create<scf::YieldOp>(loc_, ValueRange{i32(0)});
+    }
+    out = toIndex(load.getResult(0));
   } else {
     for (Value x : def->getOperands()) index(x, map);
     out = b_.clone(*def, map)->getResult(0);
@@ -519,6 +565,7 @@ void AttnEmitter::run() {
       b_.create<NVVM::MBarrierInitOp>(loc_, fullBarrier(i32(s)), i32(1), Value());
       b_.create<NVVM::MBarrierInitOp>(loc_, emptyBarrier(i32(s)), i32(128 * g_.consumers), Value());
     }
+    if (g_.windowed) b_.create<NVVM::MBarrierInitOp>(loc_, landedBarrier(), i32(1), Value());
     b_.create<NVVM::FenceMbarrierInitOp>(loc_);
   });
   b_.create<gpu::BarrierOp>(loc_);
@@ -561,6 +608,8 @@ void AttnEmitter::producer() {
     IRMapping map = programIndices(i0);
     auto viewAt = [&](LoadOp ld, int k) { return fromIndex(index(ld.getView().getDefiningOp<ViewOp>().getIndices()[k], map)); };
     Value kb = viewAt(m_.k, 0), kh = viewAt(m_.k, 1), vb = viewAt(m_.v, 0), vh = viewAt(m_.v, 1);
+    // K's and V's window: their first `len` keys (the same for the CTA's programs).
+    Value len = m_.keyLen ? fromIndex(index(m_.keyLen, map)) : Value();
     auto loop = b_.create<scf::ForOp>(loc_, lo_, hi_, i32(1));
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(loop.getBody()->getTerminator());
@@ -570,14 +619,22 @@ void AttnEmitter::producer() {
     b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, emptyBarrier(s), b_.create<arith::XOrIOp>(loc_, phaseOf(j), i32(1)),
                                              i32(10000000));
     Value full = fullBarrier(s);
-    b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), full, i32(g_.stageBytes()), NVVM::MemScopeKind::CTA, false,
-                                              Value());
     Value stage = stageOffset(j);
     Value key0 = mul(j, i32(m_.kv));
-    for (int64_t c = 0; c < boxes; ++c) {
-      tma(add(stage, i32(c * m_.kv * 128)), tmK_, {i32(c * kBox), key0, kh, kb}, full);
-      tma(add(stage, i32(g_.kBytes() + c * m_.kv * 128)), tmV_, {i32(c * kBox), key0, vh, vb}, full);
+    // A tile with rows past the window lands on `landed` instead; see zeroPastWindow.
+    Value inWindow, partial, bar = full;
+    if (len) {
+      inWindow = sub(len, key0);
+      partial = cmp(arith::CmpIPredicate::slt, inWindow, i32(m_.kv));
+      bar = b_.create<arith::SelectOp>(loc_, partial, landedBarrier(), full);
     }
+    b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), bar, i32(g_.stageBytes()), NVVM::MemScopeKind::CTA, false,
+                                              Value());
+    for (int64_t c = 0; c < boxes; ++c) {
+      tma(add(stage, i32(c * m_.kv * 128)), tmK_, {i32(c * kBox), key0, kh, kb}, bar);
+      tma(add(stage, i32(g_.kBytes() + c * m_.kv * 128)), tmV_, {i32(c * kBox), key0, vh, vb}, bar);
+    }
+    if (len) ifThen(partial, [&] { zeroPastWindow(j, stage, len, inWindow, full); });
   });
   // Key splits: the producer's threads take part in the consumers' two cluster barriers.
   if (splits_)
@@ -585,6 +642,35 @@ void AttnEmitter::producer() {
       clusterSync();
       clusterSync();
     });
+}
+
+void AttnEmitter::zeroPastWindow(Value j, Value stage, Value len, Value inWindow, Value full) {
+  // The window reads zeros past its end (as the portable kernel's loads do), but TMA has
+  // read the tensor's rows there: padding that may hold anything, NaN included, and P V
+  // would take 0 x NaN. So once the tile has landed, its K and V rows from `inWindow` on are
+  // zeroed (whole 128-byte rows: the swizzle only permutes 16-byte chunks within a row),
+  // made visible to wgmma (the async proxy), and only then is the stage's full barrier
+  // completed. The tiles that land here are this CTA's steps from max(lo_, len / kv) on,
+  // one at a time, so the n-th of them waits on `landed`'s parity n mod 2.
+  Value first = b_.create<arith::MaxSIOp>(loc_, lo_, b_.create<arith::DivSIOp>(loc_, len, i32(m_.kv)));
+  Value parity = b_.create<arith::AndIOp>(loc_, sub(j, first), i32(1));
+  b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, landedBarrier(), parity, i32(10000000));
+  Value from = b_.create<arith::MaxSIOp>(loc_, inWindow, i32(0));
+  Value zero = b_.create<LLVM::ZeroOp>(loc_, VectorType::get({4}, b_.getI32Type()));
+  auto rows = b_.create<scf::ForOp>(loc_, from, i32(m_.kv), i32(1));
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(rows.getBody()->getTerminator());
+    Value row = mul(rows.getInductionVar(), i32(128));
+    for (int64_t part : {int64_t(0), g_.kBytes()})
+      for (int64_t c = 0; c < m_.d / kBox; ++c)
+        for (int64_t chunk = 0; chunk < 8; ++chunk)
+          b_.create<LLVM::StoreOp>(loc_, zero, sharedPtr(add(add(stage, row), i32(part + c * m_.kv * 128 + chunk * 16))),
+                                   /*alignment=*/16);
+  }
+  b_.create<NVVM::FenceProxyOp>(loc_, NVVM::ProxyKind::async_shared,
+                                NVVM::SharedSpaceAttr::get(b_.getContext(), NVVM::SharedSpace::shared_cta));
+  b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), full, Value());
 }
 
 Value AttnEmitter::packPair(Value lo, Value hi) {
@@ -1457,7 +1543,7 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
         continue;
       }
       const int64_t programs = AttnGeometry::consumersFor(match, consumers);
-      if (stages && AttnGeometry{match.d, match.kv, stages, programs}.sharedBytes() > kMaxSharedBytes) {
+      if (stages && AttnGeometry{match.d, match.kv, stages, programs, bool(match.keyLen)}.sharedBytes() > kMaxSharedBytes) {
         m.emitError("stages=" + std::to_string(stages) + " does not fit in shared memory at head dim " +
                     std::to_string(match.d) + " and " + std::to_string(match.kv) + " keys per step");
         return signalPassFailure();

@@ -33,15 +33,17 @@ bool isTileCount(Value count, KernelOp k, unsigned arg, unsigned dim, int64_t ti
   return div && isConstIndex(div.getRhs(), tile) && dimIs(div.getLhs());
 }
 
-bool matchGridLoopStore(KernelOp k, unsigned dims, GridLoopStore& out, std::string& why, unsigned maxStores) {
+bool matchGridLoopStore(KernelOp k, unsigned dims, GridLoopStore& out, std::string& why, unsigned maxStores,
+                        bool windows) {
   SmallVector<GridOp> grids(k.getBody().front().getOps<GridOp>());
   if (grids.size() != 1) return why = "the kernel has no single tile.grid", false;
   out.grid = grids[0];
   // The twins read and write whole tensors by TMA boxes and plain tile coordinates: a
-  // window's run-time start and bound would be ignored there, so a windowed view is refused.
+  // window's run-time start and bound would be ignored there, so a windowed view is refused
+  // unless the caller checks the windows itself (`windows`).
   bool windowed = false;
   k.walk([&](ViewOp v) { windowed |= v.hasWindow(); });
-  if (windowed) return why = "a view narrows a dim to a window (Tensor::window)", false;
+  if (windowed && !windows) return why = "a view narrows a dim to a window (Tensor::window)", false;
   Block& body = out.grid.getBody().front();
   if (body.getNumArguments() != dims)
     return why = dims == 2 ? "the tile.grid is not two-dimensional" : "the tile.grid is not three-dimensional", false;

@@ -21,7 +21,8 @@ bool isTileCount(mlir::Value count, tile::KernelOp k, unsigned arg, unsigned dim
 
 /// The kernel's single `dims`-dimensional tile.grid whose body holds exactly one tile.loop
 /// and one tile.store (up to `maxStores`: `store` the first, `more` the rest in order);
-/// false with `why` naming the rule broken.
+/// false with `why` naming the rule broken. A view narrowed to a window is refused unless
+/// `windows` (the caller then checks the windows itself).
 struct GridLoopStore {
   tile::GridOp grid;
   tile::LoopOp loop;
@@ -29,6 +30,6 @@ struct GridLoopStore {
   llvm::SmallVector<tile::StoreOp, 1> more;
 };
 bool matchGridLoopStore(tile::KernelOp k, unsigned dims, GridLoopStore& out, std::string& why,
-                        unsigned maxStores = 1);
+                        unsigned maxStores = 1, bool windows = false);
 
 } // namespace kiln::hopper

@@ -8,6 +8,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=FOLD
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=ROWS
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=DECODE
+// RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=PADDED
 
 // Causal attention as the DSL traces it (catalogue::attention, head dim 128, 64 query rows
 // by 128 keys a step): a TMA + wgmma twin beside the tile kernel, which stays for the
@@ -735,6 +736,89 @@ module {
       %23 = tile.div %20#2, %22 : <64x64xf32>
       %24 = tile.cast %23 : <64x64xf32> -> <64x64xbf16>
       tile.store %24, %21 : <64x64xbf16>, <64x64xbf16>
+    }
+  }
+}
+
+// -----
+
+// Padded sequences (test::paddedAttention, head dim 64): each batch's length read from an
+// i32 input (tile.read %Lens[%b]) and K and V windowed to it (window(0, len) along 2). The
+// twin takes Lens as a pointer and stride, loads the length where its index expressions
+// need it, and initialises one more mbarrier (`landed`) for the tiles that hold the
+// window's end: the producer zeroes their rows past it, fences them for wgmma, then
+// completes the stage.
+// PADDED-LABEL: gpu.func @padded_attention__sm90_attn(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64,
+// PADDED-SAME: {\22arg\22:3,\22dim\22:0,\22kind\22:\22pointer\22},{\22arg\22:3,\22dim\22:0,\22kind\22:\22stride\22}
+// PADDED: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// PADDED: nvvm.mbarrier.init
+// PADDED: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// PADDED: nvvm.mbarrier.arrive
+module {
+  tile.kernel @padded_attention(in %Q: !tile.tensor<[B, H, S, 64], bf16>, in %K: !tile.tensor<[B, G, S, 64], bf16>, in %V: !tile.tensor<[B, G, S, 64], bf16>, in %Lens: !tile.tensor<[B], i32>, out %O: !tile.tensor<[B, H, S, 64], bf16>) {
+    %B = tile.dim "B"
+    %H = tile.dim "H"
+    %G = tile.dim "G"
+    %S = tile.dim "S"
+    %c64 = arith.constant 64 : index
+    %0 = arith.ceildivsi %S, %c64 : index
+    tile.grid (%arg0, %arg1, %arg2) in (%0, %H, %B) {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %1 = arith.floordivsi %arg1, %c2 : index
+      %2 = tile.read %Lens[%arg2] : <[B], i32>
+      %3 = arith.minsi %S, %2 : index
+      %4 = tile.view %Q[%arg2, %arg1, %arg0, %c0] : <[B, H, S, 64], bf16> -> <64x64xbf16>
+      %5 = tile.load %4 : <64x64xbf16> -> <64x64xbf16>
+      %c64_0 = arith.constant 64 : index
+      %6 = arith.muli %arg0, %c64_0 : index
+      %7 = tile.splat %6 : index -> <64x64xf32>
+      %8 = tile.iota dim 0 : <64x64xf32>
+      %9 = tile.add %8, %7 : <64x64xf32>
+      %10 = tile.splat %3 : index -> <64x64xf32>
+      %11 = tile.full 0xFFF0000000000000 : <64xf32>
+      %12 = tile.full 0.000000e+00 : <64xf32>
+      %13 = tile.full 0.000000e+00 : <64x64xf32>
+      %c64_1 = arith.constant 64 : index
+      %14 = arith.ceildivsi %3, %c64_1 : index
+      %15:3 = tile.loop %arg3 to %14 stages 1 carry(%arg4 = %11 : !tile.tile<64xf32>, %arg5 = %12 : !tile.tile<64xf32>, %arg6 = %13 : !tile.tile<64x64xf32>) {
+        %20 = tile.view %K[%arg2, %1, %arg3, %c0] window(%c0, %3) along 2 : <[B, G, S, 64], bf16> -> <64x64xbf16>
+        %21 = tile.load %20 : <64x64xbf16> -> <64x64xbf16>
+        %22 = tile.view %V[%arg2, %1, %arg3, %c0] window(%c0, %3) along 2 : <[B, G, S, 64], bf16> -> <64x64xbf16>
+        %23 = tile.load %22 : <64x64xbf16> -> <64x64xbf16>
+        %24 = tile.full 0.000000e+00 : <64x64xf32>
+        %25 = tile.transpose %21 : <64x64xbf16> -> <64x64xbf16>
+        %26 = tile.dot %5, %25, %24 : <64x64xbf16>, <64x64xbf16> -> <64x64xf32>
+        %27 = tile.scale %26, 1.250000e-01 : <64x64xf32>
+        %c64_2 = arith.constant 64 : index
+        %28 = arith.muli %arg3, %c64_2 : index
+        %29 = tile.splat %28 : index -> <64x64xf32>
+        %30 = tile.iota dim 1 : <64x64xf32>
+        %31 = tile.add %30, %29 : <64x64xf32>
+        %32 = tile.cmp "lt", %31, %10 : <64x64xf32>
+        %33 = tile.full 0xFFF0000000000000 : <64x64xf32>
+        %34 = tile.select %32, %27, %33 : <64x64xf32>
+        %35 = tile.reduce_max %34 dim 1 : <64x64xf32> -> <64xf32>
+        %36 = tile.max %arg4, %35 : <64xf32>
+        %37 = tile.broadcast %36 [0] : <64xf32> -> <64x64xf32>
+        %38 = tile.sub %34, %37 : <64x64xf32>
+        %39 = tile.exp %38 : <64x64xf32>
+        %40 = tile.sub %arg4, %36 : <64xf32>
+        %41 = tile.exp %40 : <64xf32>
+        %42 = tile.reduce_sum %39 dim 1 : <64x64xf32> -> <64xf32>
+        %43 = tile.mul %arg5, %41 : <64xf32>
+        %44 = tile.add %43, %42 : <64xf32>
+        %45 = tile.broadcast %41 [0] : <64xf32> -> <64x64xf32>
+        %46 = tile.mul %arg6, %45 : <64x64xf32>
+        %47 = tile.cast %39 : <64x64xf32> -> <64x64xbf16>
+        %48 = tile.dot %47, %23, %46 : <64x64xbf16>, <64x64xbf16> -> <64x64xf32>
+        tile.yield %36, %44, %48 : !tile.tile<64xf32>, !tile.tile<64xf32>, !tile.tile<64x64xf32>
+      }
+      %16 = tile.broadcast %15#1 [0] : <64xf32> -> <64x64xf32>
+      %17 = tile.div %15#2, %16 : <64x64xf32>
+      %18 = tile.cast %17 : <64x64xf32> -> <64x64xbf16>
+      %19 = tile.view %O[%arg2, %arg1, %arg0, %c0] : <[B, H, S, 64], bf16> -> <64x64xbf16>
+      tile.store %18, %19 : <64x64xbf16>, <64x64xbf16>
     }
   }
 }
