@@ -1013,6 +1013,11 @@ void AttnEmitter::consumer() {
   for (int64_t h = 0; h < 2; ++h) row_[h] = m_.foldHeads ? remu(tileRow_[h], dimOf(m_.oArg, 2)) : tileRow_[h];
   col0_ = mul(remu(lane, i32(4)), i32(2));
   idx_ = programIndices(i_);
+  // The program's reads outside its loop (a sequence's length), loaded once here rather than
+  // wherever an expression uses them (the loop's condition, each step's masks).
+  m_.grid.getBody().front().walk([&](ReadOp r) {
+    if (!m_.loop->isAncestor(r)) index(r.getResult(), idx_);
+  });
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), i32(0), i32(10000000));
   // Ping-pong (FA3): the consumers issue their tensor-core bursts in turn, round robin from
   // consumer 0, so one's burst runs while the others compute their softmax. Each takes
