@@ -64,7 +64,7 @@ KILN_API Kernel attention_decode_lse(DType dtype, int64_t head_dim, AttentionTil
 /// their own position), whatever the padding holds. O's rows past a length are padding: a
 /// query tile wholly past it is written as zeros, the rest from the padding's queries.
 /// Kernels "attention_padded" and "attention_padded_causal"; arguments Q, K, V, Lens, O.
-/// On sm_90a it runs the portable kernel (the attention twin does not take windows yet).
+/// On sm_90a the attention twin runs it (K and V windowed to each length).
 KILN_API Kernel attention_padded(DType dtype, int64_t head_dim, bool causal, AttentionTiles t = {});
 /// attention() over a batch of sequences packed end to end (no padding): Q and O [H, T, D],
 /// K and V [G, T, D] over all T tokens, and Offsets [B + 1] (i32): sequence n is tokens

@@ -149,8 +149,8 @@ AttentionTiles attentionTiles(DType d, const std::string& target = "") {
   return target == "sm_90a" ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
 }
 
-// attention_packed and attention_padded run the portable kernel on every target (no twin takes
-// their windows yet): 64 query rows and 32 keys a step, where 64 keys spill on sm_80 and sm_90a at head dim 128 (the
+// attention_packed runs the portable kernel on every target (no twin takes its windows yet),
+// and attention_padded does off sm_90a: 64 query rows and 32 keys a step, where 64 keys spill on sm_80 and sm_90a at head dim 128 (the
 // windows' bounds take registers the plain kernel has free).
 AttentionTiles packedTiles(DType d) { return d == DType::f32 ? AttentionTiles{16, 16} : AttentionTiles{64, 32}; }
 
@@ -390,11 +390,13 @@ std::vector<Entry> makeAll() {
     e.push_back(std::move(dec));
   }
   // Sequences of different lengths: padded to S (i32 lengths) or packed end to end (i32
-  // offsets), both on the portable kernel's tiles.
+  // offsets), on the portable kernel's tiles but where the twin takes them.
   using SequencesKernel = Kernel (*)(DType, int64_t, bool, AttentionTiles);
   using SequencesProblem = Problem (*)(const std::string&, int64_t, int64_t, int64_t, int64_t, int64_t, DType,
                                        uint64_t, bool);
-  auto sequences = [&](const std::string& base, const std::string& how, SequencesKernel make, SequencesProblem problem) {
+  // `twin`: on sm_90a the attention twin's tiles (it takes K and V windowed to each length).
+  auto sequences = [&](const std::string& base, const std::string& how, SequencesKernel make, SequencesProblem problem,
+                       bool twin) {
     for (bool causal : {false, true}) {
       const std::string name = base + (causal ? "_causal" : "");
       Entry a{name,
@@ -403,9 +405,8 @@ std::vector<Entry> makeAll() {
               [name, causal, problem](const std::vector<int64_t>& s, DType d, uint64_t seed) {
                 return problem(name, s[0], s[1], s[2], s[3], s[4], d, seed, causal);
               }};
-      a.make_for_shape = [make, causal](DType d, const std::vector<int64_t>& s, const std::string& target) {
-        (void)target;
-        return make(d, s.at(4), causal, packedTiles(d));
+      a.make_for_shape = [make, causal, twin](DType d, const std::vector<int64_t>& s, const std::string& target) {
+        return make(d, s.at(4), causal, twin && target == "sm_90a" ? attentionTiles(d, target) : packedTiles(d));
       };
       a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
       if (make == attention_padded) a.framework = cudnnPaddedAttention(causal);
@@ -413,9 +414,9 @@ std::vector<Entry> makeAll() {
     }
   };
   sequences("attention_padded", "padded to S (i32 lengths drawn up to S; GQA)", attention_padded,
-            paddedAttentionProblem);
+            paddedAttentionProblem, /*twin=*/true);
   sequences("attention_packed", "packed end to end (i32 offsets; lengths drawn up to S; GQA)", attention_packed,
-            packedAttentionProblem);
+            packedAttentionProblem, /*twin=*/false);
   return e;
 }
 

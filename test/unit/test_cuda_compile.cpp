@@ -160,7 +160,9 @@ TEST_CASE("every attention twin asks setmaxnreg for no more registers than its C
   for (const Case& c : {Case{"attention", {1, 8, 2, 512, 128}, 2}, Case{"attention", {1, 8, 2, 512, 64}, 3},
                         Case{"attention_causal", {1, 8, 2, 512, 64}, 3}, Case{"attention_lse", {1, 8, 2, 512, 64}, 3},
                         Case{"attention_decode", {1, 8, 2, 1, 512, 128}, 2},
-                        Case{"attention_decode", {1, 8, 2, 1, 512, 64}, 2}}) {
+                        Case{"attention_decode", {1, 8, 2, 1, 512, 64}, 2},
+                        Case{"attention_padded", {1, 8, 2, 512, 128}, 2},
+                        Case{"attention_padded_causal", {1, 8, 2, 512, 64}, 3}}) {
     INFO(c.name << " " << c.shape.back());
     const std::string ptx =
         hopper.emit(catalogue::kernel_for(catalogue::find(c.name), DType::bf16, c.shape, "sm_90a"), Stage::ptx);
