@@ -394,9 +394,11 @@ std::vector<Entry> makeAll() {
   using SequencesKernel = Kernel (*)(DType, int64_t, bool, AttentionTiles);
   using SequencesProblem = Problem (*)(const std::string&, int64_t, int64_t, int64_t, int64_t, int64_t, DType,
                                        uint64_t, bool);
+  using SequencesFramework = std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> (*)(bool);
   // `twin`: on sm_90a the attention twin's tiles (it takes K and V windowed to each length).
+  // `framework`: the framework route for a causal flag, or null where there is none.
   auto sequences = [&](const std::string& base, const std::string& how, SequencesKernel make, SequencesProblem problem,
-                       bool twin) {
+                       bool twin, SequencesFramework framework) {
     for (bool causal : {false, true}) {
       const std::string name = base + (causal ? "_causal" : "");
       Entry a{name,
@@ -409,14 +411,14 @@ std::vector<Entry> makeAll() {
         return make(d, s.at(4), causal, twin && target == "sm_90a" ? attentionTiles(d, target) : packedTiles(d));
       };
       a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
-      if (make == attention_padded) a.framework = cudnnPaddedAttention(causal);
+      if (framework) a.framework = framework(causal);
       e.push_back(std::move(a));
     }
   };
   sequences("attention_padded", "padded to S (i32 lengths drawn up to S; GQA)", attention_padded,
-            paddedAttentionProblem, /*twin=*/true);
+            paddedAttentionProblem, /*twin=*/true, cudnnPaddedAttention);
   sequences("attention_packed", "packed end to end (i32 offsets; lengths drawn up to S; GQA)", attention_packed,
-            packedAttentionProblem, /*twin=*/false);
+            packedAttentionProblem, /*twin=*/false, /*framework=*/nullptr); // cuDNN's ragged offsets are elements
   return e;
 }
 

@@ -99,11 +99,11 @@ void gpu_gemm_async(const Runtime& rt, const TensorView& a, const TensorView& b,
 
 namespace {
 
+// `who`: the function the user called, for the messages.
 detail::GpuAttentionArgs validateAttention(const TensorView& q, const TensorView& k, const TensorView& v,
-                                           bool causal, const TensorView& o, const TensorView* lse) {
-  auto bad = [](const std::string& what) {
-    throw Error(ErrorKind::InvalidArgument, "reference::gpu_attention: " + what);
-  };
+                                           bool causal, const TensorView& o, const TensorView* lse,
+                                           const char* who = "reference::gpu_attention") {
+  auto bad = [who](const std::string& what) { throw Error(ErrorKind::InvalidArgument, std::string(who) + ": " + what); };
   auto check = [&](const char* name, const TensorView& t, int64_t rank) {
     if (t.rank() != rank) bad(std::string(name) + " must be rank " + std::to_string(rank) + ", got " + t.describe());
     if (!t.strides.empty() && t.strides.size() != t.dims.size())
@@ -152,10 +152,9 @@ detail::GpuAttentionArgs validateAttention(const TensorView& q, const TensorView
 // gpu_attention_padded's arguments: gpu_attention's, T == S, and the lengths i32 [B], contiguous.
 detail::GpuAttentionArgs validatePadded(const TensorView& q, const TensorView& k, const TensorView& v,
                                         const TensorView& lens, bool causal, const TensorView& o) {
-  detail::GpuAttentionArgs a = validateAttention(q, k, v, causal, o, nullptr);
-  auto bad = [](const std::string& what) {
-    throw Error(ErrorKind::InvalidArgument, "reference::gpu_attention_padded: " + what);
-  };
+  const char* who = "reference::gpu_attention_padded";
+  detail::GpuAttentionArgs a = validateAttention(q, k, v, causal, o, nullptr, who);
+  auto bad = [who](const std::string& what) { throw Error(ErrorKind::InvalidArgument, std::string(who) + ": " + what); };
   const int64_t B = q.dims[0];
   if (q.dims[2] != k.dims[2])
     bad("Q's rows T = " + std::to_string(q.dims[2]) + " must equal K's positions S = " + std::to_string(k.dims[2]) +

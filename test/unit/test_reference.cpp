@@ -278,8 +278,9 @@ TEST_CASE("gpu_attention_padded asks for a length a sequence and as many queries
   require_invalid([&] { run(q.view(), everyOther, o.view()); }, "contiguous");
   require_invalid([&] { run(qShort.view(), lens.view(), oShort.view()); },
                   "Q's rows T = 4 must equal K's positions S = 5");
-  // gpu_attention's own rules first.
-  require_invalid([&] { run(q.view(), lens.view(), oShort.view()); }, "O must have Q's dims");
+  // gpu_attention's own rules first, named for the function called.
+  require_invalid([&] { run(q.view(), lens.view(), oShort.view()); },
+                  "reference::gpu_attention_padded: O must have Q's dims");
   // Good arguments reach the backend, which has no cuDNN on the CPU.
   try {
     run(q.view(), lens.view(), o.view());
