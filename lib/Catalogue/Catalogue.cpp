@@ -149,8 +149,7 @@ AttentionTiles attentionTiles(DType d, const std::string& target = "") {
   return target == "sm_90a" ? AttentionTiles{64, 128} : AttentionTiles{64, 64};
 }
 
-// attention_packed runs the portable kernel on every target (no twin takes its windows yet),
-// and attention_padded does off sm_90a: 64 query rows and 32 keys a step, where 64 keys spill on sm_80 and sm_90a at head dim 128 (the
+// attention_padded and attention_packed run the portable kernel off sm_90a: 64 query rows and 32 keys a step, where 64 keys spill on sm_80 and sm_90a at head dim 128 (the
 // windows' bounds take registers the plain kernel has free).
 AttentionTiles packedTiles(DType d) { return d == DType::f32 ? AttentionTiles{16, 16} : AttentionTiles{64, 32}; }
 
@@ -395,7 +394,8 @@ std::vector<Entry> makeAll() {
   using SequencesProblem = Problem (*)(const std::string&, int64_t, int64_t, int64_t, int64_t, int64_t, DType,
                                        uint64_t, bool);
   using SequencesFramework = std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> (*)(bool);
-  // `twin`: on sm_90a the attention twin's tiles (it takes K and V windowed to each length).
+  // `twin`: on sm_90a the attention twin's tiles (it takes Q, K, V and O windowed to each
+  // sequence).
   // `framework`: the framework route for a causal flag, or null where there is none.
   auto sequences = [&](const std::string& base, const std::string& how, SequencesKernel make, SequencesProblem problem,
                        bool twin, SequencesFramework framework) {
@@ -418,7 +418,7 @@ std::vector<Entry> makeAll() {
   sequences("attention_padded", "padded to S (i32 lengths drawn up to S; GQA)", attention_padded,
             paddedAttentionProblem, /*twin=*/true, cudnnPaddedAttention);
   sequences("attention_packed", "packed end to end (i32 offsets; lengths drawn up to S; GQA)", attention_packed,
-            packedAttentionProblem, /*twin=*/false, /*framework=*/nullptr); // cuDNN's ragged offsets are elements
+            packedAttentionProblem, /*twin=*/true, /*framework=*/nullptr); // cuDNN's ragged offsets are elements
   return e;
 }
 

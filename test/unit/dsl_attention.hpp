@@ -261,14 +261,15 @@ inline std::vector<double> paddedAttentionErrors(const HostTensor& q, const Host
 }
 
 /// packedAttention's host tensors, token-major: q [T, H, D], k and v [T, G, D] random (the
-/// tokens after the last sequence NaN in k and v: never to be read), o [T, H, D] poisoned, and
-/// `offsets` as an i32 tensor.
+/// tokens after the last sequence NaN in q, k and v: nothing of them may reach a result), o
+/// [T, H, D] poisoned, and `offsets` as an i32 tensor.
 struct PackedInputs {
   HostTensor q, k, v, o, offsets;
   PackedInputs(DType dt, int64_t T, int64_t H, int64_t G, int64_t D, const std::vector<int32_t>& at)
       : q(dt, {T, H, D}), k(dt, {T, G, D}), v(dt, {T, G, D}), o(dt, {T, H, D}), offsets(DType::i32, {int64_t(at.size())}) {
     q.fill_random(1), k.fill_random(2), v.fill_random(3);
     for (int64_t e = int64_t(at.back()) * G * D; e < T * G * D; ++e) k.set(e, NAN), v.set(e, NAN);
+    for (int64_t e = int64_t(at.back()) * H * D; e < T * H * D; ++e) q.set(e, NAN);
     for (size_t n = 0; n < at.size(); ++n) offsets.set(int64_t(n), float(at[n]));
     o.poison();
   }

@@ -680,6 +680,51 @@ TEST_CASE("the attention twin runs on aligned 4-D tensors, ragged S and grouped 
   }
 }
 
+TEST_CASE("the attention twin runs over sequences packed end to end: 3-D tensors read through token-major strides, "
+          "a CTA per query pair, head and sequence (none where there is no sequence)", "[sm90]") {
+  // Q, K, V, O [heads, T, 128] as views of token-major memory [T, heads, 128]; Offsets [B + 1].
+  LaunchPlan p = attentionPlan();
+  p.entry = "attention_packed__sm90_attn";
+  p.gridDims = {{4, 1, 128, "T"}, {4, 0, 1, "H"}, {3, 0, 1, "B1", 1}};
+  p.params = {{LaunchParam::TensorMap, 0, 0, {64, 64, 1}}, {LaunchParam::TensorMap, 1, 0, {64, 128, 1}},
+              {LaunchParam::TensorMap, 2, 0, {64, 128, 1}}, {LaunchParam::Pointer, 4, 0, {}},
+              {LaunchParam::Stride, 4, 0, {}},              {LaunchParam::Stride, 4, 1, {}},
+              {LaunchParam::Pointer, 3, 0, {}},             {LaunchParam::Stride, 3, 0, {}},
+              {LaunchParam::Dim, 0, 0, {}},                 {LaunchParam::Dim, 1, 0, {}},
+              {LaunchParam::Dim, 0, 1, {}},                 {LaunchParam::Dim, 3, 0, {}}};
+  p.output = 4;
+  auto packed = [](int64_t T, int64_t heads, size_t at) { return view(at, {heads, T, 128}, {128, heads * 128, 1}); };
+  auto args = [&](int64_t H, int64_t G, int64_t T, int64_t B) {
+    return std::vector<TensorView>{packed(T, H, 0), packed(T, G, 256), packed(T, G, 512),
+                                   TensorView{gMemory + 1024, DType::i32, {B + 1}, {}}, packed(T, H, 768)};
+  };
+  std::string why;
+  Split work;
+  for (auto [H, G, T, B] : {std::tuple{32, 8, 10000, 4}, {4, 2, 420, 5}, {1, 1, 1, 1}}) {
+    INFO(H << "x" << G << "x" << T << "x" << B << ": " << why);
+    CHECK(applies(p, args(H, G, T, B), &why));
+    REQUIRE(choose({p}, args(H, G, T, B), LaunchConfig{132}, &why, &work) == 0);
+    CHECK(work.ctas == (T + 127) / 128 * H * B); // B + 1 offsets less 1: the sequences
+    CHECK(work.cluster == 0);
+  }
+  // No sequence (one offset): no CTA, and no launch.
+  REQUIRE(choose({p}, args(4, 2, 420, 0), LaunchConfig{132}, &why, &work) == 0);
+  CHECK(work.ctas == 0);
+  // O's element pairs must be 4-byte aligned whatever its rank.
+  std::vector<TensorView> odd = args(4, 2, 420, 5);
+  odd[4].strides = {129, 4 * 129, 1};
+  CHECK_FALSE(applies(p, odd, &why));
+  CHECK(why == "O's element pairs are not 4-byte aligned");
+  // The grid's `less` survives JSON and names the sequences; a negative one is refused.
+  LaunchPlan back = LaunchPlan::fromJson(p.toJson());
+  CHECK(back.gridDims[2].less == 1);
+  CHECK_THAT(back.str(), Contains("x heads x B1 - 1 sequences"));
+  CHECK_THAT(attentionPlan().str(), Contains("x heads x batches"));
+  nlohmann::json j = p.toJson();
+  j["grid"][2]["less"] = -1;
+  CHECK_THROWS_WITH(LaunchPlan::fromJson(j), Contains("bad grid dim"));
+}
+
 namespace {
 // attention_decode: Q and O [B, H, T, 128], K and V [B, G, S, 128]; keys split in clusters of
 // up to 8 (K's dim 2, 128 keys a step).

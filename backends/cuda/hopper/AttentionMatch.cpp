@@ -47,7 +47,8 @@ public:
   }
 
 private:
-  /// O[%b, %h, %i, 0] of 64 x D, and a grid of (ceildiv(S, 64), H, B) over it.
+  /// O[%b, %h, %i, 0] (rank 4) or O[%h, %i, 0] (rank 3) of 64 x D, and a grid of
+  /// (ceildiv(S, 64), H, B) over O's dims (rank 3: B a dim of any argument, less a constant).
   bool matchStore() {
     auto view = m_.store.getView().getDefiningOp<ViewOp>();
     int o = view ? argOf(view, m_.kernel) : -1;
@@ -55,35 +56,74 @@ private:
     m_.oArg = unsigned(o);
     TensorArgType ot = m_.kernel.getArgType(m_.oArg);
     auto vt = cast<ViewType>(view.getType());
-    if (ot.getRank() != 4 || view.getIndices().size() != 4 || vt.getRank() != 2)
-      return fail("O is not a 4-D tensor written by 2-D tiles");
+    m_.rank = ot.getRank();
+    if ((m_.rank != 3 && m_.rank != 4) || int64_t(view.getIndices().size()) != m_.rank || vt.getRank() != 2)
+      return fail("O is not a 3-D or 4-D tensor written by 2-D tiles");
     if (!m_.kernel.isOutput(m_.oArg)) return fail("O is not an output");
     m_.inElt = ot.getElementType();
     if (!m_.inElt.isBF16() && !m_.inElt.isF16()) return fail("O is not bf16 or f16");
-    m_.d = ot.getDimConstant(3);
+    m_.d = ot.getDimConstant(unsigned(m_.rank - 1));
     if (m_.d != 64 && m_.d != 128) return fail("the head dim is not a constant 64 or 128");
     if (vt.getShape()[0] != m_.rows || vt.getShape()[1] != m_.d)
       return fail("O's tile is not 64 rows by the whole head dim");
     Block& gb = m_.grid.getBody().front();
     auto idx = view.getIndices();
-    m_.bIv = idx[0], m_.hIv = idx[1], m_.iIv = idx[2];
+    const char* at = m_.rank == 4 ? "O is not written at (%b, %h, %i, 0) of grid indices"
+                                  : "O is not written at (%h, %i, 0) of grid indices";
+    m_.hIv = idx[m_.rank - 3], m_.iIv = idx[m_.rank - 2];
+    if (m_.rank == 4) {
+      m_.bIv = idx[0];
+    } else { // the grid's third index: the sequence
+      for (Value a : gb.getArguments())
+        if (a != m_.hIv && a != m_.iIv) m_.bIv = a;
+    }
     for (Value v : {m_.bIv, m_.hIv, m_.iIv})
-      if (!llvm::is_contained(gb.getArguments(), v)) return fail("O is not written at (%b, %h, %i, 0) of grid indices");
-    if (m_.bIv == m_.hIv || m_.hIv == m_.iIv || m_.bIv == m_.iIv || !isConstIndex(idx[3], 0))
-      return fail("O is not written at (%b, %h, %i, 0) of grid indices");
+      if (!v || !llvm::is_contained(gb.getArguments(), v)) return fail(at);
+    if (m_.bIv == m_.hIv || m_.hIv == m_.iIv || m_.bIv == m_.iIv || !isConstIndex(idx[m_.rank - 1], 0)) return fail(at);
     auto sizeOf = [&](Value iv) { return m_.grid.getSizes()[cast<BlockArgument>(iv).getArgNumber()]; };
-    if (!isTileCount(sizeOf(m_.iIv), m_.kernel, m_.oArg, 2, m_.rows) ||
-        !isTileCount(sizeOf(m_.hIv), m_.kernel, m_.oArg, 1, 1) || !isTileCount(sizeOf(m_.bIv), m_.kernel, m_.oArg, 0, 1))
-      return fail("the grid is not (ceildiv(S, 64), H, B) over O's dims");
+    const unsigned seq = unsigned(m_.rank - 2);
+    if (!isTileCount(sizeOf(m_.iIv), m_.kernel, m_.oArg, seq, m_.rows) ||
+        !isTileCount(sizeOf(m_.hIv), m_.kernel, m_.oArg, seq - 1, 1))
+      return fail(m_.rank == 4 ? "the grid is not (ceildiv(S, 64), H, B) over O's dims"
+                               : "the grid is not (ceildiv(T, 64), H, N) over O's dims [H, T, D]");
+    if (m_.rank == 4) {
+      if (!isTileCount(sizeOf(m_.bIv), m_.kernel, m_.oArg, 0, 1))
+        return fail("the grid is not (ceildiv(S, 64), H, B) over O's dims");
+      m_.bArg = m_.oArg, m_.bDim = 0, m_.bLess = 0;
+    } else if (!matchSequenceCount(sizeOf(m_.bIv))) {
+      return fail("the grid's sequence count is not a dim of an argument, less a constant");
+    }
     if (cast<TileType>(m_.store.getValue().getType()).getElementType() != m_.inElt)
       return fail("the stored tile is not O's type");
     return true;
+  }
+
+  /// `n` is a symbolic dim N of some argument, or N - c (c a constant >= 0): bArg, bDim, bLess.
+  bool matchSequenceCount(Value n) {
+    int64_t less = 0;
+    if (auto sub = n.getDefiningOp<arith::SubIOp>()) {
+      auto c = sub.getRhs().getDefiningOp<arith::ConstantIndexOp>();
+      if (!c || c.value() < 0) return false;
+      less = c.value(), n = sub.getLhs();
+    }
+    auto d = n.getDefiningOp<DimOp>();
+    if (!d) return false;
+    for (unsigned a = 0; a < m_.kernel.getNumArguments(); ++a) {
+      TensorArgType t = m_.kernel.getArgType(a);
+      for (unsigned k = 0; k < unsigned(t.getRank()); ++k)
+        if (t.getDimSymbol(k) == d.getSymbol()) {
+          m_.bArg = a, m_.bDim = k, m_.bLess = less;
+          return true;
+        }
+    }
+    return false;
   }
 
   /// The optional second store: a [64] f32 tile into L[%b, %h, %i], L a 3-D f32 output
   /// whose dims are O's first three (AttentionMatch::rowStore).
   bool matchRowStore() {
     if (!m_.rowStore) return true;
+    if (m_.rank != 4) return fail("row values are stored beside a 3-D O (only beside a 4-D one)");
     auto view = m_.rowStore.getView().getDefiningOp<ViewOp>();
     int l = view ? argOf(view, m_.kernel) : -1;
     if (l < 0) return fail("the second store is not through a view of a kernel argument");
@@ -102,7 +142,7 @@ private:
     return true;
   }
 
-  /// A zero-padded, unconverted load of a 64 x D or KV x D view of a 4-D argument of O's
+  /// A zero-padded, unconverted load of a 64 x D or KV x D view of an argument of O's rank,
   /// type and head dim; its argument index.
   int matchLoad(LoadOp ld, const char* name) {
     auto view = ld ? ld.getView().getDefiningOp<ViewOp>() : ViewOp();
@@ -110,10 +150,11 @@ private:
     if (arg < 0) return fail(std::string(name) + " is not a load of a kernel argument's view"), -1;
     TensorArgType t = m_.kernel.getArgType(unsigned(arg));
     auto vt = cast<ViewType>(view.getType());
-    if (t.getRank() != 4 || view.getIndices().size() != 4 || vt.getRank() != 2 || t.getElementType() != m_.inElt ||
-        cast<TileType>(ld.getType()).getElementType() != m_.inElt || t.getDimConstant(3) != m_.d ||
-        vt.getShape()[1] != m_.d || !isConstIndex(view.getIndices()[3], 0))
-      return fail(std::string(name) + " is not a 4-D tensor of O's type and head dim, read whole rows"), -1;
+    const unsigned last = unsigned(m_.rank - 1);
+    if (t.getRank() != m_.rank || int64_t(view.getIndices().size()) != m_.rank || vt.getRank() != 2 ||
+        t.getElementType() != m_.inElt || cast<TileType>(ld.getType()).getElementType() != m_.inElt ||
+        t.getDimConstant(last) != m_.d || vt.getShape()[1] != m_.d || !isConstIndex(view.getIndices()[last], 0))
+      return fail(std::string(name) + " is not a tensor of O's rank, type and head dim, read whole rows"), -1;
     if (ld.getPadding().convertToDouble() != 0.0) return fail(std::string(name) + " is not zero-padded"), -1;
     if (!ld->hasOneUse()) return fail(std::string(name) + "'s tile has more than one use"), -1;
     return arg;
@@ -137,9 +178,9 @@ private:
     m_.qArg = unsigned(q), m_.kArg = unsigned(kk);
     auto qv = m_.q.getView().getDefiningOp<ViewOp>();
     if (cast<ViewType>(qv.getType()).getShape()[0] != m_.rows ||
-        !llvm::equal(qv.getIndices().take_front(3), ValueRange{m_.bIv, m_.hIv, m_.iIv}))
+        !llvm::equal(qv.getIndices().drop_back(), m_.store.getView().getDefiningOp<ViewOp>().getIndices().drop_back()))
       return fail("Q is not read at O's tile");
-    for (unsigned d = 0; d < 3; ++d)
+    for (unsigned d = 0; d + 1 < unsigned(m_.rank); ++d)
       if (m_.kernel.getArgType(m_.qArg).getDimSymbol(d) != m_.kernel.getArgType(m_.oArg).getDimSymbol(d) ||
           m_.kernel.getArgType(m_.qArg).getDimConstant(d) != m_.kernel.getArgType(m_.oArg).getDimConstant(d))
         return fail("Q's dims are not O's");
@@ -154,17 +195,18 @@ private:
     m_.vArg = unsigned(vv);
     {
       auto qt = m_.kernel.getArgType(m_.qArg), kt = m_.kernel.getArgType(m_.kArg);
-      m_.queriesAreKeys = qt.getDimSymbol(2) == kt.getDimSymbol(2) && qt.getDimConstant(2) == kt.getDimConstant(2);
+      const unsigned seq = unsigned(m_.rank - 2);
+      m_.queriesAreKeys = qt.getDimSymbol(seq) == kt.getDimSymbol(seq) && qt.getDimConstant(seq) == kt.getDimConstant(seq);
     }
     m_.kv = cast<ViewType>(m_.k.getView().getType()).getShape()[0];
     if ((m_.kv != 64 && m_.kv != 128) || cast<ViewType>(m_.v.getView().getType()).getShape()[0] != m_.kv)
       return fail("K's and V's tiles are not both 64 or 128 keys");
-    // K and V at (x, y, %j, 0) with x, y the same for every query tile.
+    // K and V at (x, y, %j, 0) (rank 3: (y, %j, 0)) with x, y the same for every query tile.
     Value j = m_.loop.getInductionVar();
     for (LoadOp ld : {m_.k, m_.v}) {
       auto idx = ld.getView().getDefiningOp<ViewOp>().getIndices();
-      if (idx[2] != j) return fail("K or V is not read at the loop's key tile");
-      for (Value x : idx.take_front(2))
+      if (idx[m_.rank - 2] != j) return fail("K or V is not read at the loop's key tile");
+      for (Value x : idx.take_front(m_.rank - 2))
         if (dependsOn(x, j) || dependsOn(x, m_.iIv))
           return fail("K's or V's head is computed from the query tile or the key tile");
     }
@@ -203,25 +245,39 @@ private:
     return llvm::all_of(def->getOperands(), [&](Value x) { return indexExpr(x); });
   }
 
-  /// Windows only on K's and V's views, the same for both: their first n keys (start 0
-  /// along dim 2, the keys), n an index expression (AttentionMatch::keyLen).
+  /// Windows along the sequence dim only: on K's and V's views, the same for both
+  /// (AttentionMatch::keyStart, keyLen), and on Q's and O's, the same for both (qStart,
+  /// qLen); each bound an index expression of neither the query tile nor the key tile (one
+  /// producer loads for all of a CTA's programs).
   bool matchWindows() {
-    Value k = m_.k.getView(), v = m_.v.getView();
+    auto kv = m_.k.getView().getDefiningOp<ViewOp>(), vv = m_.v.getView().getDefiningOp<ViewOp>();
+    auto qv = m_.q.getView().getDefiningOp<ViewOp>(), ov = m_.store.getView().getDefiningOp<ViewOp>();
+    const unsigned seq = unsigned(m_.rank - 2);
     bool ok = true;
     m_.kernel.walk([&](ViewOp view) {
-      if (!view.hasWindow()) return;
-      ok = ok && (view.getResult() == k || view.getResult() == v) && view.getWindowDim() == 2 &&
-           isConstIndex(view.getWindowStart(), 0) && (!m_.keyLen || m_.keyLen == view.getWindowSize());
-      m_.keyLen = view.getWindowSize();
+      ok = ok && (!view.hasWindow() || (llvm::is_contained({kv, vv, qv, ov}, view) && view.getWindowDim() == seq));
     });
-    auto kv = k.getDefiningOp<ViewOp>(), vv = v.getDefiningOp<ViewOp>();
-    if (!ok || kv.hasWindow() != vv.hasWindow())
-      return fail("a view narrows a dim to a window other than K's and V's keys from 0, the same for both "
-                  "(Tensor::window)");
-    if (m_.keyLen && !indexExpr(m_.keyLen)) return fail("K's and V's window is not an index expression");
-    // One producer loads for the CTA's programs (query tiles of one head and batch).
-    if (m_.keyLen && (dependsOn(m_.keyLen, m_.iIv) || dependsOn(m_.keyLen, m_.loop.getInductionVar())))
-      return fail("K's and V's window depends on the query tile or the key tile");
+    auto same = [](ViewOp a, ViewOp b) {
+      return a.hasWindow() == b.hasWindow() &&
+             (!a.hasWindow() || (a.getWindowStart() == b.getWindowStart() && a.getWindowSize() == b.getWindowSize()));
+    };
+    if (!ok || !same(kv, vv) || !same(qv, ov))
+      return fail("a view narrows a dim to a window other than along the sequence, the same for K and V and the same "
+                  "for Q and O (Tensor::window)");
+    if (kv.hasWindow()) {
+      m_.keyLen = kv.getWindowSize();
+      if (!isConstIndex(kv.getWindowStart(), 0)) m_.keyStart = kv.getWindowStart();
+    }
+    if (qv.hasWindow()) m_.qStart = qv.getWindowStart(), m_.qLen = qv.getWindowSize();
+    if (m_.rank == 3 && !qv.hasWindow() && !kv.hasWindow())
+      return fail("Q, K and V of rank 3 are not windowed to a sequence (Tensor::window)");
+    if (m_.qLen && m_.rowStore) return fail("row values are stored beside a windowed O");
+    for (Value x : {m_.keyStart, m_.keyLen, m_.qStart, m_.qLen}) {
+      if (!x) continue;
+      if (!indexExpr(x)) return fail("a window's start or size is not an index expression");
+      if (dependsOn(x, m_.iIv) || dependsOn(x, m_.loop.getInductionVar()))
+        return fail("a window depends on the query tile or the key tile");
+    }
     return true;
   }
 
@@ -279,6 +335,8 @@ private:
 
   /// Whether the query heads may be folded (AttentionMatch::foldHeads).
   bool matchHeadGroups() {
+    // Folded heads share a Q box of T rows of f heads: whole sequences of a 4-D Q.
+    if (m_.rank != 4 || m_.qLen) return false;
     auto kView = m_.k.getView().getDefiningOp<ViewOp>(), vView = m_.v.getView().getDefiningOp<ViewOp>();
     Value g = kView.getIndices()[1];
     if (vView.getIndices()[1] != g || dependsOn(kView.getIndices()[0], m_.hIv) || dependsOn(vView.getIndices()[0], m_.hIv))

@@ -22,6 +22,11 @@
 //     tile.store %row, (tile.view %L[%b, %h, %i])     // optional: a [64] f32 row value
 //   }
 //
+// Sequences packed end to end take rank 3 (Q, O [H, T, D], K, V [G, T, D]): views at
+// (%h, %i, 0) and (y, %j, 0), every view windowed along dim 1 to the program's sequence
+// (index expressions of %b, which indexes no view), and a grid of (ceildiv(T, 64), H, N - c)
+// with N a dim of any argument.
+//
 // Every tile in the loop is 64 rows: one warpgroup's wgmma accumulator holds it (each
 // thread two rows), so every op the loop may hold is evaluated where its elements live
 // (row reductions by quad shuffles). Anything else keeps the portable lowering.
@@ -53,18 +58,35 @@ struct AttentionMatch {
   /// decode step has one query tile per head.
   bool queriesAreKeys = false;
   int64_t kv = 0;    ///< keys per loop step
-  /// K's and V's views narrowed to their first keyLen keys (Tensor::window from 0 along
-  /// dim 2: a padded sequence's length, an index expression); null when they are whole.
-  /// Keys past it are padding: the program's masks must drop their scores (K may hold
-  /// anything there), and the twin zeroes V's rows there before P V reads them (0 x NaN).
-  mlir::Value keyLen;
+  /// K's and V's views narrowed to keys [keyStart, keyStart + keyLen) of their sequence dim
+  /// (Tensor::window, the same for both: a padded sequence's first keyLen keys, keyStart
+  /// null for 0; or a packed sequence's keys); null keyLen when they are whole. Keys past
+  /// the window are padding or another sequence's: the program's masks must drop their
+  /// scores (K may hold anything there), and the twin zeroes both tiles' rows there before
+  /// the products read them (0 x NaN).
+  mlir::Value keyStart, keyLen;
+  /// Q's and O's views narrowed, the same for both, to rows [qStart, qStart + qLen) of
+  /// their sequence dim (a packed sequence's queries); null when whole. The twin reads Q's
+  /// whole tiles (rows past the window: another sequence's queries, computed and dropped)
+  /// and stores only the window's rows of O.
+  mlir::Value qStart, qLen;
+  /// The rank of Q, K, V and O: 4 ([B, H, S, D], K/V [B, G, S, D]: the grid's indices are
+  /// Q's and O's (b, h, i)) or 3 ([H, T, D], K/V [G, T, D]: sequences packed end to end,
+  /// the grid's third index b is not a view index but reaches the windows through
+  /// index expressions). The sequence dim is rank - 2, the head dim rank - 3.
+  int64_t rank = 4;
+  /// The grid's size along b: argument bArg's dim bDim less bLess (O's dim 0 at rank 4; at
+  /// rank 3 a dim of the offsets' argument, say B + 1 less 1).
+  unsigned bArg = 0, bDim = 0;
+  int64_t bLess = 0;
   /// The kernel arguments whose elements index expressions read (tile.read of an i32 input:
   /// a sequence's length), in order of first use.
   llvm::SmallVector<unsigned, 2> reads;
   int64_t d = 0;     ///< head dim
   mlir::Type inElt;  ///< bf16 or f16
-  /// The grid's indices: the query tile (along Q's dim 2) and the element indices of Q's
-  /// dims 0 and 1, as block arguments of the grid body.
+  /// The grid's indices: the query tile (along Q's sequence dim), the head (Q's dim
+  /// rank - 3) and the batch or sequence (Q's dim 0 at rank 4), as block arguments of the
+  /// grid body.
   mlir::Value iIv, hIv, bIv;
   /// The loop as an online softmax whose keys may be cut into parts, each run from the
   /// loop's initial state and merged after (key splits). Set when the loop carries exactly

@@ -139,12 +139,23 @@ public:
     // The state exchanged per consumer thread: 2 values of each [64] tile, n / 2 of [64 x n].
     int64_t values = 0;
     for (Value init : m.loop.getInits()) values += count(init);
-    splits_ = m.softmax.has_value() && g_.exchangeFits(values);
+    splits_ = m.softmax.has_value() && g_.exchangeFits(values) && !m.qLen;
   }
 
   void run();
 
 private:
+  /// The CTA's work once it has any: barriers, then the producer and the consumers.
+  void body();
+  /// Q's, K's, V's and O's sequence dim (their heads' is the one before).
+  unsigned seqDim() const { return unsigned(m_.rank - 2); }
+  /// A window bound of AttentionMatch (an index expression of the CTA's indices, the same
+  /// for its programs) as an i32, for query tile `i`; 0 for a null one (a window from 0).
+  Value windowOf(Value bound, Value i) {
+    if (!bound) return i32(0);
+    IRMapping map = programIndices(i);
+    return fromIndex(index(bound, map));
+  }
   Value f32(float v) { return b_.create<arith::ConstantOp>(loc_, b_.getF32FloatAttr(v)); }
   Value toIndex(Value v) { return b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v); }
   Value fromIndex(Value v) { return b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), v); }
@@ -380,11 +391,13 @@ void AttnEmitter::declareParams() {
     plan_.params.push_back(p);
     types.push_back(t);
   };
-  param({LaunchParam::TensorMap, int(m_.qArg), 0, {kBox, kRows, 1, 1}}, generic);
-  param({LaunchParam::TensorMap, int(m_.kArg), 0, {kBox, m_.kv, 1, 1}}, generic);
-  param({LaunchParam::TensorMap, int(m_.vArg), 0, {kBox, m_.kv, 1, 1}}, generic);
+  // Boxes of 64 columns (128 B) by the tile's rows, one head (and batch) deep.
+  auto box = [&](int64_t rows) { return m_.rank == 4 ? std::vector<int64_t>{kBox, rows, 1, 1} : std::vector<int64_t>{kBox, rows, 1}; };
+  param({LaunchParam::TensorMap, int(m_.qArg), 0, box(kRows)}, generic);
+  param({LaunchParam::TensorMap, int(m_.kArg), 0, box(m_.kv)}, generic);
+  param({LaunchParam::TensorMap, int(m_.vArg), 0, box(m_.kv)}, generic);
   param({LaunchParam::Pointer, int(m_.oArg), 0, {}}, global);
-  for (int d = 0; d < 3; ++d) param({LaunchParam::Stride, int(m_.oArg), d, {}}, b_.getI64Type());
+  for (int d = 0; d + 1 < m_.rank; ++d) param({LaunchParam::Stride, int(m_.oArg), d, {}}, b_.getI64Type());
   if (m_.rowStore) {
     param({LaunchParam::Pointer, int(m_.rowArg), 0, {}}, global);
     for (int d = 0; d < 3; ++d) param({LaunchParam::Stride, int(m_.rowArg), d, {}}, b_.getI64Type());
@@ -417,7 +430,7 @@ void AttnEmitter::declareParams() {
   tmK_ = entry.getArgument(i++);
   tmV_ = entry.getArgument(i++);
   oPtr_ = entry.getArgument(i++);
-  for (int d = 0; d < 3; ++d) oStrides_.push_back(entry.getArgument(i++));
+  for (int d = 0; d + 1 < m_.rank; ++d) oStrides_.push_back(entry.getArgument(i++));
   if (m_.rowStore) {
     lPtr_ = entry.getArgument(i++);
     for (int d = 0; d < 3; ++d) lStrides_.push_back(entry.getArgument(i++));
@@ -440,17 +453,22 @@ void AttnEmitter::declareParams() {
   plan_.stages = g_.stages;
   plan_.output = int(m_.oArg);
   plan_.persistent = false;
-  auto dimName = [&](unsigned d) {
-    TensorArgType t = m_.kernel.getArgType(m_.oArg);
+  auto dimName = [&](unsigned a, unsigned d) {
+    TensorArgType t = m_.kernel.getArgType(a);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
   };
-  plan_.gridDims = {{int(m_.oArg), 2, g_.consumers * kRows, dimName(2)}, {int(m_.oArg), 1, 1, dimName(1)}, {int(m_.oArg), 0, 1, dimName(0)}};
-  if (splits_) { // the keys: K's dim 2, in steps of kv
-    TensorArgType k = m_.kernel.getArgType(m_.kArg);
-    plan_.reduction = {int(m_.kArg), 2, m_.kv, k.getDimSymbol(2).empty() ? std::to_string(k.getDimConstant(2)) : k.getDimSymbol(2).str()};
+  // Query tiles along O's sequence dim, heads, then batches (or sequences).
+  const unsigned seq = seqDim();
+  plan_.gridDims = {{int(m_.oArg), int(seq), g_.consumers * kRows, dimName(m_.oArg, seq)},
+                    {int(m_.oArg), int(seq) - 1, 1, dimName(m_.oArg, seq - 1)},
+                    {int(m_.bArg), int(m_.bDim), 1, dimName(m_.bArg, m_.bDim), m_.bLess}};
+  if (splits_) { // the keys: K's sequence dim, in steps of kv
+    plan_.reduction = {int(m_.kArg), int(seq), m_.kv, dimName(m_.kArg, seq)};
     plan_.kCluster = kKeySplitMax;
   } else {
-    plan_.noKeySplits = m_.softmax ? "its loop's state does not fit in the K/V ring" : m_.noSplitWhy;
+    plan_.noKeySplits = m_.qLen       ? "its queries are windowed (packed sequences: the grid alone fills the GPU)"
+                        : m_.softmax ? "its loop's state does not fit in the K/V ring"
+                                     : m_.noSplitWhy;
   }
   std::string why;
   pipeline_ = pipeline(why);
@@ -545,11 +563,11 @@ void AttnEmitter::run() {
     kSize_ = i32(1);
     kRank_ = i32(0);
   }
-  qTiles_ = divu(add(dimOf(m_.oArg, 2), i32(kRows - 1)), i32(kRows));
+  qTiles_ = divu(add(dimOf(m_.oArg, seqDim()), i32(kRows - 1)), i32(kRows));
   Value groups = divu(add(qTiles_, i32(g_.consumers - 1)), i32(g_.consumers));
   if (!fold_) fold_ = i32(1);
   // Programs per batch along the heads: one per head, or per f heads folded.
-  Value heads = divu(add(dimOf(m_.oArg, 1), sub(fold_, i32(1))), fold_);
+  Value heads = divu(add(dimOf(m_.oArg, seqDim() - 1), sub(fold_, i32(1))), fold_);
   group_ = sub(sub(groups, i32(1)), remu(bid, groups));
   Value rest = divu(bid, groups);
   h_ = mul(remu(rest, heads), fold_); // the program's first head
@@ -559,6 +577,21 @@ void AttnEmitter::run() {
   hi_ = mostSteps(i0);
   if (splits_) splitKeys(i0, hi_);
 
+  // Queries windowed (packed sequences): a CTA whose query tiles all lie past its window
+  // stores nothing, so it leaves at once (the grid counts every sequence's tiles as the
+  // longest one's). Uniform across the CTA: no barrier has been used yet.
+  Value live = m_.qLen ? cmp(arith::CmpIPredicate::slt, mul(i0, i32(kRows)), windowOf(m_.qLen, i0))
+                       : b_.create<arith::ConstantIntOp>(loc_, 1, 1).getResult();
+  ifThen(live, [&] { body(); });
+  b_.create<gpu::ReturnOp>(loc_);
+  func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
+  func_->setAttr("kiln.layouts", b_.getDictionaryAttr({b_.getNamedAttr("q", qShared_), b_.getNamedAttr("k", qShared_),
+                                                        b_.getNamedAttr("v", vShared_),
+                                                        b_.getNamedAttr("acc", WgmmaLayoutAttr::get(b_.getContext(), 64, m_.d)),
+                                                        b_.getNamedAttr("s", WgmmaLayoutAttr::get(b_.getContext(), 64, m_.kv))}));
+}
+
+void AttnEmitter::body() {
   ifThen(eq(tid_, i32(0)), [&] {
     b_.create<NVVM::MBarrierInitOp>(loc_, qBarrier(), i32(1), Value());
     for (int64_t s = 0; s < g_.stages; ++s) {
@@ -570,12 +603,6 @@ void AttnEmitter::run() {
   });
   b_.create<gpu::BarrierOp>(loc_);
   ifThenElse(eq(wg_, i32(0)), [&] { producer(); }, [&] { consumer(); });
-  b_.create<gpu::ReturnOp>(loc_);
-  func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
-  func_->setAttr("kiln.layouts", b_.getDictionaryAttr({b_.getNamedAttr("q", qShared_), b_.getNamedAttr("k", qShared_),
-                                                        b_.getNamedAttr("v", vShared_),
-                                                        b_.getNamedAttr("acc", WgmmaLayoutAttr::get(b_.getContext(), 64, m_.d)),
-                                                        b_.getNamedAttr("s", WgmmaLayoutAttr::get(b_.getContext(), 64, m_.kv))}));
 }
 
 void AttnEmitter::producer() {
@@ -600,16 +627,26 @@ void AttnEmitter::producer() {
     b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), qBarrier(), qBytes, NVVM::MemScopeKind::CTA, false,
                                               Value());
     Value i0 = mul(group_, i32(g_.consumers));
+    // TMA coordinates, innermost first: column, row along the sequence, head (, batch).
+    auto at = [&](Value col, Value row, Value head, Value batch) {
+      return m_.rank == 4 ? SmallVector<Value>{col, row, head, batch} : SmallVector<Value>{col, row, head};
+    };
+    Value qStart = windowOf(m_.qStart, i0);
     for (int64_t w = 0; w < g_.consumers; ++w)
       for (int64_t c = 0; c < boxes; ++c)
-        tma(i32((w * boxes + c) * kRows * 128), tmQ_, {i32(c * kBox), mul(add(i0, i32(w)), i32(kRows)), h_, b_idx_},
-            qBarrier());
+        tma(i32((w * boxes + c) * kRows * 128), tmQ_,
+            at(i32(c * kBox), add(qStart, mul(add(i0, i32(w)), i32(kRows))), h_, b_idx_), qBarrier());
     // K's and V's heads: the same for every program of the CTA (AttentionMatch checks).
     IRMapping map = programIndices(i0);
-    auto viewAt = [&](LoadOp ld, int k) { return fromIndex(index(ld.getView().getDefiningOp<ViewOp>().getIndices()[k], map)); };
-    Value kb = viewAt(m_.k, 0), kh = viewAt(m_.k, 1), vb = viewAt(m_.v, 0), vh = viewAt(m_.v, 1);
-    // K's and V's window: their first `len` keys (the same for the CTA's programs).
+    auto viewAt = [&](LoadOp ld, int k) {
+      if (k < 0) return Value(); // no batch dim
+      return fromIndex(index(ld.getView().getDefiningOp<ViewOp>().getIndices()[k], map));
+    };
+    const int head = m_.rank == 4 ? 1 : 0, batch = m_.rank == 4 ? 0 : -1;
+    Value kb = viewAt(m_.k, batch), kh = viewAt(m_.k, head), vb = viewAt(m_.v, batch), vh = viewAt(m_.v, head);
+    // K's and V's window: keys [kStart, kStart + len) (the same for the CTA's programs).
     Value len = m_.keyLen ? fromIndex(index(m_.keyLen, map)) : Value();
+    Value kStart = m_.keyStart ? fromIndex(index(m_.keyStart, map)) : i32(0);
     auto loop = b_.create<scf::ForOp>(loc_, lo_, hi_, i32(1));
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(loop.getBody()->getTerminator());
@@ -631,8 +668,8 @@ void AttnEmitter::producer() {
     b_.create<NVVM::MBarrierArriveExpectTxOp>(loc_, Type(), bar, i32(g_.stageBytes()), NVVM::MemScopeKind::CTA, false,
                                               Value());
     for (int64_t c = 0; c < boxes; ++c) {
-      tma(add(stage, i32(c * m_.kv * 128)), tmK_, {i32(c * kBox), key0, kh, kb}, bar);
-      tma(add(stage, i32(g_.kBytes() + c * m_.kv * 128)), tmV_, {i32(c * kBox), key0, vh, vb}, bar);
+      tma(add(stage, i32(c * m_.kv * 128)), tmK_, at(i32(c * kBox), add(kStart, key0), kh, kb), bar);
+      tma(add(stage, i32(g_.kBytes() + c * m_.kv * 128)), tmV_, at(i32(c * kBox), add(kStart, key0), vh, vb), bar);
     }
     if (len) ifThen(partial, [&] { zeroPastWindow(j, stage, len, inWindow, full); });
   });
@@ -1484,17 +1521,26 @@ Vals AttnEmitter::mergeParts(const Vals& state, ArrayRef<int64_t> sizes) {
 }
 
 void AttnEmitter::epilogue() {
-  // O[b, h, i x 64 + row, col]: element pairs (x = 0, 1) in one 4-byte store, rows past S
-  // skipped. The row values L[b, h, i x 64 + row]: a row's four threads (a quad) hold the
+  // O[b, h, i x 64 + row, col] (rank 3: O[h, start + i x 64 + row, col]): element pairs
+  // (x = 0, 1) in one 4-byte store, rows past S (and past the window) skipped. The row values L[b, h, i x 64 + row]: a row's four threads (a quad) hold the
   // same value; its first stores it.
   Vals o = expand(evalF(m_.store.getValue()), m_.d / 2);
   Vals rowValues = m_.rowStore ? evalF(m_.rowStore.getValue()) : Vals();
   Value quadFirst = m_.rowStore ? eq(b_.create<arith::AndIOp>(loc_, tid_, i32(3)), i32(0)) : Value();
   auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
-  Value S = dimOf(m_.oArg, 2);
+  Value S = dimOf(m_.oArg, seqDim());
+  // O's window (packed sequences): rows [start, start + len) of the sequence dim.
+  Value start = m_.qStart ? fromIndex(index(m_.qStart, idx_)) : i32(0);
+  Value len = m_.qLen ? fromIndex(index(m_.qLen, idx_)) : Value();
+  const int64_t headAt = m_.rank - 3, rowAt = m_.rank - 2;
   for (int64_t h = 0; h < 2; ++h) {
     Value row = add(mul(i_, i32(kRows)), tileRow_[h]);
     Value stored = ult(row, S);
+    if (len) { // signed: a window of no rows (or fewer than none) stores nothing
+      stored = cmp(arith::CmpIPredicate::slt, row, len);
+      row = add(start, row);
+      stored = b_.create<arith::AndIOp>(loc_, stored, ult(row, S));
+    }
     Value head = h_;
     if (m_.foldHeads) { // f > 1: tile row r is query r mod T of head h + r / T (if one of O's)
       Value folded = ult(i32(1), fold_);
@@ -1504,9 +1550,10 @@ void AttnEmitter::epilogue() {
       stored = b_.create<arith::AndIOp>(
           loc_, ult(row, S), b_.create<arith::AndIOp>(loc_, ult(off, fold_), ult(head, dimOf(m_.oArg, 1))));
     }
-    Value base = add(mul(ext64(b_idx_), oStrides_[0]), mul(ext64(head), oStrides_[1]));
+    Value base = mul(ext64(head), oStrides_[headAt]);
+    if (m_.rank == 4) base = add(mul(ext64(b_idx_), oStrides_[0]), base);
     ifThen(stored, [&] {
-      Value rowBase = add(base, mul(ext64(row), oStrides_[2]));
+      Value rowBase = add(base, mul(ext64(row), oStrides_[rowAt]));
       for (int64_t c = 0; c < m_.d / 8; ++c) {
         int64_t e = 4 * c + 2 * h;
         Value col = ext64(add(col0_, i32(8 * c)));

@@ -37,8 +37,8 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     if (plan.ctasPerSm < 1 || plan.ctasPerSm > 32) throw std::out_of_range("bad ctas_per_sm");
     for (const auto& g : j.at("grid")) {
       GridDim d{detail::jsonInt<int>(g.at("arg")), detail::jsonInt<int>(g.at("dim")), detail::jsonInt<int64_t>(g.at("tile")),
-                g.value("name", std::string())};
-      if (d.tile < 1 || d.arg < 0 || d.dim < 0) throw std::out_of_range("bad grid dim");
+                g.value("name", std::string()), detail::jsonIntOr<int64_t>(g, "less", 0)};
+      if (d.tile < 1 || d.arg < 0 || d.dim < 0 || d.less < 0) throw std::out_of_range("bad grid dim");
       plan.gridDims.push_back(d);
     }
     for (const auto& x : j.at("params")) {
@@ -96,7 +96,10 @@ std::string LaunchPlan::str() const {
            std::to_string(tileN) +
            " keys a step, head dim " + std::to_string(tileK) + ", " + std::to_string(stages) + " stages, " +
            std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, one CTA per ceildiv(" +
-           (gridDims.empty() ? std::string("S") : gridDims[0].name) + ", " + std::to_string(tileM) + ") x heads x batches" +
+           (gridDims.empty() ? std::string("S") : gridDims[0].name) + ", " + std::to_string(tileM) + ") x heads x " +
+           (gridDims.size() == 3 && gridDims[2].less
+                ? gridDims[2].name + " - " + std::to_string(gridDims[2].less) + " sequences (a CTA past its own leaves at once)"
+                : std::string("batches")) +
            (kClusters()             ? " (keys split in clusters of up to " + std::to_string(kCluster) + " where that leaves no SM idle)"
             : noKeySplits.empty() ? ""
                                   : " (keys never split: " + noKeySplits + ")") +

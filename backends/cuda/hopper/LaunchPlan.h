@@ -42,11 +42,15 @@ inline constexpr const char* kParamKinds[] = {"tensormap", "pointer", "stride", 
 inline constexpr int kParamKindCount = 8;
 
 /// The kernel's work items (tiles of C) are the product over gridDims of
-/// ceildiv(extent of argument `arg` along `dim`, tile).
+/// ceildiv(extent of argument `arg` along `dim` less `less`, tile) (none where that is not
+/// positive).
 struct GridDim {
   int arg = 0, dim = 0;
   int64_t tile = 1;
   std::string name; ///< the dim's symbol ("M") or constant, for messages
+  /// Taken from the extent first: a grid over sequences counts B + 1 offsets less 1.
+  int64_t less = 0;
+  int64_t tiles(int64_t extent) const { return extent > less ? (extent - less + tile - 1) / tile : 0; }
 };
 
 struct LaunchPlan {
@@ -131,7 +135,10 @@ inline nlohmann::json LaunchPlan::toJson() const {
     if (x.kind == LaunchParam::TensorMap) j["box"] = x.box;
     p.push_back(j);
   }
-  for (const GridDim& d : gridDims) g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
+  for (const GridDim& d : gridDims) {
+    g.push_back({{"arg", d.arg}, {"dim", d.dim}, {"tile", d.tile}, {"name", d.name}});
+    if (d.less) g.back()["less"] = d.less;
+  }
   nlohmann::json j = {{"kind", kind == Attention ? "attention" : "gemm"}, {"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
           {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB}, {"k_cluster", kCluster},

@@ -19,7 +19,7 @@ int64_t unitCount(const LaunchPlan& plan, const std::vector<TensorView>& args, i
   const size_t grouped = plan.clusterAlongM ? 0 : plan.gridDims.size() - 1;
   for (size_t i = 0; i < plan.gridDims.size(); ++i) {
     const GridDim& g = plan.gridDims[i];
-    const int64_t tiles = (args[size_t(g.arg)].dims[size_t(g.dim)] + g.tile - 1) / g.tile;
+    const int64_t tiles = g.tiles(args[size_t(g.arg)].dims[size_t(g.dim)]);
     n *= i == grouped ? (tiles + group - 1) / group : tiles;
   }
   return n;
@@ -62,13 +62,14 @@ bool tmaReadable(const TensorView& v, size_t rank, int arg, std::string* why) {
   return true;
 }
 
-/// Attention's O, written from registers in element pairs: 4-D, rows contiguous, pairs
-/// 4-byte aligned.
+/// Attention's O, written from registers in element pairs: 4-D (3-D: packed sequences),
+/// rows contiguous, pairs 4-byte aligned.
 bool pairsWritable(const TensorView& o, std::string* why) {
-  if (o.rank() != 4) return *why = "O is not 4-D", false;
-  if (strideOf(o, 3) != 1) return *why = "O's rows are not contiguous", false;
+  if (o.rank() != 4 && o.rank() != 3) return *why = "O is not 3-D or 4-D", false;
+  const int last = int(o.rank()) - 1;
+  if (strideOf(o, last) != 1) return *why = "O's rows are not contiguous", false;
   bool aligned = reinterpret_cast<uintptr_t>(o.data) % 4 == 0;
-  for (int d = 0; d < 3; ++d) aligned &= strideOf(o, d) % 2 == 0;
+  for (int d = 0; d < last; ++d) aligned &= strideOf(o, d) % 2 == 0;
   if (!aligned) return *why = "O's element pairs are not 4-byte aligned", false;
   return true;
 }
@@ -210,7 +211,8 @@ Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, cons
   // CTAs, each its own programs' keys whole: groups of query tiles x heads (f to a program
   // where they fold) x batches.
   const int64_t fold = headFold(plan, args);
-  const int64_t heads = args[size_t(plan.output)].dims[1];
+  const GridDim& headDim = plan.gridDims.at(1); // the grid: query tiles, heads, batches
+  const int64_t heads = args[size_t(headDim.arg)].dims[size_t(headDim.dim)];
   const int64_t units = unitCount(plan, args) / std::max<int64_t>(heads, 1) * ((heads + fold - 1) / fold);
   const TensorView& k = args[size_t(plan.reduction.arg >= 0 ? plan.reduction.arg : 0)];
   const int64_t steps = plan.reduction.arg >= 0
@@ -361,6 +363,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
 
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
             const std::string& kernelName, const Split& work, const WorkspaceFn& workspace) {
+  if (work.ctas <= 0) return; // a grid of no programs (packed sequences, none of them)
   // One slot per parameter, sized and aligned for a tensor map (the largest and the most
   // aligned); the driver reads each through its pointer in `params`.
   struct alignas(alignof(CUtensorMap)) Slot {

@@ -9,6 +9,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=ROWS
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=DECODE
 // RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=PADDED
+// RUN: kiln-opt %s --split-input-file --kiln-lower-attention-sm90 | FileCheck %s --check-prefix=PACKED
 
 // Causal attention as the DSL traces it (catalogue::attention, head dim 128, 64 query rows
 // by 128 keys a step): a TMA + wgmma twin beside the tile kernel, which stays for the
@@ -819,6 +820,106 @@ module {
       %18 = tile.cast %17 : <64x64xf32> -> <64x64xbf16>
       %19 = tile.view %O[%arg2, %arg1, %arg0, %c0] : <[B, H, S, 64], bf16> -> <64x64xbf16>
       tile.store %18, %19 : <64x64xbf16>, <64x64xbf16>
+    }
+  }
+}
+
+// -----
+
+// Sequences packed end to end (catalogue::attention_packed, head dim 64, the twin's 64 x 128
+// tiles): Q, K, V, O of rank 3 ([heads, T, D]), every view windowed along dim 1 to the
+// program's sequence (tile.read of two offsets, %b of the grid indexing no view). The twin
+// takes O's two strides and the offsets' pointer; its grid counts B1 - 1 sequences (`less`);
+// a CTA whose query tiles all lie past its sequence leaves before its barriers; TMA reads
+// 3-D boxes at the window's start; no key splits.
+// PACKED-LABEL: gpu.func @attention_packed__sm90_attn(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32,
+// PACKED-SAME: {\22arg\22:3,\22dim\22:0,\22less\22:1,\22name\22:\22B1\22,\22tile\22:1}
+// PACKED-SAME: \22no_key_splits\22:\22its queries are windowed
+// PACKED: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// PACKED: arith.cmpi slt
+// PACKED-NEXT: scf.if
+// PACKED: nvvm.mbarrier.init
+// PACKED: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%{{[a-z0-9_]*}}, %{{[a-z0-9_]*}}, %{{[a-z0-9_]*}}] :
+// PACKED: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+module {
+  tile.kernel @attention_packed(in %Q: !tile.tensor<[H, T, 64], bf16>, in %K: !tile.tensor<[G, T, 64], bf16>, in %V: !tile.tensor<[G, T, 64], bf16>, in %Offsets: !tile.tensor<[B1], i32>, out %O: !tile.tensor<[H, T, 64], bf16>) {
+    %H = tile.dim "H"
+    %G = tile.dim "G"
+    %T = tile.dim "T"
+    %B1 = tile.dim "B1"
+    %c64 = arith.constant 64 : index
+    %0 = arith.ceildivsi %T, %c64 : index
+    %c1 = arith.constant 1 : index
+    %1 = arith.subi %B1, %c1 : index
+    tile.grid (%arg0, %arg1, %arg2) in (%0, %H, %1) {
+      %c0 = arith.constant 0 : index
+      %c1_0 = arith.constant 1 : index
+      %2 = arith.maxsi %G, %c1_0 : index
+      %3 = arith.floordivsi %H, %2 : index
+      %c1_1 = arith.constant 1 : index
+      %4 = arith.maxsi %3, %c1_1 : index
+      %5 = arith.floordivsi %arg1, %4 : index
+      %6 = tile.read %Offsets[%arg2] : <[B1], i32>
+      %c1_2 = arith.constant 1 : index
+      %7 = arith.addi %arg2, %c1_2 : index
+      %8 = tile.read %Offsets[%7] : <[B1], i32>
+      %9 = arith.subi %8, %6 : index
+      %10 = tile.view %Q[%arg1, %arg0, %c0] window(%6, %9) along 1 : <[H, T, 64], bf16> -> <64x64xbf16>
+      %11 = tile.load %10 : <64x64xbf16> -> <64x64xbf16>
+      %c64_3 = arith.constant 64 : index
+      %12 = arith.muli %arg0, %c64_3 : index
+      %c128 = arith.constant 128 : index
+      %13 = arith.ceildivsi %9, %c128 : index
+      %c64_4 = arith.constant 64 : index
+      %14 = arith.ceildivsi %9, %c64_4 : index
+      %15 = arith.subi %14, %arg0 : index
+      %16 = arith.muli %15, %13 : index
+      %17 = arith.minsi %13, %16 : index
+      %18 = tile.iota dim 0 : <64x128xf32>
+      %19 = tile.splat %12 : index -> <64x128xf32>
+      %20 = tile.add %18, %19 : <64x128xf32>
+      %21 = tile.full 0xFFF0000000000000 : <64xf32>
+      %22 = tile.full 0.000000e+00 : <64xf32>
+      %23 = tile.full 0.000000e+00 : <64x64xf32>
+      %24:3 = tile.loop %arg3 to %17 stages 1 carry(%arg4 = %21 : !tile.tile<64xf32>, %arg5 = %22 : !tile.tile<64xf32>, %arg6 = %23 : !tile.tile<64x64xf32>) {
+        %29 = tile.view %K[%5, %arg3, %c0] window(%6, %9) along 1 : <[G, T, 64], bf16> -> <128x64xbf16>
+        %30 = tile.load %29 : <128x64xbf16> -> <128x64xbf16>
+        %31 = tile.transpose %30 : <128x64xbf16> -> <64x128xbf16>
+        %32 = tile.full 0.000000e+00 : <64x128xf32>
+        %33 = tile.dot %11, %31, %32 : <64x64xbf16>, <64x128xbf16> -> <64x128xf32>
+        %34 = tile.scale %33, 0.18033688011112042 : <64x128xf32>
+        %35 = tile.iota dim 1 : <64x128xf32>
+        %c128_5 = arith.constant 128 : index
+        %36 = arith.muli %arg3, %c128_5 : index
+        %37 = tile.splat %36 : index -> <64x128xf32>
+        %38 = tile.add %35, %37 : <64x128xf32>
+        %39 = tile.splat %9 : index -> <64x128xf32>
+        %40 = tile.cmp "lt", %38, %39 : <64x128xf32>
+        %41 = tile.full 0xFFF0000000000000 : <64x128xf32>
+        %42 = tile.select %40, %34, %41 : <64x128xf32>
+        %43 = tile.reduce_max %42 dim 1 : <64x128xf32> -> <64xf32>
+        %44 = tile.max %arg4, %43 : <64xf32>
+        %45 = tile.broadcast %44 [0] : <64xf32> -> <64x128xf32>
+        %46 = tile.sub %42, %45 : <64x128xf32>
+        %47 = tile.exp2 %46 : <64x128xf32>
+        %48 = tile.sub %arg4, %44 : <64xf32>
+        %49 = tile.exp2 %48 : <64xf32>
+        %50 = tile.mul %arg5, %49 : <64xf32>
+        %51 = tile.reduce_sum %47 dim 1 : <64x128xf32> -> <64xf32>
+        %52 = tile.add %50, %51 : <64xf32>
+        %53 = tile.cast %47 : <64x128xf32> -> <64x128xbf16>
+        %54 = tile.view %V[%5, %arg3, %c0] window(%6, %9) along 1 : <[G, T, 64], bf16> -> <128x64xbf16>
+        %55 = tile.load %54 : <128x64xbf16> -> <128x64xbf16>
+        %56 = tile.broadcast %49 [0] : <64xf32> -> <64x64xf32>
+        %57 = tile.mul %arg6, %56 : <64x64xf32>
+        %58 = tile.dot %53, %55, %57 : <64x128xbf16>, <128x64xbf16> -> <64x64xf32>
+        tile.yield %44, %52, %58 : !tile.tile<64xf32>, !tile.tile<64xf32>, !tile.tile<64x64xf32>
+      }
+      %25 = tile.view %O[%arg1, %arg0, %c0] window(%6, %9) along 1 : <[H, T, 64], bf16> -> <64x64xbf16>
+      %26 = tile.broadcast %24#1 [0] : <64xf32> -> <64x64xf32>
+      %27 = tile.div %24#2, %26 : <64x64xf32>
+      %28 = tile.cast %27 : <64x64xf32> -> <64x64xbf16>
+      tile.store %28, %25 : <64x64xbf16>, <64x64xbf16>
     }
   }
 }
