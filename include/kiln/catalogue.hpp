@@ -72,7 +72,7 @@ KILN_API Kernel attention_padded(DType dtype, int64_t head_dim, bool causal, Att
 /// up to their own position). Token-major memory [T, H, D] is passed as a view of dims
 /// [H, T, D] and strides [D, H * D, 1]. Nothing outside the sequences is read or written.
 /// Kernels "attention_packed" and "attention_packed_causal"; arguments Q, K, V, Offsets, O.
-/// On sm_90a it runs the portable kernel (the attention twin does not take windows yet).
+/// On sm_90a the attention twin runs it (every tensor windowed to each sequence).
 KILN_API Kernel attention_packed(DType dtype, int64_t head_dim, bool causal, AttentionTiles t = {});
 
 /// Inputs on fresh random data, the output poisoned (NaN), and the reference.
