@@ -586,6 +586,29 @@ TEST_CASE("gpu: attention over sequences packed end to end windows each tensor t
     }
 }
 
+TEST_CASE("gpu: packed attention whose sequences overlap (one sequence twice) is still computed for every one, "
+          "the twin's CTAs taking more than one sequence unit each", "[gpu]") {
+  // Sequences 0 and 2 are both tokens [0, 400), sequence 1 none ([400, 0)). On sm_90a the
+  // twin's grid holds ceildiv(420, 128) + 3 = 7 units a head, the sequences 4 + 4 = 8: its
+  // first CTA of each head takes a second round. Both write the same rows, the same values.
+  const int64_t H = 4, group = 2, G = H / group, T = 420;
+  const std::vector<int32_t> offsets = {0, 400, 0, 400};
+  for (bool causal : {false, true}) {
+    INFO((causal ? "causal" : "full"));
+    test::PackedInputs in(DType::bf16, T, H, G, 128, offsets);
+    const HostTensor untouched = in.o;
+    DeviceTensor dq = gpu().upload(in.q), dk = gpu().upload(in.k), dv = gpu().upload(in.v),
+                 doff = gpu().upload(in.offsets), dout = gpu().upload(in.o);
+    const std::vector<TensorView> args = {test::packedView(dq.view()), test::packedView(dk.view()),
+                                          test::packedView(dv.view()), doff.view(), test::packedView(dout.view())};
+    CompiledKernel ck = gpu().compile(test::packedAttention(DType::bf16, 128, causal, group));
+    INFO(ck.launch_path(args));
+    ck.launch(args);
+    gpu().download(dout, in.o);
+    test::checkPacked(in, untouched, offsets, group, causal, 2e-2);
+  }
+}
+
 TEST_CASE("gpu: batched attention with grouped K/V heads agrees with the reference head by head, "
           "its softmax overlapped with the product before it or not", "[gpu]") {
   const int64_t B = 2, H = 4, group = 2, G = H / group, S = 130, D = 64;

@@ -710,6 +710,17 @@ TEST_CASE("the attention twin runs over sequences packed end to end: 3-D tensors
   // No sequence (one offset): no CTA, and no launch.
   REQUIRE(choose({p}, args(4, 2, 420, 0), LaunchConfig{132}, &why, &work) == 0);
   CHECK(work.ctas == 0);
+  // Sequence units: (query pairs along T + sequences) x heads CTAs, enough for every pair
+  // holding rows when the sequences do not overlap; CTAs past them find none and leave.
+  LaunchPlan units = p;
+  units.sequenceUnits = true;
+  for (auto [H, G, T, B] : {std::tuple{32, 8, 16384, 16}, {4, 2, 420, 5}, {4, 2, 420, 0}}) {
+    REQUIRE(choose({units}, args(H, G, T, B), LaunchConfig{132}, &why, &work) == 0);
+    CHECK(work.ctas == ((T + 127) / 128 + B) * H);
+  }
+  CHECK(LaunchPlan::fromJson(units.toJson()).sequenceUnits);
+  CHECK_FALSE(LaunchPlan::fromJson(p.toJson()).sequenceUnits);
+  CHECK_THAT(units.str(), Contains("x heads x sequences, only where a sequence has rows"));
   // O's element pairs must be 4-byte aligned whatever its rank.
   std::vector<TensorView> odd = args(4, 2, 420, 5);
   odd[4].strides = {129, 4 * 129, 1};

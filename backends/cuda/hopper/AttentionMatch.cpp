@@ -278,6 +278,8 @@ private:
       if (dependsOn(x, m_.iIv) || dependsOn(x, m_.loop.getInductionVar()))
         return fail("a window depends on the query tile or the key tile");
     }
+    m_.sequenceGrid = m_.rank == 3 && m_.qLen && !dependsOn(m_.qLen, m_.hIv) &&
+                      !(m_.qStart && dependsOn(m_.qStart, m_.hIv));
     return true;
   }
 

@@ -79,6 +79,10 @@ struct AttentionMatch {
   /// rank 3 a dim of the offsets' argument, say B + 1 less 1).
   unsigned bArg = 0, bDim = 0;
   int64_t bLess = 0;
+  /// Rank 3 with Q's window a function of the sequence index b alone (not of the head): the
+  /// twin's CTAs then go to the query groups that hold a sequence's rows only, found from
+  /// the windows at run time, instead of ceildiv(T, 64) groups for every sequence.
+  bool sequenceGrid = false;
   /// The kernel arguments whose elements index expressions read (tile.read of an i32 input:
   /// a sequence's length), in order of first use.
   llvm::SmallVector<unsigned, 2> reads;

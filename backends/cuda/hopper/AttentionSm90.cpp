@@ -37,6 +37,13 @@
 // their first n keys. TMA reads whole key tiles, so a tile holding the window's end lands on
 // `landed`; the producer zeroes its rows past n (zeroPastWindow), then completes `full`.
 //
+// Packed sequences (AttentionMatch::rank 3, qStart/qLen): Q and O are windowed too; TMA reads
+// 3-D boxes from the windows' starts, O's rows are stored inside the window only. With the
+// windows a function of the sequence alone (sequenceGrid), the CTAs are "sequence units":
+// (ceildiv(T, C x 64) + sequences) per head, each finding (warp 0, findUnit) the sequence and
+// query group it takes among the groups that hold rows; both roles loop over the CTA's units
+// (one unless the windows overlap), two CTA barriers a unit, the mbarriers made anew for each.
+//
 // Key splits (a loop AttentionMatch recognises as an online softmax, when the grid alone
 // would leave SMs idle: decode): a launch in clusters of s CTAs (2..kKeySplitMax, a launch
 // attribute) gives every CTA of a cluster the same programs, rank r their key steps
@@ -94,14 +101,18 @@ struct AttnGeometry {
   int64_t d, kv, stages, consumers;
   /// K and V windowed (AttentionMatch::keyLen): one more mbarrier, `landed`, after the ring's.
   bool windowed = false;
+  /// Sequence units (AttentionMatch::sequenceGrid): 16 bytes after the mbarriers for the
+  /// unit a CTA's first warp finds (found, sequence, query group).
+  bool units = false;
   int64_t qBytes() const { return consumers * kRows * d * 2; }
   int64_t kBytes() const { return kv * d * 2; }
   int64_t stageBytes() const { return 2 * kBytes(); }
   int64_t barrierOffset() const { return qBytes() + stages * stageBytes(); }
-  int64_t sharedBytes() const { return barrierOffset() + 8 * (1 + 2 * stages + (windowed ? 1 : 0)) + 1024; }
-  static int64_t deepest(int64_t d, int64_t kv, int64_t consumers, bool windowed) {
+  int64_t recordOffset() const { return barrierOffset() + 8 * (1 + 2 * stages + (windowed ? 1 : 0)); }
+  int64_t sharedBytes() const { return recordOffset() + (units ? 16 : 0) + 1024; }
+  static int64_t deepest(int64_t d, int64_t kv, int64_t consumers, bool windowed, bool units) {
     int64_t s = 2;
-    while (s < 4 && AttnGeometry{d, kv, s + 1, consumers, windowed}.sharedBytes() <= kMaxSharedBytes) ++s;
+    while (s < 4 && AttnGeometry{d, kv, s + 1, consumers, windowed, units}.sharedBytes() <= kMaxSharedBytes) ++s;
     return s;
   }
   /// 3 at head dim 64 over a whole sequence (its products are half of D = 128's, its
@@ -132,8 +143,8 @@ class AttnEmitter : TwinBuilder {
 public:
   AttnEmitter(AttentionMatch& m, gpu::GPUModuleOp gm, int64_t stages, int64_t consumers)
       : TwinBuilder(m.kernel), m_(m), gm_(gm),
-        g_{m.d, m.kv, stages ? stages : AttnGeometry::deepest(m.d, m.kv, consumers, bool(m.keyLen)), consumers,
-           bool(m.keyLen)},
+        g_{m.d, m.kv, stages ? stages : AttnGeometry::deepest(m.d, m.kv, consumers, bool(m.keyLen), m.sequenceGrid),
+           consumers, bool(m.keyLen), m.sequenceGrid},
         qShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "k")),
         vShared_(NvmmaSharedLayoutAttr::get(b_.getContext(), 128, "mn")) {
     // The state exchanged per consumer thread: 2 values of each [64] tile, n / 2 of [64 x n].
@@ -147,6 +158,18 @@ public:
 private:
   /// The CTA's work once it has any: barriers, then the producer and the consumers.
   void body();
+  /// The function's return and attributes (the launch plan, the layouts).
+  void finish();
+  /// Sequence units: each role loops over the units the CTA takes (see sequenceUnits in
+  /// LaunchPlan), barriers made anew for each.
+  void unitLoops(Value bid);
+  /// Warp 0: the query group `unit` of head-less numbering falls in (the sequences' groups
+  /// that hold rows, in order; a sequence's own in reverse, its longest first), written to
+  /// the unit record as (found, sequence, group). Every lane takes part.
+  Value findUnit(Value unit);
+  void initBarriers();
+  void producerWork();
+  void consumerWork();
   /// Q's, K's, V's and O's sequence dim (their heads' is the one before).
   unsigned seqDim() const { return unsigned(m_.rank - 2); }
   /// A window bound of AttentionMatch (an index expression of the CTA's indices, the same
@@ -453,6 +476,7 @@ void AttnEmitter::declareParams() {
   plan_.stages = g_.stages;
   plan_.output = int(m_.oArg);
   plan_.persistent = false;
+  plan_.sequenceUnits = m_.sequenceGrid;
   auto dimName = [&](unsigned a, unsigned d) {
     TensorArgType t = m_.kernel.getArgType(a);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
@@ -564,6 +588,11 @@ void AttnEmitter::run() {
     kRank_ = i32(0);
   }
   qTiles_ = divu(add(dimOf(m_.oArg, seqDim()), i32(kRows - 1)), i32(kRows));
+  if (m_.sequenceGrid) {
+    unitLoops(bid);
+    finish();
+    return;
+  }
   Value groups = divu(add(qTiles_, i32(g_.consumers - 1)), i32(g_.consumers));
   if (!fold_) fold_ = i32(1);
   // Programs per batch along the heads: one per head, or per f heads folded.
@@ -583,6 +612,11 @@ void AttnEmitter::run() {
   Value live = m_.qLen ? cmp(arith::CmpIPredicate::slt, mul(i0, i32(kRows)), windowOf(m_.qLen, i0))
                        : b_.create<arith::ConstantIntOp>(loc_, 1, 1).getResult();
   ifThen(live, [&] { body(); });
+  finish();
+}
+
+void AttnEmitter::finish() {
+  MLIRContext* ctx = b_.getContext();
   b_.create<gpu::ReturnOp>(loc_);
   func_->setAttr(kLaunchPlanAttr, StringAttr::get(ctx, plan_.toJson().dump()));
   func_->setAttr("kiln.layouts", b_.getDictionaryAttr({b_.getNamedAttr("q", qShared_), b_.getNamedAttr("k", qShared_),
@@ -592,21 +626,158 @@ void AttnEmitter::run() {
 }
 
 void AttnEmitter::body() {
-  ifThen(eq(tid_, i32(0)), [&] {
-    b_.create<NVVM::MBarrierInitOp>(loc_, qBarrier(), i32(1), Value());
-    for (int64_t s = 0; s < g_.stages; ++s) {
-      b_.create<NVVM::MBarrierInitOp>(loc_, fullBarrier(i32(s)), i32(1), Value());
-      b_.create<NVVM::MBarrierInitOp>(loc_, emptyBarrier(i32(s)), i32(128 * g_.consumers), Value());
-    }
-    if (g_.windowed) b_.create<NVVM::MBarrierInitOp>(loc_, landedBarrier(), i32(1), Value());
-    b_.create<NVVM::FenceMbarrierInitOp>(loc_);
-  });
+  ifThen(eq(tid_, i32(0)), [&] { initBarriers(); });
   b_.create<gpu::BarrierOp>(loc_);
   ifThenElse(eq(wg_, i32(0)), [&] { producer(); }, [&] { consumer(); });
 }
 
+/// Every mbarrier (one thread): Q's, each stage's full and empty, `landed`.
+void AttnEmitter::initBarriers() {
+  b_.create<NVVM::MBarrierInitOp>(loc_, qBarrier(), i32(1), Value());
+  for (int64_t s = 0; s < g_.stages; ++s) {
+    b_.create<NVVM::MBarrierInitOp>(loc_, fullBarrier(i32(s)), i32(1), Value());
+    b_.create<NVVM::MBarrierInitOp>(loc_, emptyBarrier(i32(s)), i32(128 * g_.consumers), Value());
+  }
+  if (g_.windowed) b_.create<NVVM::MBarrierInitOp>(loc_, landedBarrier(), i32(1), Value());
+  b_.create<NVVM::FenceMbarrierInitOp>(loc_);
+}
+
+void AttnEmitter::unitLoops(Value bid) {
+  // CTA bid takes head bid / R and units u0, u0 + R, u0 + 2R, ... (u0 = bid mod R, R the
+  // grid's CTAs per head): one unit where the sequences do not overlap (R >= the units).
+  // Units along a head first: CTAs running side by side read the same K/V head (heads first
+  // ran 2.6% slower at B4 H32 D128, H200, 2026-12-04).
+  Value heads = dimOf(m_.oArg, seqDim() - 1);
+  Value gridX = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::GridDimOp>(loc_, gpu::Dimension::x));
+  Value round = divu(gridX, heads);
+  Value head = divu(bid, round), u0 = remu(bid, round);
+  auto record = [&](int64_t k) {
+    return b_.create<LLVM::LoadOp>(loc_, b_.getI32Type(), sharedPtr(i32(g_.recordOffset() + 4 * k)), /*alignment=*/4)
+        .getResult();
+  };
+  // Both roles run the same rounds, meeting at the same two CTA barriers in each: after the
+  // first, the last unit's work is done (its TMA loads consumed, its barriers idle); warp 0
+  // finds the next unit and thread 0 makes its barriers anew; after the second, every thread
+  // reads the unit. Barrier 0 with a thread count, not gpu.barrier: the consumers' two would
+  // be back to back, and canonicalisation folds adjacent gpu.barriers into one (the roles
+  // then count different barriers, and the CTA hangs; H200, 2026-12-04).
+  auto ctaBarrier = [&] {
+    b_.create<NVVM::BarrierOp>(loc_, Type(), i32(0), i32(g_.threads()), NVVM::BarrierReductionAttr(), Value());
+  };
+  auto loops = [&](bool producer) {
+    auto loop = b_.create<scf::WhileOp>(loc_, TypeRange{b_.getI32Type()}, ValueRange{i32(0)});
+    OpBuilder::InsertionGuard outside(b_); // createBlock moves the insertion point into the block
+    {
+      Block* before = b_.createBlock(&loop.getBefore(), {}, {b_.getI32Type()}, {loc_});
+      b_.setInsertionPointToStart(before);
+      Value k = before->getArgument(0);
+      ctaBarrier();
+      if (producer)
+        ifThen(ult(tid_, i32(32)), [&] {
+          Value found = findUnit(add(u0, mul(k, round)));
+          ifThen(b_.create<arith::AndIOp>(loc_, eq(tid_, i32(0)), found), [&] {
+            ifThen(ne(k, i32(0)), [&] { // made for the last unit: invalidated before made anew
+              b_.create<NVVM::MBarrierInvalOp>(loc_, qBarrier());
+              for (int64_t s = 0; s < g_.stages; ++s) {
+                b_.create<NVVM::MBarrierInvalOp>(loc_, fullBarrier(i32(s)));
+                b_.create<NVVM::MBarrierInvalOp>(loc_, emptyBarrier(i32(s)));
+              }
+              if (g_.windowed) b_.create<NVVM::MBarrierInvalOp>(loc_, landedBarrier());
+            });
+            initBarriers();
+          });
+        });
+      ctaBarrier();
+      b_.create<scf::ConditionOp>(loc_, ne(record(0), i32(0)), ValueRange{k});
+    }
+    Block* after = b_.createBlock(&loop.getAfter(), {}, {b_.getI32Type()}, {loc_});
+    b_.setInsertionPointToStart(after);
+    h_ = head;
+    b_idx_ = record(1);
+    group_ = record(2);
+    lo_ = i32(0);
+    hi_ = mostSteps(mul(group_, i32(g_.consumers)));
+    if (producer) producerWork();
+    else consumerWork();
+    b_.create<scf::YieldOp>(loc_, ValueRange{add(after->getArgument(0), i32(1))});
+  };
+  ifThenElse(
+      eq(wg_, i32(0)),
+      [&] {
+        b_.create<NVVM::SetMaxRegisterOp>(loc_, kProducerRegs, NVVM::SetMaxRegisterAction::decrease);
+        loops(true);
+      },
+      [&] {
+        b_.create<NVVM::SetMaxRegisterOp>(loc_, int32_t(g_.consumerRegs()), NVVM::SetMaxRegisterAction::increase);
+        loops(false);
+      });
+}
+
+Value AttnEmitter::findUnit(Value unit) {
+  Value lane = b_.create<arith::AndIOp>(loc_, tid_, i32(31));
+  auto shuffle = [&](Value x, Value offset, gpu::ShuffleMode mode) {
+    return b_.create<gpu::ShuffleOp>(loc_, x, offset, i32(32), mode);
+  };
+  Value T = dimOf(m_.oArg, seqDim());
+  Value seqs = sub(dimOf(m_.bArg, m_.bDim), i32(m_.bLess));
+  const int64_t rows = kRows * g_.consumers;
+  Value chunks = divu(add(b_.create<arith::MaxSIOp>(loc_, seqs, i32(0)), i32(31)), i32(32));
+  // Per chunk of 32 sequences (a lane each): the groups each has (its rows within the
+  // window and the tensor, counted from the window's start), their running sum across the
+  // lanes, and the lane whose groups hold `unit`; at most one lane does.
+  Value zero = i32(0);
+  auto loop = b_.create<scf::ForOp>(loc_, zero, chunks, i32(1), ValueRange{zero, zero, zero, zero});
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(loop.getBody()); // iter args: no terminator yet
+    Value before = loop.getRegionIterArgs()[0];
+    Value n = add(mul(loop.getInductionVar(), i32(32)), lane);
+    auto groupsOf = b_.create<scf::IfOp>(loc_, TypeRange{b_.getI32Type()}, cmp(arith::CmpIPredicate::slt, n, seqs), true);
+    {
+      OpBuilder::InsertionGuard g2(b_);
+      b_.setInsertionPointToStart(groupsOf.thenBlock());
+      IRMapping map;
+      map.map(m_.bIv, toIndex(n));
+      Value len = fromIndex(index(m_.qLen, map)), start = m_.qStart ? fromIndex(index(m_.qStart, map)) : i32(0);
+      Value inside = b_.create<arith::MinSIOp>(loc_, len, sub(T, start));
+      Value groups = divu(add(b_.create<arith::MaxSIOp>(loc_, inside, zero), i32(rows - 1)), i32(rows));
+      b_.create<scf::YieldOp>(loc_, ValueRange{groups});
+      b_.setInsertionPointToStart(groupsOf.elseBlock());
+      b_.create<scf::YieldOp>(loc_, ValueRange{zero});
+    }
+    Value mine = groupsOf.getResult(0);
+    Value upto = mine; // inclusive running sum over the lanes
+    for (int64_t d = 1; d < 32; d *= 2) {
+      auto up = shuffle(upto, i32(d), gpu::ShuffleMode::UP);
+      upto = b_.create<arith::SelectOp>(loc_, up.getValid(), add(upto, up.getShuffleResult()), upto);
+    }
+    Value first = add(before, sub(upto, mine));
+    Value owns = b_.create<arith::AndIOp>(loc_, ule(first, unit), ult(unit, add(before, upto)));
+    // The sequence's groups in reverse (its last, with the most keys under a causal mask, first).
+    Value group = sub(sub(mine, i32(1)), sub(unit, first));
+    SmallVector<Value> picked = {b_.create<arith::SelectOp>(loc_, owns, i32(1), zero),
+                                 b_.create<arith::SelectOp>(loc_, owns, n, zero),
+                                 b_.create<arith::SelectOp>(loc_, owns, group, zero)};
+    for (Value& x : picked)
+      for (int64_t d = 16; d >= 1; d /= 2) x = add(x, shuffle(x, i32(d), gpu::ShuffleMode::XOR).getShuffleResult());
+    Value total = add(before, shuffle(upto, i32(31), gpu::ShuffleMode::IDX).getShuffleResult());
+    SmallVector<Value> out = {total};
+    for (int64_t k = 0; k < 3; ++k) out.push_back(add(loop.getRegionIterArgs()[size_t(k + 1)], picked[size_t(k)]));
+    b_.create<scf::YieldOp>(loc_, out);
+  }
+  ifThen(eq(lane, zero), [&] {
+    for (int64_t k = 0; k < 3; ++k)
+      b_.create<LLVM::StoreOp>(loc_, loop.getResult(unsigned(k + 1)), sharedPtr(i32(g_.recordOffset() + 4 * k)), /*alignment=*/4);
+  });
+  return ne(loop.getResult(1), zero);
+}
+
 void AttnEmitter::producer() {
   b_.create<NVVM::SetMaxRegisterOp>(loc_, kProducerRegs, NVVM::SetMaxRegisterAction::decrease);
+  producerWork();
+}
+
+void AttnEmitter::producerWork() {
   ifThen(eq(tid_, i32(0)), [&] {
     auto cluster = LLVM::LLVMPointerType::get(b_.getContext(), 7);
     auto tma = [&](Value dstOff, Value map, SmallVector<Value> coords, Value bar) {
@@ -1034,6 +1205,10 @@ std::optional<AttnEmitter::Scaled> AttnEmitter::scaledOf(Value v) {
 
 void AttnEmitter::consumer() {
   b_.create<NVVM::SetMaxRegisterOp>(loc_, int32_t(g_.consumerRegs()), NVVM::SetMaxRegisterAction::increase);
+  consumerWork();
+}
+
+void AttnEmitter::consumerWork() {
   Value w = sub(wg_, i32(1));
   Value i0 = mul(group_, i32(g_.consumers));
   i_ = add(i0, w);
@@ -1595,7 +1770,8 @@ struct LowerAttentionSm90Pass : kiln::impl::KilnLowerAttentionSm90Base<LowerAtte
         continue;
       }
       const int64_t programs = AttnGeometry::consumersFor(match, consumers);
-      if (stages && AttnGeometry{match.d, match.kv, stages, programs, bool(match.keyLen)}.sharedBytes() > kMaxSharedBytes) {
+      if (stages && AttnGeometry{match.d, match.kv, stages, programs, bool(match.keyLen), match.sequenceGrid}.sharedBytes() >
+                        kMaxSharedBytes) {
         m.emitError("stages=" + std::to_string(stages) + " does not fit in shared memory at head dim " +
                     std::to_string(match.d) + " and " + std::to_string(match.kv) + " keys per step");
         return signalPassFailure();

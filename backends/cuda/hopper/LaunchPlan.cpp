@@ -23,6 +23,7 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     plan.stages = detail::jsonIntOr<int64_t>(j, "stages", 0);
     if (plan.stages < 0 || plan.stages > 64) throw std::out_of_range("bad stages");
     plan.persistent = j.at("persistent").get<bool>();
+    plan.sequenceUnits = j.value("sequence_units", false);
     plan.cluster = detail::jsonIntOr<int64_t>(j, "cluster", 1);
     plan.clusterAlongM = j.value("cluster_m", false);
     plan.raster = detail::jsonIntOr<int64_t>(j, "raster", 0);
@@ -97,7 +98,8 @@ std::string LaunchPlan::str() const {
            " keys a step, head dim " + std::to_string(tileK) + ", " + std::to_string(stages) + " stages, " +
            std::to_string(threads) + " threads, " + std::to_string(sharedBytes) + " B smem, one CTA per ceildiv(" +
            (gridDims.empty() ? std::string("S") : gridDims[0].name) + ", " + std::to_string(tileM) + ") x heads x " +
-           (gridDims.size() == 3 && gridDims[2].less
+           (sequenceUnits ? std::string("sequences, only where a sequence has rows (found from its window at run time)")
+            : gridDims.size() == 3 && gridDims[2].less
                 ? gridDims[2].name + " - " + std::to_string(gridDims[2].less) + " sequences (a CTA past its own leaves at once)"
                 : std::string("batches")) +
            (kClusters()             ? " (keys split in clusters of up to " + std::to_string(kCluster) + " where that leaves no SM idle)"

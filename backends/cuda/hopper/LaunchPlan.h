@@ -67,6 +67,12 @@ struct LaunchPlan {
   /// The kernel loops over tiles (CTA b takes b, b + grid, ...): the runtime launches
   /// min(tiles, SMs x ctasPerSm) CTAs on grid.x. Else one CTA per tile on grid.x.
   bool persistent = false;
+  /// Attention over packed sequences (gridDims: query groups along the tokens, heads,
+  /// sequences): the CTAs are (ceildiv(T, tile) + sequences) x heads, each finding its
+  /// sequence and query group among the groups that hold rows of one (as many as there are
+  /// when the sequences do not overlap); a CTA takes one more round of the grid for each
+  /// time the groups outnumber it (overlapping windows).
+  bool sequenceUnits = false;
   int64_t ctasPerSm = 1;
   std::vector<LaunchParam> params;
   int output = -1; ///< the argument the kernel writes (C)
@@ -144,6 +150,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
           {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB}, {"k_cluster", kCluster},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};
   if (!noKeySplits.empty()) j["no_key_splits"] = noKeySplits;
+  if (sequenceUnits) j["sequence_units"] = true;
   if (!noOverlap.empty()) j["no_overlap"] = noOverlap;
   return j;
 }

@@ -15,6 +15,9 @@ namespace {
 /// the first, C's rows, for clusters along M) make one: C's tiles for group 1, a cluster's
 /// pairs for 2. The product of the grid dims, each under 2^31 (checked by applies()).
 int64_t unitCount(const LaunchPlan& plan, const std::vector<TensorView>& args, int64_t group = 1) {
+  auto extent = [&](size_t i) { return args[size_t(plan.gridDims[i].arg)].dims[size_t(plan.gridDims[i].dim)]; };
+  if (plan.sequenceUnits && plan.gridDims.size() == 3) // (query groups + sequences) x heads
+    return (plan.gridDims[0].tiles(extent(0)) + plan.gridDims[2].tiles(extent(2))) * plan.gridDims[1].tiles(extent(1));
   int64_t n = 1;
   const size_t grouped = plan.clusterAlongM ? 0 : plan.gridDims.size() - 1;
   for (size_t i = 0; i < plan.gridDims.size(); ++i) {

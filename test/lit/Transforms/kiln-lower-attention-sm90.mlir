@@ -829,16 +829,23 @@ module {
 // Sequences packed end to end (catalogue::attention_packed, head dim 64, the twin's 64 x 128
 // tiles): Q, K, V, O of rank 3 ([heads, T, D]), every view windowed along dim 1 to the
 // program's sequence (tile.read of two offsets, %b of the grid indexing no view). The twin
-// takes O's two strides and the offsets' pointer; its grid counts B1 - 1 sequences (`less`);
-// a CTA whose query tiles all lie past its sequence leaves before its barriers; TMA reads
-// 3-D boxes at the window's start; no key splits.
+// takes O's two strides and the offsets' pointer; its CTAs go to sequence units (the query
+// groups that hold a sequence's rows, `sequence_units`): in each role's loop, two CTA barriers
+// a unit, warp 0 finding it (a running sum of each sequence's groups across the lanes,
+// shuffled up) and thread 0 making the barriers anew (invalidated first after the first
+// unit); TMA reads 3-D boxes at the window's start; no key splits.
 // PACKED-LABEL: gpu.func @attention_packed__sm90_attn(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32,
 // PACKED-SAME: {\22arg\22:3,\22dim\22:0,\22less\22:1,\22name\22:\22B1\22,\22tile\22:1}
 // PACKED-SAME: \22no_key_splits\22:\22its queries are windowed
+// PACKED-SAME: \22sequence_units\22:true
+// PACKED: gpu.grid_dim x
+// PACKED: scf.while
+// PACKED: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // PACKED: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
-// PACKED: arith.cmpi slt
-// PACKED-NEXT: scf.if
+// PACKED: gpu.shuffle up
+// PACKED: nvvm.mbarrier.inval
 // PACKED: nvvm.mbarrier.init
+// PACKED: nvvm.barrier id
 // PACKED: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%{{[a-z0-9_]*}}, %{{[a-z0-9_]*}}, %{{[a-z0-9_]*}}] :
 // PACKED: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 module {
