@@ -586,6 +586,15 @@ TEST_CASE("gpu: attention over sequences packed end to end windows each tensor t
     }
 }
 
+TEST_CASE("gpu: packed attention leaves a sequence whose window starts before the tensor empty, as the CPU does "
+          "(the sm_90a twin clips windows as the portable kernel does)", "[gpu]") {
+  for (int64_t D : {64, 128})
+    for (bool causal : {false, true}) {
+      INFO("D " << D << (causal ? " causal" : " full"));
+      test::checkPackedNegativeStart(gpu(), DType::bf16, D, causal, 2, 64, 2e-2);
+    }
+}
+
 TEST_CASE("gpu: packed attention whose sequences overlap (one sequence twice) is still computed for every one, "
           "the twin's CTAs taking more than one sequence unit each", "[gpu]") {
   // Sequences 0 and 2 are both tokens [0, 400), sequence 1 none ([400, 0)). On sm_90a the

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "kiln/dsl.hpp"
+#include "kiln/runtime.hpp"
 #include "kiln/tensor.hpp"
 
 namespace kiln::test {
@@ -275,11 +276,12 @@ struct PackedInputs {
   }
 };
 
-/// How many elements of `now` from element `from` on differ, bit for bit, from `before`'s.
-inline int64_t changedFrom(const HostTensor& now, const HostTensor& before, int64_t from) {
+/// How many elements of `now` in [from, to) (to the end by default) differ, bit for bit,
+/// from `before`'s.
+inline int64_t changedFrom(const HostTensor& now, const HostTensor& before, int64_t from, int64_t to = -1) {
   const int64_t size = size_of(now.dtype());
   int64_t changed = 0;
-  for (int64_t e = from; e < now.numel(); ++e)
+  for (int64_t e = from; e < (to < 0 ? now.numel() : to); ++e)
     changed += std::memcmp(static_cast<const char*>(now.data()) + e * size,
                            static_cast<const char*>(before.data()) + e * size, size_t(size)) != 0;
   return changed;
@@ -333,6 +335,24 @@ inline void checkPacked(const PackedInputs& in, const HostTensor& before, const 
     CHECK(worst[at] < tolerance);
   }
   CHECK(changedFrom(in.o, before, offsets.back() * H * D) == 0);
+}
+
+/// packedAttention over offsets {-5, 100, 230}: a window starting before the tensor is empty
+/// (Tensor::window: nothing read or written unless 0 <= start < the dim), so rows 0..99 stay
+/// as they were while sequence [100, 230) is computed.
+inline void checkPackedNegativeStart(const Runtime& rt, DType dt, int64_t D, bool causal, int64_t group, int64_t tile,
+                                     double tolerance) {
+  const int64_t H = 4, G = H / group, T = 240;
+  PackedInputs in(dt, T, H, G, D, {-5, 100, 230});
+  const HostTensor before = in.o;
+  DeviceTensor q = rt.upload(in.q), k = rt.upload(in.k), v = rt.upload(in.v), off = rt.upload(in.offsets),
+               o = rt.upload(in.o);
+  rt.compile(packedAttention(dt, D, causal, group, tile))
+      .launch({packedView(q.view()), packedView(k.view()), packedView(v.view()), off.view(), packedView(o.view())});
+  rt.download(o, in.o);
+  CHECK(changedFrom(in.o, before, 0, 100 * H * D) == 0);
+  for (double e : packedAttentionErrors(in.q, in.k, in.v, in.o, {100, 230}, group, causal)) CHECK(e < tolerance);
+  CHECK(changedFrom(in.o, before, 230 * H * D) == 0);
 }
 
 } // namespace kiln::test

@@ -304,6 +304,11 @@ TEST_CASE("attention over sequences packed end to end windows each tensor to its
     }
 }
 
+TEST_CASE("packed attention leaves a sequence whose window starts before the tensor empty, as Tensor::window says",
+          "[dsl][cpu]") {
+  for (bool causal : {false, true}) test::checkPackedNegativeStart(Runtime::create(Backend::cpu), DType::f32, 32, causal, 2, 16, 1e-5);
+}
+
 TEST_CASE("read() gives an i32 element as an index, 0 past its dim", "[dsl][cpu]") {
   // Y[i] = X[i] scaled by Idx[i] + Idx[i + 3] (past the end: 0), a program per element.
   Kernel k = kernel("read_index", [](Builder& b) {

@@ -269,8 +269,8 @@ private:
       if (!isConstIndex(kv.getWindowStart(), 0)) m_.keyStart = kv.getWindowStart();
     }
     if (qv.hasWindow()) m_.qStart = qv.getWindowStart(), m_.qLen = qv.getWindowSize();
-    if (m_.rank == 3 && !qv.hasWindow() && !kv.hasWindow())
-      return fail("Q, K and V of rank 3 are not windowed to a sequence (Tensor::window)");
+    if (m_.rank == 3 && (!qv.hasWindow() || !kv.hasWindow()))
+      return fail("Q, K, V and O of rank 3 are not all windowed to a sequence (Tensor::window)");
     if (m_.qLen && m_.rowStore) return fail("row values are stored beside a windowed O");
     for (Value x : {m_.keyStart, m_.keyLen, m_.qStart, m_.qLen}) {
       if (!x) continue;

@@ -179,6 +179,20 @@ private:
     IRMapping map = programIndices(i);
     return fromIndex(index(bound, map));
   }
+  /// A window [start, start + len) along a dim of `extent` as the portable lowering clips it
+  /// (ViewBase's windowDim): empty unless 0 <= start < extent and len > 0, else cut at the
+  /// extent. The start and length the twin reads and stores through (start 0 when empty).
+  std::pair<Value, Value> clipWindow(Value start, Value len, Value extent) {
+    Value inside = b_.create<arith::AndIOp>(loc_, ult(start, extent), cmp(arith::CmpIPredicate::sgt, len, i32(0)));
+    Value kept = b_.create<arith::MinSIOp>(loc_, len, sub(extent, start));
+    return {b_.create<arith::SelectOp>(loc_, inside, start, i32(0)), b_.create<arith::SelectOp>(loc_, inside, kept, i32(0))};
+  }
+  /// Q's and O's window for query tile `i` (their whole sequence dim when not windowed).
+  std::pair<Value, Value> queryWindow(Value i) {
+    Value extent = dimOf(m_.oArg, seqDim());
+    if (!m_.qLen) return {i32(0), extent};
+    return clipWindow(windowOf(m_.qStart, i), windowOf(m_.qLen, i), extent);
+  }
   Value f32(float v) { return b_.create<arith::ConstantOp>(loc_, b_.getF32FloatAttr(v)); }
   Value toIndex(Value v) { return b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), v); }
   Value fromIndex(Value v) { return b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), v); }
@@ -609,7 +623,7 @@ void AttnEmitter::run() {
   // Queries windowed (packed sequences): a CTA whose query tiles all lie past its window
   // stores nothing, so it leaves at once (the grid counts every sequence's tiles as the
   // longest one's). Uniform across the CTA: no barrier has been used yet.
-  Value live = m_.qLen ? cmp(arith::CmpIPredicate::slt, mul(i0, i32(kRows)), windowOf(m_.qLen, i0))
+  Value live = m_.qLen ? cmp(arith::CmpIPredicate::slt, mul(i0, i32(kRows)), queryWindow(i0).second)
                        : b_.create<arith::ConstantIntOp>(loc_, 1, 1).getResult();
   ifThen(live, [&] { body(); });
   finish();
@@ -738,8 +752,8 @@ Value AttnEmitter::findUnit(Value unit) {
       b_.setInsertionPointToStart(groupsOf.thenBlock());
       IRMapping map;
       map.map(m_.bIv, toIndex(n));
-      Value len = fromIndex(index(m_.qLen, map)), start = m_.qStart ? fromIndex(index(m_.qStart, map)) : i32(0);
-      Value inside = b_.create<arith::MinSIOp>(loc_, len, sub(T, start));
+      Value start = m_.qStart ? fromIndex(index(m_.qStart, map)) : i32(0);
+      Value inside = clipWindow(start, fromIndex(index(m_.qLen, map)), T).second;
       Value groups = divu(add(b_.create<arith::MaxSIOp>(loc_, inside, zero), i32(rows - 1)), i32(rows));
       b_.create<scf::YieldOp>(loc_, ValueRange{groups});
       b_.setInsertionPointToStart(groupsOf.elseBlock());
@@ -802,7 +816,7 @@ void AttnEmitter::producerWork() {
     auto at = [&](Value col, Value row, Value head, Value batch) {
       return m_.rank == 4 ? SmallVector<Value>{col, row, head, batch} : SmallVector<Value>{col, row, head};
     };
-    Value qStart = windowOf(m_.qStart, i0);
+    Value qStart = queryWindow(i0).first;
     for (int64_t w = 0; w < g_.consumers; ++w)
       for (int64_t c = 0; c < boxes; ++c)
         tma(i32((w * boxes + c) * kRows * 128), tmQ_,
@@ -818,6 +832,7 @@ void AttnEmitter::producerWork() {
     // K's and V's window: keys [kStart, kStart + len) (the same for the CTA's programs).
     Value len = m_.keyLen ? fromIndex(index(m_.keyLen, map)) : Value();
     Value kStart = m_.keyStart ? fromIndex(index(m_.keyStart, map)) : i32(0);
+    if (len) std::tie(kStart, len) = clipWindow(kStart, len, dimOf(m_.kArg, seqDim()));
     auto loop = b_.create<scf::ForOp>(loc_, lo_, hi_, i32(1));
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPoint(loop.getBody()->getTerminator());
@@ -1704,9 +1719,12 @@ void AttnEmitter::epilogue() {
   Value quadFirst = m_.rowStore ? eq(b_.create<arith::AndIOp>(loc_, tid_, i32(3)), i32(0)) : Value();
   auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
   Value S = dimOf(m_.oArg, seqDim());
-  // O's window (packed sequences): rows [start, start + len) of the sequence dim.
-  Value start = m_.qStart ? fromIndex(index(m_.qStart, idx_)) : i32(0);
-  Value len = m_.qLen ? fromIndex(index(m_.qLen, idx_)) : Value();
+  // O's window (packed sequences): rows [start, start + len) of the sequence dim, clipped as
+  // the portable kernel clips it (clipWindow).
+  Value start = i32(0), len;
+  if (m_.qLen)
+    std::tie(start, len) = clipWindow(m_.qStart ? fromIndex(index(m_.qStart, idx_)) : i32(0),
+                                      fromIndex(index(m_.qLen, idx_)), S);
   const int64_t headAt = m_.rank - 3, rowAt = m_.rank - 2;
   for (int64_t h = 0; h < 2; ++h) {
     Value row = add(mul(i_, i32(kRows)), tileRow_[h]);

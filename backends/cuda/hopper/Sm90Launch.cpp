@@ -100,6 +100,7 @@ bool applies(const LaunchPlan& plan, const std::vector<TensorView>& args, std::s
       return refuse(why, p.arg, ("'s dim " + std::to_string(p.dim) + " is 0 or over 2^31").c_str());
   }
   if (plan.kind == LaunchPlan::Attention) {
+    if (plan.gridDims.size() != 3) return *why = "the launch plan's grid is not query tiles x heads x batches", false;
     if (!pairsWritable(args[size_t(plan.output)], why)) return false;
     if (tileCount(plan, args) > INT32_MAX) return *why = "the grid has more than 2^31 CTAs", false;
     return true;
