@@ -166,7 +166,8 @@ private:
   /// Warp 0: the query group `unit` of head-less numbering falls in (the sequences' groups
   /// that hold rows, in order; a sequence's own in reverse, its longest first), written to
   /// the unit record as (found, sequence, group). Every lane takes part.
-  Value findUnit(Value unit);
+  /// Also (the record's fourth word) whether unit + `stride` is one too: another round.
+  Value findUnit(Value unit, Value stride);
   void initBarriers();
   void producerWork();
   void consumerWork();
@@ -669,51 +670,66 @@ void AttnEmitter::unitLoops(Value bid) {
     return b_.create<LLVM::LoadOp>(loc_, b_.getI32Type(), sharedPtr(i32(g_.recordOffset() + 4 * k)), /*alignment=*/4)
         .getResult();
   };
-  // Both roles run the same rounds, meeting at the same two CTA barriers in each: after the
-  // first, the last unit's work is done (its TMA loads consumed, its barriers idle); warp 0
-  // finds the next unit and thread 0 makes its barriers anew; after the second, every thread
-  // reads the unit. Barrier 0 with a thread count, not gpu.barrier: the consumers' two would
+  // Both roles run the same rounds, meeting at the same CTA barriers in each: after the
+  // first (none in round 0), the last unit's work is done (its TMA loads consumed, its
+  // barriers idle); warp 0 finds the next unit and thread 0 makes its barriers anew; after
+  // the second, every thread reads the unit, and whether a round follows it. Barrier 0 with a thread count, not gpu.barrier: the consumers' two would
   // be back to back, and canonicalisation folds adjacent gpu.barriers into one (the roles
   // then count different barriers, and the CTA hangs; H200, 2026-12-04).
   auto ctaBarrier = [&] {
     b_.create<NVVM::BarrierOp>(loc_, Type(), i32(0), i32(g_.threads()), NVVM::BarrierReductionAttr(), Value());
   };
   auto loops = [&](bool producer) {
-    auto loop = b_.create<scf::WhileOp>(loc_, TypeRange{b_.getI32Type()}, ValueRange{i32(0)});
+    // Carried: the round k and whether the CTA has a unit in it (found in the round before:
+    // the last round leaves without barriers or a search, so the next CTA on the SM starts
+    // at once; H200, 2026-12-04, D64 B4: the search after the last unit cost ~6%).
+    Type i1 = b_.getI1Type();
+    auto loop = b_.create<scf::WhileOp>(loc_, TypeRange{b_.getI32Type(), i1},
+                                        ValueRange{i32(0), b_.create<arith::ConstantIntOp>(loc_, 1, 1).getResult()});
     OpBuilder::InsertionGuard outside(b_); // createBlock moves the insertion point into the block
     {
-      Block* before = b_.createBlock(&loop.getBefore(), {}, {b_.getI32Type()}, {loc_});
+      Block* before = b_.createBlock(&loop.getBefore(), {}, {b_.getI32Type(), i1}, {loc_, loc_});
       b_.setInsertionPointToStart(before);
       Value k = before->getArgument(0);
-      ctaBarrier();
-      if (producer)
-        ifThen(ult(tid_, i32(32)), [&] {
-          Value found = findUnit(add(u0, mul(k, round)));
-          ifThen(b_.create<arith::AndIOp>(loc_, eq(tid_, i32(0)), found), [&] {
-            ifThen(ne(k, i32(0)), [&] { // made for the last unit: invalidated before made anew
-              b_.create<NVVM::MBarrierInvalOp>(loc_, qBarrier());
-              for (int64_t s = 0; s < g_.stages; ++s) {
-                b_.create<NVVM::MBarrierInvalOp>(loc_, fullBarrier(i32(s)));
-                b_.create<NVVM::MBarrierInvalOp>(loc_, emptyBarrier(i32(s)));
-              }
-              if (g_.windowed) b_.create<NVVM::MBarrierInvalOp>(loc_, landedBarrier());
+      auto search = b_.create<scf::IfOp>(loc_, TypeRange{i1}, before->getArgument(1), /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPointToStart(search.thenBlock());
+        ifThen(ne(k, i32(0)), [&] { ctaBarrier(); }); // round 0: nothing to wait for yet
+        if (producer)
+          ifThen(ult(tid_, i32(32)), [&] {
+            Value found = findUnit(add(u0, mul(k, round)), round);
+            ifThen(b_.create<arith::AndIOp>(loc_, eq(tid_, i32(0)), found), [&] {
+              ifThen(ne(k, i32(0)), [&] { // made for the last unit: invalidated before made anew
+                b_.create<NVVM::MBarrierInvalOp>(loc_, qBarrier());
+                for (int64_t s = 0; s < g_.stages; ++s) {
+                  b_.create<NVVM::MBarrierInvalOp>(loc_, fullBarrier(i32(s)));
+                  b_.create<NVVM::MBarrierInvalOp>(loc_, emptyBarrier(i32(s)));
+                }
+                if (g_.windowed) b_.create<NVVM::MBarrierInvalOp>(loc_, landedBarrier());
+              });
+              initBarriers();
             });
-            initBarriers();
           });
-        });
-      ctaBarrier();
-      b_.create<scf::ConditionOp>(loc_, ne(record(0), i32(0)), ValueRange{k});
+        ctaBarrier();
+        b_.create<scf::YieldOp>(loc_, ValueRange{ne(record(0), i32(0))});
+        b_.setInsertionPointToStart(search.elseBlock());
+        b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<arith::ConstantIntOp>(loc_, 0, 1).getResult()});
+      }
+      b_.create<scf::ConditionOp>(loc_, search.getResult(0), ValueRange{k, search.getResult(0)});
     }
-    Block* after = b_.createBlock(&loop.getAfter(), {}, {b_.getI32Type()}, {loc_});
+    Block* after = b_.createBlock(&loop.getAfter(), {}, {b_.getI32Type(), i1}, {loc_, loc_});
     b_.setInsertionPointToStart(after);
     h_ = head;
     b_idx_ = record(1);
     group_ = record(2);
+    // Read before the work: the next round's search overwrites the record.
+    Value more = ne(record(3), i32(0));
     lo_ = i32(0);
     hi_ = mostSteps(mul(group_, i32(g_.consumers)));
     if (producer) producerWork();
     else consumerWork();
-    b_.create<scf::YieldOp>(loc_, ValueRange{add(after->getArgument(0), i32(1))});
+    b_.create<scf::YieldOp>(loc_, ValueRange{add(after->getArgument(0), i32(1)), more});
   };
   ifThenElse(
       eq(wg_, i32(0)),
@@ -727,7 +743,7 @@ void AttnEmitter::unitLoops(Value bid) {
       });
 }
 
-Value AttnEmitter::findUnit(Value unit) {
+Value AttnEmitter::findUnit(Value unit, Value stride) {
   Value lane = b_.create<arith::AndIOp>(loc_, tid_, i32(31));
   auto shuffle = [&](Value x, Value offset, gpu::ShuffleMode mode) {
     return b_.create<gpu::ShuffleOp>(loc_, x, offset, i32(32), mode);
@@ -779,9 +795,11 @@ Value AttnEmitter::findUnit(Value unit) {
     for (int64_t k = 0; k < 3; ++k) out.push_back(add(loop.getRegionIterArgs()[size_t(k + 1)], picked[size_t(k)]));
     b_.create<scf::YieldOp>(loc_, out);
   }
+  Value more = b_.create<arith::ExtUIOp>(loc_, b_.getI32Type(), ult(add(unit, stride), loop.getResult(0)));
   ifThen(eq(lane, zero), [&] {
     for (int64_t k = 0; k < 3; ++k)
       b_.create<LLVM::StoreOp>(loc_, loop.getResult(unsigned(k + 1)), sharedPtr(i32(g_.recordOffset() + 4 * k)), /*alignment=*/4);
+    b_.create<LLVM::StoreOp>(loc_, more, sharedPtr(i32(g_.recordOffset() + 12)), /*alignment=*/4);
   });
   return ne(loop.getResult(1), zero);
 }
