@@ -9,7 +9,7 @@ set(KILN_PLAIN_SOURCES
   lib/Runtime/Error.cpp lib/Runtime/Files.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
   lib/Runtime/Handwritten.cpp backends/cpu/FloatBuiltins.cpp backends/cuda/Nvrtc.cpp lib/Runtime/KernelCache.cpp lib/Runtime/CompileCache.cpp
   backends/cuda/CudaRuntime.cpp backends/cuda/BackgroundModule.cpp backends/cuda/PtxModules.cpp backends/cuda/CacheFlush.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
-  backends/cuda/Cublas.cpp backends/cuda/Cudnn.cpp backends/cuda/CudnnGraph.cpp backends/cuda/Target.cpp backends/cuda/hopper/LaunchPlan.cpp backends/cuda/hopper/Sm90Launch.cpp
+  backends/cuda/Cublas.cpp backends/cuda/Cudnn.cpp backends/cuda/CudnnGraph.cpp backends/cuda/RaggedOffsets.cpp backends/cuda/Target.cpp backends/cuda/hopper/LaunchPlan.cpp backends/cuda/hopper/Sm90Launch.cpp
   lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Profile/Verdict.cpp lib/Verify/GpuReference.cpp
   lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp lib/Catalogue/Handwritten.cpp
   lib/Profile/Testing.cpp lib/Tune/Tune.cpp lib/Tune/Database.cpp)

@@ -694,21 +694,34 @@ public:
     checkDevicePointer(*state, a.o, who + "O'");
     if (a.lse.data) checkDevicePointer(*state, a.lse, who + "LSE'");
     if (a.lens.data) checkDevicePointer(*state, a.lens, who + "lens'");
-    auto strides = [](const TensorView& v) {
+    if (a.offsets.data) checkDevicePointer(*state, a.offsets, who + "offsets'");
+    const bool packed = a.offsets.data != nullptr;
+    // Packed [heads, T, D] as cuDNN's [B, heads, max_len, D]: each sequence from its ragged
+    // offset, so the batch stride is never used (max_len rows of the sequence dim's stride).
+    auto strides = [&](const TensorView& v) {
       const std::vector<int64_t> s = v.effective_strides();
+      if (packed) return std::array<int64_t, 4>{a.maxLen * s[1], s[0], s[1], s[2]};
       return std::array<int64_t, 4>{s[0], s[1], s[2], s[3]};
     };
     cudnn::AttentionShape shape;
     shape.dtype = a.q.dtype;
-    shape.B = a.q.dims[0], shape.H = a.q.dims[1], shape.T = a.q.dims[2], shape.D = a.q.dims[3];
-    shape.G = a.k.dims[1], shape.S = a.k.dims[2];
+    if (packed) {
+      shape.B = a.offsets.dims[0] - 1, shape.H = a.q.dims[0], shape.T = a.maxLen, shape.D = a.q.dims[2];
+      shape.G = a.k.dims[0], shape.S = a.maxLen;
+    } else {
+      shape.B = a.q.dims[0], shape.H = a.q.dims[1], shape.T = a.q.dims[2], shape.D = a.q.dims[3];
+      shape.G = a.k.dims[1], shape.S = a.k.dims[2];
+    }
     shape.q = strides(a.q), shape.k = strides(a.k), shape.v = strides(a.v), shape.o = strides(a.o);
     shape.causal = a.causal;
-    shape.padded = a.lens.data != nullptr;
+    shape.padded = a.lens.data != nullptr || packed;
+    shape.ragged = packed;
     shape.stats = a.lse.data != nullptr;
     shape.scale = float(1.0 / std::sqrt(double(shape.D)));
     auto ptr = [](const TensorView& v) { return reinterpret_cast<CUdeviceptr>(v.data); };
-    const CudnnAttention::Pointers p{ptr(a.q), ptr(a.k), ptr(a.v), ptr(a.o), ptr(a.lse), ptr(a.lens)};
+    CudnnAttention::Pointers p{ptr(a.q), ptr(a.k), ptr(a.v), ptr(a.o), ptr(a.lse), ptr(a.lens)};
+    p.offsets = ptr(a.offsets);
+    p.tokens = packed ? a.q.dims[1] : 0;
 
     std::lock_guard<std::mutex> lock(state->cudnn_mutex);
     if (!state->cudnn) state->cudnn = std::make_unique<CudnnAttention>();

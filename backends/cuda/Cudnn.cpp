@@ -164,6 +164,7 @@ std::vector<cudnn::Descriptor> describe(const cudnn::Graph& g, CudnnAttention::P
     const bool isVirtual = t.isVirtual, byValue = t.byValue;
     d.set(kTensorIsVirtual, kTypeBoolean, 1, &isVirtual, what);
     if (byValue) d.set(kTensorIsByValue, kTypeBoolean, 1, &byValue, what);
+    if (t.ragged) d.setDesc(kTensorRaggedOffsetDesc, plan->keep[tensorAt.at(t.ragged)], what);
     d.finalize(what + ": tensor " + t.name);
     tensorAt[t.uid] = plan->keep.size();
     plan->keep.push_back(std::move(d));
@@ -320,7 +321,7 @@ void CudnnAttention::run(const cudnn::AttentionShape& given, const Pointers& ptr
                      alignmentOf(ptrs.v),
                      alignmentOf(ptrs.o),
                      shape.stats ? alignmentOf(ptrs.lse) : 16,
-                     shape.padded ? alignmentOf(ptrs.lens) : 16};
+                     shape.padded && !shape.ragged ? alignmentOf(ptrs.lens) : 16};
   const std::string key = shape.key();
   auto it = plans_.find(key);
   if (it == plans_.end()) {
@@ -336,6 +337,23 @@ void CudnnAttention::run(const cudnn::AttentionShape& given, const Pointers& ptr
     workspace_ = DeviceBuffer(size_t(plan.workspace));
   }
 
+  // Packed: the lengths and each tensor's element offsets, made on the stream before the
+  // attention (as frameworks do before a varlen call), into ragged_.
+  CUdeviceptr lens = ptrs.lens, raggedAt[4] = {0, 0, 0, 0};
+  if (shape.ragged) {
+    const uint32_t n = uint32_t(shape.B);
+    const size_t bytes = RaggedOffsets::values(n) * 4;
+    if (bytes > ragged_.size()) {
+      KILN_CU_CHECK_CTX(driver().cuCtxSynchronize(), "growing cuDNN's packed-sequence offsets");
+      ragged_ = DeviceBuffer(bytes);
+    }
+    if (!raggedKernel_) raggedKernel_ = std::make_unique<RaggedOffsets>();
+    const uint32_t perToken[4] = {uint32_t(shape.q[2]), uint32_t(shape.k[2]), uint32_t(shape.v[2]), uint32_t(shape.o[2])};
+    raggedKernel_->run(ptrs.offsets, ragged_.ptr(), n, uint32_t(ptrs.tokens), perToken, uint32_t(shape.S), stream);
+    lens = RaggedOffsets::at(ragged_.ptr(), n, 0);
+    for (int i = 0; i < 4; ++i) raggedAt[i] = RaggedOffsets::at(ragged_.ptr(), n, i + 1);
+  }
+
   std::vector<int64_t> uids = {cudnn::kQ, cudnn::kK, cudnn::kV, cudnn::kO};
   std::vector<void*> data = {reinterpret_cast<void*>(ptrs.q), reinterpret_cast<void*>(ptrs.k),
                              reinterpret_cast<void*>(ptrs.v), reinterpret_cast<void*>(ptrs.o)};
@@ -346,7 +364,12 @@ void CudnnAttention::run(const cudnn::AttentionShape& given, const Pointers& ptr
   if (shape.padded) // one length a sequence, its queries' and its keys'
     for (int64_t uid : {cudnn::kSeqLenQ, cudnn::kSeqLenKV}) {
       uids.push_back(uid);
-      data.push_back(reinterpret_cast<void*>(ptrs.lens));
+      data.push_back(reinterpret_cast<void*>(lens));
+    }
+  if (shape.ragged)
+    for (int i = 0; i < 4; ++i) {
+      uids.push_back(cudnn::kRaggedQ + i);
+      data.push_back(reinterpret_cast<void*>(raggedAt[i]));
     }
   for (size_t i = 0; i < plan.scalarUids.size(); ++i) {
     uids.push_back(plan.scalarUids[i]);

@@ -15,6 +15,7 @@
 #include "CudnnApi.h"
 #include "CudnnGraph.h"
 #include "Driver.h"
+#include "RaggedOffsets.h"
 
 namespace kiln::cuda {
 
@@ -50,14 +51,20 @@ public:
   struct Pointers {
     CUdeviceptr q = 0, k = 0, v = 0, o = 0, lse = 0;
     CUdeviceptr lens = 0; ///< AttentionShape::padded: i32 [B], each sequence's length
+    /// AttentionShape::ragged: i32 [B + 1], sequence n's tokens offsets[n] .. offsets[n+1]-1
+    /// of the `tokens` each tensor holds (clamped to [0, tokens]). `lens` is then not read:
+    /// the lengths and each tensor's element offsets are made from these on the stream.
+    CUdeviceptr offsets = 0;
+    int64_t tokens = 0;
   };
   /// Enqueues the attention on `stream`. The first call for a shape builds its plan (cuDNN's
   /// heuristics, and its runtime compilation where the engine needs one): kiln::Error
   /// (Unsupported) naming the shape when no engine takes it.
   void run(const cudnn::AttentionShape& shape, const Pointers& ptrs, CUstream stream);
 
-  /// Device bytes held for workspaces (the largest plan's so far).
-  size_t workspaceBytes() const { return workspace_.size(); }
+  /// Device bytes held for workspaces (the largest plan's so far, and the packed
+  /// sequences' lengths and offsets).
+  size_t workspaceBytes() const { return workspace_.size() + ragged_.size(); }
 
   struct Plan;
 
@@ -65,6 +72,8 @@ private:
   cudnn::Handle handle_ = nullptr;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   DeviceBuffer workspace_;
+  std::unique_ptr<RaggedOffsets> raggedKernel_; ///< made by the first packed run
+  DeviceBuffer ragged_;                         ///< its output, grown as workspace_ is
 };
 
 } // namespace kiln::cuda

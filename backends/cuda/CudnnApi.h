@@ -57,6 +57,7 @@ enum AttributeName : int {
   kTensorUniqueId = 906,
   kTensorIsVirtual = 907,
   kTensorIsByValue = 908,
+  kTensorRaggedOffsetDesc = 913,
   kVariantPackUniqueIds = 1000,
   kVariantPackDataPointers = 1001,
   kVariantPackWorkspace = 1003,

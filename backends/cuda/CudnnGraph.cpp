@@ -104,7 +104,7 @@ std::string AttentionShape::key() const {
   std::ostringstream out;
   out << to_string(dtype) << ' ' << B << 'x' << H << 'x' << G << 'x' << T << 'x' << S << 'x' << D;
   for (const auto* s : {&q, &k, &v, &o}) out << ' ' << (*s)[0] << ',' << (*s)[1] << ',' << (*s)[2] << ',' << (*s)[3];
-  out << (causal ? " causal" : "") << (padded ? " padded" : "") << (stats ? " stats" : "") << " scale=" << scale << " align=";
+  out << (causal ? " causal" : "") << (padded ? " padded" : "") << (ragged ? " ragged" : "") << (stats ? " stats" : "") << " scale=" << scale << " align=";
   for (int64_t a : alignment) out << a << ',';
   out << (maskWithLowest ? " lowest" : "");
   return out.str();
@@ -121,6 +121,7 @@ std::string Graph::describe() const {
   auto name = [&](int64_t uid) {
     const TensorSpec& t = tensor(uid);
     std::string s = t.name + list(t.dims) + " " + typeName(t.type);
+    if (t.ragged) s += " ragged by " + tensor(t.ragged).name;
     if (t.byValue) s += t.type == kDataInt32 ? "=" + std::to_string(t.i32) : "=" + std::to_string(t.f32);
     return s;
   };
@@ -151,6 +152,7 @@ Graph attentionGraph(const AttentionShape& a) {
     fail("padded sequences need as many query rows as keys (T = " + std::to_string(a.T) + ", S = " +
          std::to_string(a.S) + "): each sequence's queries are its keys");
   if (a.padded && a.stats) fail("padded sequences with an LSE output are not supported");
+  if (a.ragged && !a.padded) fail("packed (ragged) sequences need their lengths: a ragged shape is padded too");
   if (a.D % 8 != 0 || a.D > 256)
     fail("head dim D = " + std::to_string(a.D) + " (cuDNN's fused attention takes multiples of 8 up to 256)");
   checkStrides("Q", a.q);
@@ -162,7 +164,7 @@ Graph attentionGraph(const AttentionShape& a) {
 
   Builder g;
   auto user = [&](int64_t uid, const char* name, DataType type, std::vector<int64_t> dims,
-                  std::vector<int64_t> strides, int64_t alignment) {
+                  std::vector<int64_t> strides, int64_t alignment, int64_t ragged = 0) {
     TensorSpec t;
     t.uid = uid;
     t.name = name;
@@ -170,13 +172,24 @@ Graph attentionGraph(const AttentionShape& a) {
     t.dims = std::move(dims);
     t.strides = std::move(strides);
     t.alignment = alignment;
+    t.ragged = ragged;
     return g.add(std::move(t));
   };
-  const int64_t Q = user(kQ, "Q", io, {B, H, T, a.D}, {a.q[0], a.q[1], a.q[2], a.q[3]}, a.alignment[0]);
+  // Packed: each tensor's sequence starts, in elements ([B + 1] as cuDNN takes them; the
+  // last one the end), described before the tensor that names them.
+  std::array<int64_t, 4> ragged{};
+  if (a.ragged) {
+    const std::array<std::pair<int64_t, const char*>, 4> offsets{
+        {{kRaggedQ, "Q offsets"}, {kRaggedK, "K offsets"}, {kRaggedV, "V offsets"}, {kRaggedO, "O offsets"}}};
+    for (size_t i = 0; i < 4; ++i)
+      ragged[i] = user(offsets[i].first, offsets[i].second, kDataInt32, {B + 1, 1, 1, 1}, {1, 1, 1, 1}, a.alignment[5]);
+  }
+  const int64_t Q = user(kQ, "Q", io, {B, H, T, a.D}, {a.q[0], a.q[1], a.q[2], a.q[3]}, a.alignment[0], ragged[0]);
   // K^T [B,G,D,S]: K's memory read with its last two dims swapped.
-  const int64_t Kt = user(kK, "K^T", io, {B, a.G, a.D, S}, {a.k[0], a.k[1], a.k[3], a.k[2]}, a.alignment[1]);
-  const int64_t V = user(kV, "V", io, {B, a.G, S, a.D}, {a.v[0], a.v[1], a.v[2], a.v[3]}, a.alignment[2]);
-  const int64_t O = user(kO, "O", io, {B, H, T, a.D}, {a.o[0], a.o[1], a.o[2], a.o[3]}, a.alignment[3]);
+  const int64_t Kt =
+      user(kK, "K^T", io, {B, a.G, a.D, S}, {a.k[0], a.k[1], a.k[3], a.k[2]}, a.alignment[1], ragged[1]);
+  const int64_t V = user(kV, "V", io, {B, a.G, S, a.D}, {a.v[0], a.v[1], a.v[2], a.v[3]}, a.alignment[2], ragged[2]);
+  const int64_t O = user(kO, "O", io, {B, H, T, a.D}, {a.o[0], a.o[1], a.o[2], a.o[3]}, a.alignment[3], ragged[3]);
 
   // Each batch's sequence lengths, for the padding: [B,1,1,1] as cuDNN's overrides take them.
   int64_t lenQ = 0, lenKV = 0;

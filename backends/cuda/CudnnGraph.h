@@ -32,6 +32,11 @@ struct AttentionShape {
   /// (cuDNN's M/N/K overrides) and the scores past them are masked, as frameworks ask for a
   /// padding mask; under `causal` the diagonal is the top-left one of each sequence.
   bool padded = false;
+  /// Packed sequences (with `padded`): Q, K, V and O hold the sequences end to end, sequence
+  /// n's first row at the element its ragged offset names (i32 [B + 1] per tensor, device
+  /// memory: cuDNN's ragged tensors) instead of at n x stride[0]; T = S is then a bound on
+  /// every sequence's length, not a tensor dim.
+  bool ragged = false;
   bool stats = false; ///< also write LSE [B,H,T] f32, contiguous: ln sum_c e^(scaled score)
   float scale = 1.0f; ///< the scores' factor, 1/sqrt(D) for kiln's attention
   /// Bytes each of Q, K, V, O, LSE and the lengths is aligned to (a power of two <= 16):
@@ -46,7 +51,10 @@ struct AttentionShape {
 
 /// The unique ids of the user's tensors (the variant pack's), fixed so that a plan can be
 /// run on any pointers of the same shape.
-enum UserTensor : int64_t { kQ = 1, kK = 2, kV = 3, kO = 4, kStats = 5, kSeqLenQ = 6, kSeqLenKV = 7 };
+enum UserTensor : int64_t {
+  kQ = 1, kK = 2, kV = 3, kO = 4, kStats = 5, kSeqLenQ = 6, kSeqLenKV = 7,
+  kRaggedQ = 8, kRaggedK = 9, kRaggedV = 10, kRaggedO = 11 ///< AttentionShape::ragged: Q's, K's, V's, O's offsets
+};
 
 struct TensorSpec {
   int64_t uid = 0;
@@ -56,6 +64,7 @@ struct TensorSpec {
   int64_t alignment = 16;
   bool isVirtual = false; ///< an intermediate cuDNN keeps in registers or shared memory
   bool byValue = false;   ///< a scalar passed by value (host memory) in the variant pack
+  int64_t ragged = 0;     ///< the uid of this tensor's ragged offsets (described before it), or 0
   float f32 = 0;          ///< byValue, kDataFloat
   int32_t i32 = 0;        ///< byValue, kDataInt32
 };

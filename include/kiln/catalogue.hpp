@@ -156,9 +156,16 @@ struct KILN_API Entry {
   /// on `stream` over the Problem's arguments, when a library has one and it is not a GEMM
   /// (the GEMMs' is cuBLASLt, chosen by kiln bench from the epilogue): cuDNN's fused attention
   /// (reference::gpu_attention_async) for the attention entries, with its padding mask
-  /// (reference::gpu_attention_padded_async) for the padded ones. Empty otherwise (the
-  /// packed entries: cuDNN's ragged tensors want token offsets scaled to elements).
+  /// (reference::gpu_attention_padded_async) for the padded ones, over ragged tensors
+  /// (reference::gpu_attention_packed_async) for the packed ones. Empty otherwise.
   std::function<void(const Runtime& rt, const std::vector<TensorView>& args, void* stream)> framework;
+  /// Where the framework's call depends on the shape (the packed entries: cuDNN's plan is
+  /// made for a bound on the sequences' lengths, the shape's S), the route for problems of
+  /// `shape`; `framework` then serves any shape (bounded by all the tokens). Empty
+  /// otherwise. Use framework_for(), which picks.
+  std::function<std::function<void(const Runtime&, const std::vector<TensorView>&, void*)>(
+      const std::vector<int64_t>& shape)>
+      framework_for_shape;
   /// Kernels specialised on some of the shape's dims (attention's head dim): the kernel for
   /// `shape` on `target` (Fingerprint::target: "sm_90a", ...; "" when unknown), whose tiles
   /// may differ per target; `make` gives the one for a default shape and target. Empty when
@@ -174,6 +181,11 @@ struct KILN_API Entry {
 /// make's (which serves every shape and target).
 KILN_API Kernel kernel_for(const Entry& entry, DType dtype, const std::vector<int64_t>& shape,
                            const std::string& target = "");
+
+/// The entry's framework route for problems of `shape`: framework_for_shape's where the
+/// entry has it, else `framework` (empty when the entry has none).
+KILN_API std::function<void(const Runtime&, const std::vector<TensorView>&, void*)>
+framework_for(const Entry& entry, const std::vector<int64_t>& shape);
 
 KILN_API const std::vector<Entry>& all();
 /// Throws kiln::Error(NotFound) listing the catalogue when `name` is unknown.

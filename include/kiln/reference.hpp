@@ -93,6 +93,27 @@ KILN_API void gpu_attention_padded_async(const Runtime& rt, const TensorView& q,
                                          const TensorView& v, const TensorView& lens, bool causal,
                                          const TensorView& o, void* stream);
 
+/// gpu_attention over B sequences packed end to end, as frameworks' variable-length
+/// attention takes them (cuDNN's ragged tensors): Q and O [H,T,D], K and V [G,T,D] over all
+/// T tokens, any strides with inner stride 1 (head-major or token-major memory), and
+/// `offsets` (i32 [B+1], contiguous, device memory): sequence n is tokens offsets[n] ..
+/// offsets[n+1]-1, its queries attending to its own keys (under `causal`, query r of the
+/// sequence to keys 0 .. r). `max_len` (1 .. T, frameworks' max_seqlen) must be at least
+/// every sequence's length: cuDNN computes only a sequence's first max_len rows, and its
+/// plan is made for that bound (one plan per value). Offsets are clamped to [0, T], so no
+/// row outside the tensors is read or written whatever they hold; O's rows outside every
+/// sequence are left as they were. Before cuDNN, one small kernel of kiln's derives the
+/// lengths and each tensor's element offsets on the same stream (the step frameworks take
+/// too). Throws as gpu_attention, and InvalidArgument for a wrong rank, shape, dtype or
+/// stride of any argument, offsets of another dtype or shape, or max_len outside 1 .. T;
+/// Unsupported when a tensor's rows lie past what cuDNN's 32-bit offsets reach.
+KILN_API void gpu_attention_packed(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
+                                   const TensorView& offsets, int64_t max_len, bool causal, const TensorView& o);
+/// As gpu_attention_packed, enqueued on `stream` without waiting (kiln bench's framework route).
+KILN_API void gpu_attention_packed_async(const Runtime& rt, const TensorView& q, const TensorView& k,
+                                         const TensorView& v, const TensorView& offsets, int64_t max_len,
+                                         bool causal, const TensorView& o, void* stream);
+
 /// GELU, tanh approximation (the form cuBLASLt's epilogue and kiln's tile.gelu use).
 KILN_API double gelu(double x);
 

@@ -135,6 +135,22 @@ std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> cudnn
   };
 }
 
+// The framework's attention over packed sequences (Q, K, V, Offsets, O): cuDNN's ragged
+// tensors with its padding mask, its plan made for sequences of at most `maxLen` tokens (0:
+// as many as the tensors hold, which serves any problem).
+std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> cudnnPackedAttention(bool causal,
+                                                                                               int64_t maxLen) {
+  return [causal, maxLen](const Runtime& rt, const std::vector<TensorView>& v, void* stream) {
+    const int64_t bound = maxLen > 0 ? std::min(maxLen, v.at(0).dims.at(1)) : v.at(0).dims.at(1);
+    reference::gpu_attention_packed_async(rt, v.at(0), v.at(1), v.at(2), v.at(3), bound, causal, v.at(4), stream);
+  };
+}
+
+// The padded entries' framework: the shape's bound on the lengths is their tensors' own.
+std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> cudnnPaddedFramework(bool causal, int64_t) {
+  return cudnnPaddedAttention(causal);
+}
+
 // f32 has no tensor-core path: its products run on the CUDA cores, and 64 x 64 tiles would
 // not fit the registers (16 x 16 leaves a margin: 32 x 32 spills). On sm_90a the sm_90a
 // twin runs the 16-bit kernels with 128 keys a step: at head dim 128 (H200, 2026-12-02, B4
@@ -393,10 +409,12 @@ std::vector<Entry> makeAll() {
   using SequencesKernel = Kernel (*)(DType, int64_t, bool, AttentionTiles);
   using SequencesProblem = Problem (*)(const std::string&, int64_t, int64_t, int64_t, int64_t, int64_t, DType,
                                        uint64_t, bool);
-  using SequencesFramework = std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> (*)(bool);
+  using SequencesFramework = std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> (*)(
+      bool causal, int64_t maxLen);
   // `twin`: on sm_90a the attention twin's tiles (it takes Q, K, V and O windowed to each
   // sequence).
-  // `framework`: the framework route for a causal flag, or null where there is none.
+  // `framework`: the framework route for a causal flag and a bound on the lengths (0: any),
+  // or null where there is none.
   auto sequences = [&](const std::string& base, const std::string& how, SequencesKernel make, SequencesProblem problem,
                        bool twin, SequencesFramework framework) {
     for (bool causal : {false, true}) {
@@ -411,14 +429,17 @@ std::vector<Entry> makeAll() {
         return make(d, s.at(4), causal, twin && target == "sm_90a" ? attentionTiles(d, target) : packedTiles(d));
       };
       a.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(4)); };
-      if (framework) a.framework = framework(causal);
+      if (framework) {
+        a.framework = framework(causal, 0);
+        a.framework_for_shape = [framework, causal](const std::vector<int64_t>& s) { return framework(causal, s.at(3)); };
+      }
       e.push_back(std::move(a));
     }
   };
   sequences("attention_padded", "padded to S (i32 lengths drawn up to S; GQA)", attention_padded,
-            paddedAttentionProblem, /*twin=*/true, cudnnPaddedAttention);
+            paddedAttentionProblem, /*twin=*/true, cudnnPaddedFramework);
   sequences("attention_packed", "packed end to end (i32 offsets; lengths drawn up to S; GQA)", attention_packed,
-            packedAttentionProblem, /*twin=*/true, /*framework=*/nullptr); // cuDNN's ragged offsets are elements
+            packedAttentionProblem, /*twin=*/true, cudnnPackedAttention);
   return e;
 }
 
@@ -436,6 +457,11 @@ const Entry& find(const std::string& name) {
     names += (names.empty() ? "" : ", ") + e.name;
   }
   throw Error(ErrorKind::NotFound, "unknown kernel '" + name + "' (the catalogue has: " + names + ")");
+}
+
+std::function<void(const Runtime&, const std::vector<TensorView>&, void*)> framework_for(const Entry& entry,
+                                                                                       const std::vector<int64_t>& shape) {
+  return entry.framework_for_shape ? entry.framework_for_shape(shape) : entry.framework;
 }
 
 Kernel kernel_for(const Entry& entry, DType dtype, const std::vector<int64_t>& shape, const std::string& target) {

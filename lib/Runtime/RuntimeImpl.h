@@ -99,6 +99,10 @@ struct GpuAttentionArgs {
   bool causal = false;
   void* stream = nullptr; ///< a CUstream; nullptr: the legacy stream
   bool wait = true;       ///< gpu_attention waits; gpu_attention_async does not
+  /// gpu_attention_packed: i32 [B + 1], contiguous (data == nullptr otherwise); Q, K, V, O
+  /// are then rank 3 ([heads, T, D]) and `maxLen` bounds every sequence's length.
+  TensorView offsets;
+  int64_t maxLen = 0;
 };
 
 struct RuntimeImpl {

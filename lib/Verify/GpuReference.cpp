@@ -2,6 +2,7 @@
 // (the CUDA backend with cuBLASLt: backends/cuda/Cublas.cpp).
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 #include <utility>
 
 #include "kiln/error.hpp"
@@ -166,6 +167,57 @@ detail::GpuAttentionArgs validatePadded(const TensorView& q, const TensorView& k
   return a;
 }
 
+// gpu_attention_packed's arguments: Q, O [H,T,D]; K, V [G,T,D]; offsets i32 [B+1]; 1 <= max_len <= T.
+detail::GpuAttentionArgs validatePacked(const TensorView& q, const TensorView& k, const TensorView& v,
+                                        const TensorView& offsets, int64_t maxLen, bool causal, const TensorView& o) {
+  const char* who = "reference::gpu_attention_packed";
+  auto bad = [who](const std::string& what) { throw Error(ErrorKind::InvalidArgument, std::string(who) + ": " + what); };
+  const std::initializer_list<std::pair<const char*, const TensorView*>> all{{"Q", &q}, {"K", &k}, {"V", &v}, {"O", &o}};
+  for (const auto& [name, t] : all) {
+    if (t->rank() != 3) bad(std::string(name) + " must be rank 3 ([heads, T, D]), got " + t->describe());
+    if (!t->strides.empty() && t->strides.size() != 3)
+      bad(std::string(name) + " has " + std::to_string(t->strides.size()) + " strides for rank 3");
+    for (int64_t d : t->dims)
+      if (d <= 0) bad(std::string(name) + " must have positive dims, got " + t->describe());
+    if (t->data == nullptr) bad(std::string(name) + " has a null data pointer: " + t->describe());
+    if (t->effective_strides()[2] != 1)
+      bad(std::string(name) + " must have inner stride 1 (cuDNN reads rows of D contiguous elements), got " +
+          t->describe());
+  }
+  if (q.dtype != DType::bf16 && q.dtype != DType::f16)
+    bad(std::string("Q must be bf16 or f16 (cuDNN's fused attention has no ") + to_string(q.dtype) + " kernel), got " +
+        q.describe());
+  for (const auto& [name, t] : all)
+    if (t->dtype != q.dtype) bad(std::string(name) + " must have Q's dtype " + to_string(q.dtype) + ", got " + t->describe());
+  const int64_t T = q.dims[1], D = q.dims[2];
+  if (k.dims[1] != T || k.dims[2] != D)
+    bad("K must be [G, T, D] with Q's T = " + std::to_string(T) + " and D = " + std::to_string(D) + ", got " +
+        k.describe());
+  if (v.dims != k.dims) bad("V must have K's dims, got V " + v.describe() + " and K " + k.describe());
+  if (o.dims != q.dims) bad("O must have Q's dims, got O " + o.describe() + " and Q " + q.describe());
+  if (q.dims[0] % k.dims[0] != 0)
+    bad("the query heads H = " + std::to_string(q.dims[0]) + " must be a multiple of K's heads G = " +
+        std::to_string(k.dims[0]));
+  if (offsets.dtype != DType::i32 || offsets.rank() != 1 || offsets.dims[0] < 2 || offsets.effective_strides()[0] != 1)
+    bad("the offsets must be i32 [B + 1] with B >= 1 sequences, contiguous, got " + offsets.describe());
+  if (offsets.data == nullptr) bad("the offsets have a null data pointer: " + offsets.describe());
+  if (maxLen < 1 || maxLen > T)
+    bad("max_len = " + std::to_string(maxLen) + " must be 1 .. T = " + std::to_string(T) +
+        " (a bound on every sequence's length)");
+  // cuDNN's ragged offsets are i32 elements: the last token's row must be reachable.
+  for (const auto& [name, t] : all) {
+    const std::vector<int64_t> st = t->effective_strides();
+    if (st[1] > 0 && T > std::numeric_limits<int32_t>::max() / st[1])
+      throw Error(ErrorKind::Unsupported, std::string(who) + ": " + name + "'s tokens lie past what cuDNN's 32-bit " +
+                                              "ragged offsets reach (T = " + std::to_string(T) + " tokens of " +
+                                              std::to_string(st[1]) + " elements each), got " + t->describe());
+  }
+  detail::GpuAttentionArgs a{q, k, v, o, {}, {}, causal};
+  a.offsets = offsets;
+  a.maxLen = maxLen;
+  return a;
+}
+
 } // namespace
 
 void gpu_attention(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v, bool causal,
@@ -189,6 +241,20 @@ void gpu_attention_padded(const Runtime& rt, const TensorView& q, const TensorVi
 void gpu_attention_padded_async(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
                                 const TensorView& lens, bool causal, const TensorView& o, void* stream) {
   detail::GpuAttentionArgs a = validatePadded(q, k, v, lens, causal, o);
+  a.stream = stream;
+  a.wait = false;
+  detail::RuntimeAccess::impl(rt).gpuAttention(a);
+}
+
+void gpu_attention_packed(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
+                          const TensorView& offsets, int64_t max_len, bool causal, const TensorView& o) {
+  detail::RuntimeAccess::impl(rt).gpuAttention(validatePacked(q, k, v, offsets, max_len, causal, o));
+}
+
+void gpu_attention_packed_async(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
+                                const TensorView& offsets, int64_t max_len, bool causal, const TensorView& o,
+                                void* stream) {
+  detail::GpuAttentionArgs a = validatePacked(q, k, v, offsets, max_len, causal, o);
   a.stream = stream;
   a.wait = false;
   detail::RuntimeAccess::impl(rt).gpuAttention(a);

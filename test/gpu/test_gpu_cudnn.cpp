@@ -3,6 +3,8 @@
 // reference (its log-sum-exp too), and kiln with cuDNN, under the dtype's tolerance.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "kiln/catalogue.hpp"
 #include "kiln/error.hpp"
 #include "kiln/reference.hpp"
@@ -85,6 +87,108 @@ TEST_CASE("gpu: cuDNN's padded attention agrees with the f64 reference on every 
       }
     }
   }
+}
+
+TEST_CASE("gpu: cuDNN's packed attention agrees with the f64 reference on every sequence, head-major or token-major",
+          "[gpu][cudnn]") {
+  // The catalogue's packed problems (sequences end to end, lengths drawn in 1 .. S, grouped
+  // heads): through the entry's framework route for the shape (max_len = S), and again with
+  // Q, K, V and O token-major ([T, heads, D] memory, as engines keep them) viewed as
+  // [heads, T, D] through strides.
+  const std::vector<std::pair<const char*, std::vector<int64_t>>> cases = {
+      {"attention_packed", {3, 4, 2, 200, 64}},
+      {"attention_packed_causal", {4, 4, 4, 333, 128}},
+      {"attention_packed_causal", {5, 8, 2, 700, 64}}};
+  for (DType d : {DType::bf16, DType::f16}) {
+    uint64_t seed = 190;
+    for (const auto& [name, s] : cases) {
+      const catalogue::Entry& e = catalogue::find(name);
+      const auto framework = catalogue::framework_for(e, s);
+      REQUIRE(framework);
+      catalogue::Problem p = e.problem(s, d, seed++);
+      INFO(name << " " << to_string(d) << " " << str(s));
+      {
+        catalogue::DeviceProblem dc = catalogue::upload(gpu(), p);
+        framework(gpu(), dc.views, nullptr);
+        for (const verify::Report& r : catalogue::verify_outputs(gpu(), dc, p)) {
+          INFO("cuDNN (head-major) vs f64: " << r.summary());
+          CHECK(r.ok);
+        }
+      }
+      // Token-major copies: element (h, t, x) of [heads, T, D] at (t heads + h) D + x.
+      const int64_t T = p.args[0].dims()[1], D = p.args[0].dims()[2];
+      auto tokenMajor = [&](const HostTensor& t) {
+        const int64_t heads = t.dims()[0];
+        HostTensor out(t.dtype(), {T, heads, D});
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t i = 0; i < T; ++i)
+            for (int64_t x = 0; x < D; ++x) out.set((i * heads + h) * D + x, t.get((h * T + i) * D + x));
+        return out;
+      };
+      std::vector<DeviceTensor> keep;
+      std::vector<TensorView> views;
+      for (size_t a : {size_t(0), size_t(1), size_t(2), size_t(4)}) {
+        const int64_t heads = p.args[a].dims()[0];
+        HostTensor t = a == 4 ? HostTensor(d, {T, heads, D}) : tokenMajor(p.args[a]);
+        if (a == 4) t.poison();
+        keep.push_back(gpu().upload(t));
+        views.push_back({keep.back().view().data, d, {heads, T, D}, {D, heads * D, 1}});
+      }
+      const DeviceTensor off = gpu().upload(p.args[3]);
+      reference::gpu_attention_packed(gpu(), views[0], views[1], views[2], off.view(), s[3],
+                                      name == std::string("attention_packed_causal"), views[3]);
+      const int64_t H = p.args[0].dims()[0];
+      HostTensor got(d, {T, H, D}), back(d, {H, T, D});
+      gpu().download(keep[3], got);
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < T; ++i)
+          for (int64_t x = 0; x < D; ++x) back.set((h * T + i) * D + x, got.get((i * H + h) * D + x));
+      HostTensor sel = back; // the checked elements only, where the problem samples them
+      if (!p.checked.empty()) {
+        sel = HostTensor(d, {int64_t(p.checked.size())});
+        for (size_t i = 0; i < p.checked.size(); ++i) sel.set(int64_t(i), back.get(p.checked[i]));
+      }
+      const verify::Report r = verify::compare(sel.view(), p.reference, verify::Tolerance::for_dtype(d));
+      INFO("cuDNN (token-major) vs f64: " << r.summary());
+      CHECK(r.ok);
+    }
+  }
+}
+
+TEST_CASE("gpu: cuDNN's packed attention leaves rows outside every sequence alone and clamps offsets past the tokens",
+          "[gpu][cudnn]") {
+  // Tokens 0-1 and 20-23 belong to no sequence; the second sequence is empty; the last
+  // offset lies past T (clamped to T = 24: the third sequence is tokens 10 .. 23, and max_len
+  // 10 keeps its first 10 rows, 10 .. 19). What is computed matches the f64 reference.
+  const int64_t H = 4, G = 2, T = 24, D = 64;
+  const DType dt = DType::bf16;
+  HostTensor q(dt, {H, T, D}), k(dt, {G, T, D}), v(dt, {G, T, D}), o(dt, {H, T, D}), off(DType::i32, {4});
+  q.fill_random(7);
+  k.fill_random(8);
+  v.fill_random(9);
+  o.poison();
+  const std::vector<int64_t> starts = {2, 10, 10, 1000};
+  for (size_t i = 0; i < starts.size(); ++i) off.set(int64_t(i), float(starts[i]));
+  DeviceTensor dq = gpu().upload(q), dk = gpu().upload(k), dv = gpu().upload(v), dOut = gpu().upload(o),
+               dOff = gpu().upload(off);
+  reference::gpu_attention_packed(gpu(), dq.view(), dk.view(), dv.view(), dOff.view(), /*max_len=*/10, true,
+                                  dOut.view());
+  gpu().download(dOut, o);
+  auto seq = [&](HostTensor& t, int64_t heads, int64_t first, int64_t len) {
+    return TensorView{static_cast<uint8_t*>(t.data()) + first * D * 2, dt, {1, heads, len, D}, {heads * T * D, T * D, D, 1}};
+  };
+  for (const auto& [first, len] : {std::pair<int64_t, int64_t>{2, 8}, {10, 10}}) {
+    const std::vector<double> want = reference::attention(seq(q, H, first, len), seq(k, G, first, len),
+                                                          seq(v, G, first, len), /*causal=*/true);
+    const verify::Report r = verify::compare(seq(o, H, first, len), want, verify::Tolerance::for_dtype(dt));
+    INFO("sequence at " << first << ": " << r.summary());
+    CHECK(r.ok);
+  }
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t t : {0, 1, 20, 21, 22, 23}) {
+      INFO("head " << h << " token " << t);
+      CHECK(std::isnan(o.get((h * T + t) * D)));
+    }
 }
 
 TEST_CASE("gpu: cuDNN's attention reads and writes the [B, T, H, D] layout through strides", "[gpu][cudnn]") {

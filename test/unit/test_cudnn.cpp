@@ -167,6 +167,38 @@ TEST_CASE("the cuDNN attention graph masks each sequence's padding and bounds bo
   for (const OpSpec& op : attentionGraph(a).ops) CHECK(op.mOverride + op.nOverride + op.kOverride == 0);
 }
 
+TEST_CASE("the cuDNN attention graph reads packed sequences through ragged offsets named before each tensor",
+          "[cudnn]") {
+  // Packed [H, T, D] token-major memory as [B, H, max_len, D]: heads D apart, tokens H D.
+  AttentionShape a = shape(3, 8, 2, 256, 256, 128, true);
+  a.q = a.o = {256 * 8 * 128, 128, 8 * 128, 1};
+  a.k = a.v = {256 * 2 * 128, 128, 2 * 128, 1};
+  a.padded = a.ragged = true;
+  const Graph g = attentionGraph(a);
+  INFO(g.describe());
+  const std::vector<std::pair<int64_t, int64_t>> raggedBy = {{kQ, kRaggedQ}, {kK, kRaggedK}, {kV, kRaggedV}, {kO, kRaggedO}};
+  auto position = [&](int64_t uid) {
+    for (size_t i = 0; i < g.tensors.size(); ++i)
+      if (g.tensors[i].uid == uid) return i;
+    FAIL("no tensor " << uid);
+    return size_t(0);
+  };
+  for (const auto& [tensor, offsets] : raggedBy) {
+    CHECK(g.tensor(tensor).ragged == offsets);
+    const TensorSpec& o = g.tensor(offsets);
+    CHECK_FALSE(o.isVirtual);
+    CHECK(o.type == kDataInt32);
+    CHECK(o.dims == std::vector<int64_t>{4, 1, 1, 1}); // B + 1 starts
+    CHECK(position(offsets) < position(tensor));     // cuDNN links a finalized descriptor
+  }
+  // The padding mask and the products' bounds as for padded sequences.
+  CHECK(has(opNames(g), "select_padding"));
+  CHECK_THAT(g.describe(), Contains("Q[3,8,256,128] bf16 ragged by Q offsets"));
+  // Padded alone: no offsets.
+  a.ragged = false;
+  for (const TensorSpec& t : attentionGraph(a).tensors) CHECK(t.ragged == 0);
+}
+
 TEST_CASE("the cuDNN attention graph refuses shapes cuDNN cannot take, naming the rule", "[cudnn]") {
   AttentionShape a = shape(1, 4, 4, 8, 8, 64, false);
   a.dtype = DType::f32;
@@ -184,6 +216,9 @@ TEST_CASE("the cuDNN attention graph refuses shapes cuDNN cannot take, naming th
   a = shape(1, 4, 4, 8, 8, 64, false);
   a.padded = a.stats = true;
   requireInvalid(a, "padded sequences with an LSE output are not supported");
+  a = shape(1, 4, 4, 8, 8, 64, false);
+  a.ragged = true;
+  requireInvalid(a, "packed (ragged) sequences need their lengths");
 }
 
 TEST_CASE("a cuDNN attention plan's key tells apart what the plan depends on", "[cudnn]") {
@@ -207,6 +242,11 @@ TEST_CASE("a cuDNN attention plan's key tells apart what the plan depends on", "
   b = a;
   b.alignment[5] = 4;
   CHECK(a.key() != b.key());
+  b = a;
+  b.padded = true;
+  AttentionShape c = b;
+  c.ragged = true;
+  CHECK(b.key() != c.key());
 }
 
 TEST_CASE("cuDNN loads as cuDNN 9, or says where it looked and how to point kiln at it", "[cudnn]") {
@@ -264,6 +304,7 @@ TEST_CASE("kiln's declarations of cuDNN's ABI equal cudnn_graph.h's", "[cudnn]")
   KILN_SAME(kTensorUniqueId, CUDNN_ATTR_TENSOR_UNIQUE_ID);
   KILN_SAME(kTensorIsVirtual, CUDNN_ATTR_TENSOR_IS_VIRTUAL);
   KILN_SAME(kTensorIsByValue, CUDNN_ATTR_TENSOR_IS_BY_VALUE);
+  KILN_SAME(kTensorRaggedOffsetDesc, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC);
   KILN_SAME(kVariantPackUniqueIds, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
   KILN_SAME(kVariantPackDataPointers, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
   KILN_SAME(kVariantPackWorkspace, CUDNN_ATTR_VARIANT_PACK_WORKSPACE);
@@ -333,8 +374,12 @@ TEST_CASE("the installed cuDNN takes every tensor and operation of kiln's attent
   withStats.stats = true;
   AttentionShape padded = shape(4, 8, 2, 512, 512, 128, false), paddedCausal = shape(2, 4, 4, 300, 300, 64, true);
   padded.padded = paddedCausal.padded = true;
+  AttentionShape packed = shape(3, 8, 2, 300, 300, 128, true); // token-major [T, heads, D] memory
+  packed.q = packed.o = {300 * 8 * 128, 128, 8 * 128, 1};
+  packed.k = packed.v = {300 * 2 * 128, 128, 2 * 128, 1};
+  packed.padded = packed.ragged = true;
   for (const AttentionShape& a : {shape(1, 8, 8, 128, 128, 128, false), shape(1, 8, 2, 3, 300, 64, true),
-                                  shape(1, 32, 8, 1, 4096, 128, true), withStats, padded, paddedCausal}) {
+                                  shape(1, 32, 8, 1, 4096, 128, true), withStats, padded, paddedCausal, packed}) {
     INFO(a.key());
     CHECK(kiln::cuda::cudnnDescribeAttention(a) == attentionGraph(a).ops.size());
   }

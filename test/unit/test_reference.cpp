@@ -290,3 +290,56 @@ TEST_CASE("gpu_attention_padded asks for a length a sequence and as many queries
     CHECK_THAT(e.what(), Contains("runs cuDNN on a CUDA runtime"));
   }
 }
+
+TEST_CASE("gpu_attention_packed asks for rank-3 tensors over the same tokens, i32 offsets and a length bound, "
+          "naming what is wrong",
+          "[reference][cudnn]") {
+  Runtime cpu = Runtime::create(Backend::cpu);
+  const int64_t H = 4, G = 2, T = 9, D = 16;
+  HostTensor q(DType::bf16, {H, T, D}), kv(DType::bf16, {G, T, D}), o(DType::bf16, {H, T, D}),
+      off(DType::i32, {3}), offF(DType::f32, {3}), offOne(DType::i32, {1}), q4(DType::bf16, {1, H, T, D}),
+      kvShort(DType::bf16, {G, T - 1, D}), kv3(DType::bf16, {3, T, D}), wide(DType::i32, {6});
+  auto run = [&](const TensorView& qv, const TensorView& kview, const TensorView& ov, const TensorView& offv,
+                 int64_t maxLen) {
+    reference::gpu_attention_packed(cpu, qv, kview, kview, offv, maxLen, false, ov);
+  };
+  require_invalid([&] { run(q4.view(), kv.view(), o.view(), off.view(), 4); },
+                  "reference::gpu_attention_packed: Q must be rank 3 ([heads, T, D])");
+  require_invalid([&] { run(q.view(), kvShort.view(), o.view(), off.view(), 4); },
+                  "K must be [G, T, D] with Q's T = 9 and D = 16");
+  require_invalid([&] { run(q.view(), kv3.view(), o.view(), off.view(), 4); },
+                  "the query heads H = 4 must be a multiple of K's heads G = 3");
+  require_invalid([&] { run(q.view(), kv.view(), o.view(), offF.view(), 4); },
+                  "the offsets must be i32 [B + 1] with B >= 1 sequences");
+  require_invalid([&] { run(q.view(), kv.view(), o.view(), offOne.view(), 4); }, "with B >= 1 sequences");
+  TensorView everyOther{wide.data(), DType::i32, {3}, {2}};
+  require_invalid([&] { run(q.view(), kv.view(), o.view(), everyOther, 4); }, "contiguous");
+  require_invalid([&] { run(q.view(), kv.view(), o.view(), off.view(), 0); }, "max_len = 0 must be 1 .. T = 9");
+  require_invalid([&] { run(q.view(), kv.view(), o.view(), off.view(), 10); }, "max_len = 10 must be 1 .. T = 9");
+  TensorView columns{q.data(), DType::bf16, {H, T, D}, {T * D, 1, T}};
+  require_invalid([&] { run(columns, kv.view(), o.view(), off.view(), 4); }, "Q must have inner stride 1");
+  // Good arguments reach the backend, which has no cuDNN on the CPU.
+  try {
+    run(q.view(), kv.view(), o.view(), off.view(), 4);
+    FAIL("expected kiln::Error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+    CHECK_THAT(e.what(), Contains("runs cuDNN on a CUDA runtime"));
+  }
+}
+
+TEST_CASE("gpu_attention_packed refuses tensors whose rows cuDNN's 32-bit offsets cannot reach", "[reference][cudnn]") {
+  Runtime cpu = Runtime::create(Backend::cpu);
+  // Views only (nothing is read): T tokens 2^20 elements apart pass 2^31.
+  HostTensor small(DType::bf16, {1, 1, 16});
+  const int64_t T = 4096, stride = int64_t(1) << 20;
+  const TensorView huge{small.data(), DType::bf16, {1, T, 16}, {16, stride, 1}};
+  HostTensor off(DType::i32, {2});
+  try {
+    reference::gpu_attention_packed(cpu, huge, huge, huge, off.view(), 16, false, huge);
+    FAIL("expected kiln::Error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+    CHECK_THAT(e.what(), Contains("Q's tokens lie past what cuDNN's 32-bit ragged offsets reach"));
+  }
+}

@@ -381,7 +381,7 @@ int cmdBench(const BenchOptions& o) {
         } else if (route.handwritten) {
           run = [&] { route.hw.launch(*route.handwritten, v, nullptr); };
         } else if (entry.framework) { // framework: the library's own kernel (cuDNN's attention)
-          run = [&] { entry.framework(rt, v, nullptr); };
+          run = [&, framework = kiln::catalogue::framework_for(entry, parsed[si])] { framework(rt, v, nullptr); };
         } else { // framework, framework-eager
           const auto epi = epilogueOf(o.kernel);
           const kiln::TensorView* bias = epi != kiln::reference::Epilogue::none ? &v[2] : nullptr;
