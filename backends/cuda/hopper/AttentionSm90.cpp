@@ -72,7 +72,6 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -102,16 +101,14 @@ struct AttnGeometry {
   int64_t d, kv, stages, consumers;
   /// K and V windowed (AttentionMatch::keyLen): one more mbarrier, `landed`, after the ring's.
   bool windowed = false;
-  /// Sequence units (AttentionMatch::sequenceGrid): one more mbarrier, `qEmpty` (the
-  /// consumers are done with Q), and 16 bytes after the mbarriers for the unit the producer
-  /// hands the consumers (found, sequence, query group, head).
+  /// Sequence units (AttentionMatch::sequenceGrid): 16 bytes after the mbarriers for the
+  /// unit a CTA's first warp finds (found, sequence, query group).
   bool units = false;
   int64_t qBytes() const { return consumers * kRows * d * 2; }
   int64_t kBytes() const { return kv * d * 2; }
   int64_t stageBytes() const { return 2 * kBytes(); }
   int64_t barrierOffset() const { return qBytes() + stages * stageBytes(); }
-  int64_t qEmptyOffset() const { return barrierOffset() + 8 * (1 + 2 * stages + (windowed ? 1 : 0)); }
-  int64_t recordOffset() const { return qEmptyOffset() + (units ? 8 : 0); }
+  int64_t recordOffset() const { return barrierOffset() + 8 * (1 + 2 * stages + (windowed ? 1 : 0)); }
   int64_t sharedBytes() const { return recordOffset() + (units ? 16 : 0) + 1024; }
   static int64_t deepest(int64_t d, int64_t kv, int64_t consumers, bool windowed, bool units) {
     int64_t s = 2;
@@ -127,12 +124,8 @@ struct AttnGeometry {
     return asked ? asked : m.d == 64 && m.queriesAreKeys ? 3 : 2;
   }
   int64_t threads() const { return 128 * (1 + consumers); }
-  /// The producer's registers a thread after setmaxnreg: 40 for sequence units with two
-  /// consumers (its unit loop and search carry more; two consumers keep 232 either way,
-  /// three would drop from 160 to 152, too few for 128 keys), else kProducerRegs.
-  int32_t producerRegs() const { return units && consumers == 2 ? 40 : kProducerRegs; }
   /// The consumers' registers a thread (consumerRegisters: 232 for two, 160 for three).
-  int64_t consumerRegs() const { return consumerRegisters(threads(), producerRegs()); }
+  int64_t consumerRegs() const { return consumerRegisters(threads(), kProducerRegs); }
   /// Key splits: a consumer thread's loop state (`values` f32) for each consumer, in the ring
   /// (free once every consumer has left its loop).
   int64_t exchangeBytes(int64_t values) const { return consumers * 128 * values * 4; }
@@ -168,15 +161,13 @@ private:
   /// The function's return and attributes (the launch plan, the layouts).
   void finish();
   /// Sequence units: each role loops over the units the CTA takes (see sequenceUnits in
-  /// LaunchPlan), the K/V ring and its barriers carried from one to the next.
+  /// LaunchPlan), barriers made anew for each.
   void unitLoops(Value bid);
-  /// One warp (every lane takes part): the query group `unit` of head-less numbering falls in
-  /// (the sequences' groups that hold rows, in order; a sequence's own in reverse, its
-  /// longest first) and how many groups there are in all. The same in every lane.
-  struct Unit {
-    Value found, seq, group, total;
-  };
-  Unit findUnit(Value unit);
+  /// Warp 0: the query group `unit` of head-less numbering falls in (the sequences' groups
+  /// that hold rows, in order; a sequence's own in reverse, its longest first), written to
+  /// the unit record as (found, sequence, group). Every lane takes part.
+  /// Also (the record's fourth word) whether unit + `stride` is one too: another round.
+  Value findUnit(Value unit, Value stride);
   void initBarriers();
   void producerWork();
   void consumerWork();
@@ -249,17 +240,14 @@ private:
   }
   Value phaseOf(Value j) { return b_.create<arith::AndIOp>(loc_, divu(ring(j), i32(g_.stages)), i32(1)); }
   Value qBarrier() { return sharedPtr(i32(g_.barrierOffset())); }
-  /// Sequence units: the consumers' arrivals once Q's last product is done (count 128 x C).
-  Value qEmptyBarrier() { return sharedPtr(i32(g_.qEmptyOffset())); }
   Value fullBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8))); }
   Value emptyBarrier(Value s) { return sharedPtr(add(mul(s, i32(8)), i32(g_.barrierOffset() + 8 + 8 * g_.stages))); }
   /// Windowed K/V (AttnGeometry::windowed): where TMA completes a tile some of whose rows lie
   /// past the window, for the producer to zero them before it completes the stage's full.
   Value landedBarrier() { return sharedPtr(i32(g_.barrierOffset() + 8 + 16 * g_.stages)); }
   Value stageOffset(Value j) { return add(i32(g_.qBytes()), mul(remu(ring(j), i32(g_.stages)), i32(g_.stageBytes()))); }
-  /// Key step j's place in the ring: its steps counted from the CTA's first (lo_), after
-  /// base_ steps of the CTA's earlier units (sequence units).
-  Value ring(Value j) { return base_ ? add(base_, sub(j, lo_)) : sub(j, lo_); }
+  /// Key step j's place in the ring: its steps counted from the CTA's first (lo_).
+  Value ring(Value j) { return sub(j, lo_); }
   /// Key splits: the CTA's key steps [lo_, hi_) of every program (`all` the most steps of
   /// its programs): rank r's part of them, or all of them for rank 0 (none for the rest)
   /// where a part would start on a step with a key masked for some row.
@@ -418,13 +406,6 @@ private:
   // (1 and 0 without), the CTA's key steps [lo_, hi_) (0 and the most steps without).
   bool splits_ = false;
   Value kSize_, kRank_, lo_, hi_;
-  // Sequence units: the ring steps and the tiles landed on `landed` in the CTA's earlier
-  // units (null outside the unit loop), whether the consumers have waited for Q already, and
-  // what the producer's thread does before it loads Q (waits for the last Q to be free,
-  // hands over the unit).
-  Value base_, landedBase_;
-  bool qAwaited_ = false;
-  std::function<void()> beforeQ_;
   bool firstKey_ = false; // range(): an iota along the columns as its first column only
   // Per consumer: its query tile, its row of the tile per h (as the program sees it: mod T
   // with head folding) and as the tile holds it, its first column.
@@ -509,7 +490,7 @@ void AttnEmitter::declareParams() {
   plan_.tileK = m_.d;
   plan_.stages = g_.stages;
   plan_.output = int(m_.oArg);
-  plan_.persistent = m_.sequenceGrid; // sequence units: min(units, SMs) CTAs, each looping
+  plan_.persistent = false;
   plan_.sequenceUnits = m_.sequenceGrid;
   auto dimName = [&](unsigned a, unsigned d) {
     TensorArgType t = m_.kernel.getArgType(a);
@@ -673,125 +654,96 @@ void AttnEmitter::initBarriers() {
     b_.create<NVVM::MBarrierInitOp>(loc_, emptyBarrier(i32(s)), i32(128 * g_.consumers), Value());
   }
   if (g_.windowed) b_.create<NVVM::MBarrierInitOp>(loc_, landedBarrier(), i32(1), Value());
-  if (g_.units) b_.create<NVVM::MBarrierInitOp>(loc_, qEmptyBarrier(), i32(128 * g_.consumers), Value());
   b_.create<NVVM::FenceMbarrierInitOp>(loc_);
 }
 
 void AttnEmitter::unitLoops(Value bid) {
-  // Persistent: CTA bid takes units bid, bid + R, bid + 2R, ... (R the grid's CTAs) of the
-  // heads' units numbered head by head (units along a head first: CTAs running side by side
-  // read the same K/V head; heads first ran 2.6% slower at B4 H32 D128, H200, 2026-12-04).
-  // The producer's first warp finds each unit; its thread 0 waits until the consumers are
-  // done with the last unit's Q (qEmpty), writes the unit into the record and loads its Q
-  // (qFull completes the record's hand-over: its arrive releases the store); the consumers
-  // read the record once Q has landed, run the unit, and arrive on qEmpty after its last
-  // product, so the next unit's Q and first K/V tiles load while this one's epilogue runs.
-  // The K/V ring and the `landed` count carry on from unit to unit (base_, landedBase_).
-  // After the last unit the producer hands over a record of no unit (found 0) with a bare
-  // arrive, and the consumers leave.
-  ifThen(eq(tid_, i32(0)), [&] { initBarriers(); });
-  b_.create<NVVM::BarrierOp>(loc_, Type(), i32(0), i32(g_.threads()), NVVM::BarrierReductionAttr(), Value());
+  // CTA bid takes head bid / R and units u0, u0 + R, u0 + 2R, ... (u0 = bid mod R, R the
+  // grid's CTAs per head): one unit where the sequences do not overlap (R >= the units).
+  // Units along a head first: CTAs running side by side read the same K/V head (heads first
+  // ran 2.6% slower at B4 H32 D128, H200, 2026-12-04).
   Value heads = dimOf(m_.oArg, seqDim() - 1);
   Value gridX = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::GridDimOp>(loc_, gpu::Dimension::x));
+  Value round = divu(gridX, heads);
+  Value head = divu(bid, round), u0 = remu(bid, round);
   auto record = [&](int64_t k) {
     return b_.create<LLVM::LoadOp>(loc_, b_.getI32Type(), sharedPtr(i32(g_.recordOffset() + 4 * k)), /*alignment=*/4)
         .getResult();
   };
-  auto store = [&](Value v, int64_t k) {
-    b_.create<LLVM::StoreOp>(loc_, v, sharedPtr(i32(g_.recordOffset() + 4 * k)), /*alignment=*/4);
+  // Both roles run the same rounds, meeting at the same CTA barriers in each: after the
+  // first (none in round 0), the last unit's work is done (its TMA loads consumed, its
+  // barriers idle); warp 0 finds the next unit and thread 0 makes its barriers anew; after
+  // the second, every thread reads the unit, and whether a round follows it. Barrier 0 with a thread count, not gpu.barrier: the consumers' two would
+  // be back to back, and canonicalisation folds adjacent gpu.barriers into one (the roles
+  // then count different barriers, and the CTA hangs; H200, 2026-12-04).
+  auto ctaBarrier = [&] {
+    b_.create<NVVM::BarrierOp>(loc_, Type(), i32(0), i32(g_.threads()), NVVM::BarrierReductionAttr(), Value());
   };
-  auto waitQEmpty = [&](Value k) { // unit k - 1's Q is free (nothing to wait for before unit 0)
-    ifThen(ne(k, i32(0)), [&] {
-      Value parity = b_.create<arith::AndIOp>(loc_, sub(k, i32(1)), i32(1));
-      b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qEmptyBarrier(), parity, i32(10000000));
-    });
+  auto loops = [&](bool producer) {
+    // Carried: the round k and whether the CTA has a unit in it (found in the round before:
+    // the last round leaves without barriers or a search, so the next CTA on the SM starts
+    // at once; H200, 2026-12-04, D64 B4: the search after the last unit cost ~6%).
+    Type i1 = b_.getI1Type();
+    auto loop = b_.create<scf::WhileOp>(loc_, TypeRange{b_.getI32Type(), i1},
+                                        ValueRange{i32(0), b_.create<arith::ConstantIntOp>(loc_, 1, 1).getResult()});
+    OpBuilder::InsertionGuard outside(b_); // createBlock moves the insertion point into the block
+    {
+      Block* before = b_.createBlock(&loop.getBefore(), {}, {b_.getI32Type(), i1}, {loc_, loc_});
+      b_.setInsertionPointToStart(before);
+      Value k = before->getArgument(0);
+      auto search = b_.create<scf::IfOp>(loc_, TypeRange{i1}, before->getArgument(1), /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPointToStart(search.thenBlock());
+        ifThen(ne(k, i32(0)), [&] { ctaBarrier(); }); // round 0: nothing to wait for yet
+        if (producer)
+          ifThen(ult(tid_, i32(32)), [&] {
+            Value found = findUnit(add(u0, mul(k, round)), round);
+            ifThen(b_.create<arith::AndIOp>(loc_, eq(tid_, i32(0)), found), [&] {
+              ifThen(ne(k, i32(0)), [&] { // made for the last unit: invalidated before made anew
+                b_.create<NVVM::MBarrierInvalOp>(loc_, qBarrier());
+                for (int64_t s = 0; s < g_.stages; ++s) {
+                  b_.create<NVVM::MBarrierInvalOp>(loc_, fullBarrier(i32(s)));
+                  b_.create<NVVM::MBarrierInvalOp>(loc_, emptyBarrier(i32(s)));
+                }
+                if (g_.windowed) b_.create<NVVM::MBarrierInvalOp>(loc_, landedBarrier());
+              });
+              initBarriers();
+            });
+          });
+        ctaBarrier();
+        b_.create<scf::YieldOp>(loc_, ValueRange{ne(record(0), i32(0))});
+        b_.setInsertionPointToStart(search.elseBlock());
+        b_.create<scf::YieldOp>(loc_, ValueRange{b_.create<arith::ConstantIntOp>(loc_, 0, 1).getResult()});
+      }
+      b_.create<scf::ConditionOp>(loc_, search.getResult(0), ValueRange{k, search.getResult(0)});
+    }
+    Block* after = b_.createBlock(&loop.getAfter(), {}, {b_.getI32Type(), i1}, {loc_, loc_});
+    b_.setInsertionPointToStart(after);
+    h_ = head;
+    b_idx_ = record(1);
+    group_ = record(2);
+    // Read before the work: the next round's search overwrites the record.
+    Value more = ne(record(3), i32(0));
+    lo_ = i32(0);
+    hi_ = mostSteps(mul(group_, i32(g_.consumers)));
+    if (producer) producerWork();
+    else consumerWork();
+    b_.create<scf::YieldOp>(loc_, ValueRange{add(after->getArgument(0), i32(1)), more});
   };
-  Type i32t = b_.getI32Type();
   ifThenElse(
       eq(wg_, i32(0)),
       [&] {
-        b_.create<NVVM::SetMaxRegisterOp>(loc_, g_.producerRegs(), NVVM::SetMaxRegisterAction::decrease);
-        ifThen(ult(tid_, i32(32)), [&] {
-          // The groups of one head (the same for every head: the windows depend on the
-          // sequence alone), then the units of all heads.
-          Value perHead = findUnit(i32(0)).total;
-          Value units = mul(perHead, heads);
-          auto loop = b_.create<scf::WhileOp>(loc_, TypeRange{i32t, i32t, i32t, i32t},
-                                              ValueRange{bid, i32(0), i32(0), i32(0)});
-          OpBuilder::InsertionGuard outside(b_);
-          Block* before = b_.createBlock(&loop.getBefore(), {}, {i32t, i32t, i32t, i32t}, {loc_, loc_, loc_, loc_});
-          b_.setInsertionPointToStart(before);
-          b_.create<scf::ConditionOp>(loc_, ult(before->getArgument(0), units), before->getArguments());
-          Block* after = b_.createBlock(&loop.getAfter(), {}, {i32t, i32t, i32t, i32t}, {loc_, loc_, loc_, loc_});
-          b_.setInsertionPointToStart(after);
-          Value U = after->getArgument(0), k = after->getArgument(1);
-          Unit unit = findUnit(remu(U, perHead));
-          h_ = divu(U, perHead);
-          b_idx_ = unit.seq;
-          group_ = unit.group;
-          lo_ = i32(0);
-          hi_ = mostSteps(mul(group_, i32(g_.consumers)));
-          base_ = after->getArgument(2);
-          landedBase_ = after->getArgument(3);
-          beforeQ_ = [&] {
-            waitQEmpty(k);
-            store(i32(1), 0);
-            store(b_idx_, 1);
-            store(group_, 2);
-            store(h_, 3);
-          };
-          producerWork();
-          beforeQ_ = nullptr;
-          // The tiles this unit landed on `landed` (zeroPastWindow: its steps from the
-          // window's last whole one on), for the next unit's parities.
-          Value landed = i32(0);
-          if (g_.windowed) {
-            IRMapping map = programIndices(mul(group_, i32(g_.consumers)));
-            Value len = fromIndex(index(m_.keyLen, map));
-            Value kStart = m_.keyStart ? fromIndex(index(m_.keyStart, map)) : i32(0);
-            len = clipWindow(kStart, len, dimOf(m_.kArg, seqDim())).second;
-            Value first = b_.create<arith::MaxSIOp>(loc_, lo_, b_.create<arith::DivSIOp>(loc_, len, i32(m_.kv)));
-            landed = b_.create<arith::MaxSIOp>(loc_, sub(hi_, first), i32(0));
-          }
-          b_.create<scf::YieldOp>(loc_, ValueRange{add(U, gridX), add(k, i32(1)), add(base_, hi_),
-                                                   add(landedBase_, landed)});
-          b_.setInsertionPointAfter(loop);
-          base_ = landedBase_ = Value();
-          ifThen(eq(tid_, i32(0)), [&] {
-            waitQEmpty(loop.getResult(1));
-            store(i32(0), 0);
-            b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), qBarrier(), Value());
-          });
-        });
+        b_.create<NVVM::SetMaxRegisterOp>(loc_, kProducerRegs, NVVM::SetMaxRegisterAction::decrease);
+        loops(true);
       },
       [&] {
         b_.create<NVVM::SetMaxRegisterOp>(loc_, int32_t(g_.consumerRegs()), NVVM::SetMaxRegisterAction::increase);
-        auto loop = b_.create<scf::WhileOp>(loc_, TypeRange{i32t, i32t}, ValueRange{i32(0), i32(0)});
-        OpBuilder::InsertionGuard outside(b_);
-        Block* before = b_.createBlock(&loop.getBefore(), {}, {i32t, i32t}, {loc_, loc_});
-        b_.setInsertionPointToStart(before);
-        Value parity = b_.create<arith::AndIOp>(loc_, before->getArgument(0), i32(1));
-        b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), parity, i32(10000000));
-        b_.create<scf::ConditionOp>(loc_, ne(record(0), i32(0)), before->getArguments());
-        Block* after = b_.createBlock(&loop.getAfter(), {}, {i32t, i32t}, {loc_, loc_});
-        b_.setInsertionPointToStart(after);
-        // Read before the unit's work: the producer writes the next unit's once every
-        // consumer has arrived on qEmpty.
-        b_idx_ = record(1);
-        group_ = record(2);
-        h_ = record(3);
-        lo_ = i32(0);
-        hi_ = mostSteps(mul(group_, i32(g_.consumers)));
-        base_ = after->getArgument(1);
-        qAwaited_ = true;
-        consumerWork();
-        qAwaited_ = false;
-        b_.create<scf::YieldOp>(loc_, ValueRange{add(after->getArgument(0), i32(1)), add(base_, hi_)});
-        base_ = Value();
+        loops(false);
       });
 }
 
-AttnEmitter::Unit AttnEmitter::findUnit(Value unit) {
+Value AttnEmitter::findUnit(Value unit, Value stride) {
   Value lane = b_.create<arith::AndIOp>(loc_, tid_, i32(31));
   auto shuffle = [&](Value x, Value offset, gpu::ShuffleMode mode) {
     return b_.create<gpu::ShuffleOp>(loc_, x, offset, i32(32), mode);
@@ -843,7 +795,13 @@ AttnEmitter::Unit AttnEmitter::findUnit(Value unit) {
     for (int64_t k = 0; k < 3; ++k) out.push_back(add(loop.getRegionIterArgs()[size_t(k + 1)], picked[size_t(k)]));
     b_.create<scf::YieldOp>(loc_, out);
   }
-  return {ne(loop.getResult(1), zero), loop.getResult(2), loop.getResult(3), loop.getResult(0)};
+  Value more = b_.create<arith::ExtUIOp>(loc_, b_.getI32Type(), ult(add(unit, stride), loop.getResult(0)));
+  ifThen(eq(lane, zero), [&] {
+    for (int64_t k = 0; k < 3; ++k)
+      b_.create<LLVM::StoreOp>(loc_, loop.getResult(unsigned(k + 1)), sharedPtr(i32(g_.recordOffset() + 4 * k)), /*alignment=*/4);
+    b_.create<LLVM::StoreOp>(loc_, more, sharedPtr(i32(g_.recordOffset() + 12)), /*alignment=*/4);
+  });
+  return ne(loop.getResult(1), zero);
 }
 
 void AttnEmitter::producer() {
@@ -864,7 +822,6 @@ void AttnEmitter::producerWork() {
     // Every program's Q tile (a program past S reads zeros: TMA fills them).
     // Folded heads: boxes of T rows of f heads (f T of the tile's 64 rows); TMA counts a
     // box's bytes whole, past the tensor's end too.
-    if (beforeQ_) beforeQ_();
     Value qBytes = i32(g_.qBytes());
     if (m_.foldHeads)
       qBytes = b_.create<arith::SelectOp>(loc_, ult(i32(1), fold_),
@@ -937,9 +894,7 @@ void AttnEmitter::zeroPastWindow(Value j, Value stage, Value len, Value inWindow
   // completed. The tiles that land here are this CTA's steps from max(lo_, len / kv) on,
   // one at a time, so the n-th of them waits on `landed`'s parity n mod 2.
   Value first = b_.create<arith::MaxSIOp>(loc_, lo_, b_.create<arith::DivSIOp>(loc_, len, i32(m_.kv)));
-  Value nth = sub(j, first);
-  if (landedBase_) nth = add(nth, landedBase_); // after the CTA's earlier units' landed tiles
-  Value parity = b_.create<arith::AndIOp>(loc_, nth, i32(1));
+  Value parity = b_.create<arith::AndIOp>(loc_, sub(j, first), i32(1));
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, landedBarrier(), parity, i32(10000000));
   Value from = b_.create<arith::MaxSIOp>(loc_, inWindow, i32(0));
   Value zero = b_.create<LLVM::ZeroOp>(loc_, VectorType::get({4}, b_.getI32Type()));
@@ -1308,7 +1263,7 @@ void AttnEmitter::consumerWork() {
   m_.grid.getBody().front().walk([&](ReadOp r) {
     if (!m_.loop->isAncestor(r)) index(r.getResult(), idx_);
   });
-  if (!qAwaited_) b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), i32(0), i32(10000000));
+  b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, qBarrier(), i32(0), i32(10000000));
   // Ping-pong (FA3): the consumers issue their tensor-core bursts in turn, round robin from
   // consumer 0, so one's burst runs while the others compute their softmax. Each takes
   // hi_ - lo_ turns (a shorter program idles through the rest in its drain loop); the last
@@ -1410,9 +1365,6 @@ void AttnEmitter::consumerWork() {
     turn(/*pass=*/true);
     release(drain.getInductionVar());
   }
-  // Sequence units: every product on Q is done, so the producer may load the next unit's
-  // while this one's epilogue runs.
-  if (g_.units) b_.create<NVVM::MBarrierArriveOp>(loc_, Type(), qEmptyBarrier(), Value());
   ifThen(eq(w, i32(0)), [&] { turn(/*pass=*/false); });
   if (splits_) {
     Vals state;

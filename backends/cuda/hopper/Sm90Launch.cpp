@@ -223,10 +223,6 @@ Split keySplit(const LaunchPlan& plan, const std::vector<TensorView>& args, cons
                             ? (k.dims[size_t(plan.reduction.dim)] + plan.reduction.tile - 1) / plan.reduction.tile
                             : 1;
   const int64_t slots = std::max<int64_t>(1, int64_t(config.smCount) * plan.ctasPerSm);
-  // Sequence units, persistent: one CTA per SM, each looping over units (no key splits:
-  // the queries are windowed). `units` bounds the groups the kernel finds.
-  if (plan.sequenceUnits && plan.persistent && config.smCount > 0)
-    return {std::min(units, slots), 0, 0, double((units + slots - 1) / slots) * double(steps), 0, 1};
   // The busiest SM's key steps: rounds of CTAs (clusters) times the steps of one.
   const Split whole{units, 0, 0, double((units + slots - 1) / slots) * double(steps), 0, fold};
   Split best = whole;

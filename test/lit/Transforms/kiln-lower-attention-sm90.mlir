@@ -830,36 +830,24 @@ module {
 // tiles): Q, K, V, O of rank 3 ([heads, T, D]), every view windowed along dim 1 to the
 // program's sequence (tile.read of two offsets, %b of the grid indexing no view). The twin
 // takes O's two strides and the offsets' pointer; its CTAs go to sequence units (the query
-// groups that hold a sequence's rows, `sequence_units`), persistently: the barriers made once
-// behind one CTA barrier; the producer's warp 0 counts a head's groups (a running sum of each
-// sequence's across the lanes, shuffled up), then loops over its units, thread 0 waiting
-// for the last unit's Q to be free (qEmpty) before it stores the unit and loads Q (3-D TMA
-// boxes at the window's start), and after the last hands over a bare arrive; the consumers
-// loop, reading each unit once Q has landed. No barrier is made anew; no key splits.
+// groups that hold a sequence's rows, `sequence_units`): in each role's loop, two CTA barriers
+// a unit, warp 0 finding it (a running sum of each sequence's groups across the lanes,
+// shuffled up) and thread 0 making the barriers anew (invalidated first after the first
+// unit); TMA reads 3-D boxes at the window's start; no key splits.
 // PACKED-LABEL: gpu.func @attention_packed__sm90_attn(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32,
 // PACKED-SAME: {\22arg\22:3,\22dim\22:0,\22less\22:1,\22name\22:\22B1\22,\22tile\22:1}
 // PACKED-SAME: \22no_key_splits\22:\22its queries are windowed
-// PACKED-SAME: \22persistent\22:true
 // PACKED-SAME: \22sequence_units\22:true
-// PACKED: nvvm.mbarrier.init
-// PACKED: nvvm.fence.mbarrier.init
-// PACKED: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // PACKED: gpu.grid_dim x
-// PACKED: nvvm.setmaxregister decrease
+// PACKED: scf.while
+// PACKED: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // PACKED: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // PACKED: gpu.shuffle up
-// PACKED: scf.while
-// PACKED: nvvm.mbarrier.try_wait.parity
-// PACKED: llvm.store
-// PACKED: nvvm.mbarrier.arrive.expect_tx
+// PACKED: nvvm.mbarrier.inval
+// PACKED: nvvm.mbarrier.init
+// PACKED: nvvm.barrier id
 // PACKED: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%{{[a-z0-9_]*}}, %{{[a-z0-9_]*}}, %{{[a-z0-9_]*}}] :
 // PACKED: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// PACKED: nvvm.mbarrier.arrive %
-// PACKED: nvvm.setmaxregister increase
-// PACKED: scf.while
-// PACKED: nvvm.mbarrier.try_wait.parity
-// PACKED-NOT: nvvm.mbarrier.inval
-// PACKED: gpu.return
 module {
   tile.kernel @attention_packed(in %Q: !tile.tensor<[H, T, 64], bf16>, in %K: !tile.tensor<[G, T, 64], bf16>, in %V: !tile.tensor<[G, T, 64], bf16>, in %Offsets: !tile.tensor<[B1], i32>, out %O: !tile.tensor<[H, T, 64], bf16>) {
     %H = tile.dim "H"
