@@ -2,6 +2,8 @@
 // Eigen f64 reference, with the output poisoned (NaN) before each run.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <algorithm>
 #include <functional>
 
@@ -842,6 +844,35 @@ TEST_CASE("gpu: the sm_90a attention twin is right on ragged shapes, causal and 
             CHECK(rep.ok);
           }
       }
+}
+
+TEST_CASE("gpu: the sm_90a attention twin writes O at an address 4-byte but not 16-byte aligned, and nothing around it",
+          "[gpu][sm90]") {
+  // The twin stores O 16 bytes at a time where O's base and strides allow it, else element
+  // pairs: here O starts 2 elements into its buffer, poisoned guards on either side.
+  const catalogue::Entry& e = catalogue::find("attention_causal");
+  for (int64_t D : {64, 128}) {
+    const std::vector<int64_t> s = {1, 2, 2, 130, D};
+    catalogue::Problem p = e.problem(s, DType::bf16, 23);
+    CompiledKernel ck = gpu().compile(catalogue::kernel_for(e, DType::bf16, s, gpu().fingerprint().target));
+    catalogue::DeviceProblem dp = catalogue::upload(gpu(), p);
+    const int64_t n = dp.views[3].numel();
+    HostTensor buffer(DType::bf16, {n + 4});
+    buffer.poison();
+    DeviceTensor db = gpu().upload(buffer);
+    dp.views[3].data = static_cast<uint8_t*>(db.view().data) + 2 * 2;
+    const std::string path = ck.launch_path(dp.views);
+    INFO("D=" << D << ": " << path);
+    if (gpu().fingerprint().target == "sm_90a") CHECK(path.rfind("sm_90a twin", 0) == 0);
+    ck.launch(dp.views);
+    gpu().download(db, buffer);
+    HostTensor o(DType::bf16, dp.views[3].dims);
+    for (int64_t i = 0; i < n; ++i) o.set(i, buffer.get(i + 2));
+    const verify::Report r = verify::compare(o.view(), p.reference, verify::Tolerance::for_dtype(DType::bf16));
+    INFO(r.summary());
+    CHECK(r.ok);
+    for (int64_t i : {int64_t(0), int64_t(1), n + 2, n + 3}) CHECK(std::isnan(buffer.get(i)));
+  }
 }
 
 namespace {

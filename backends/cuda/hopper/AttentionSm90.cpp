@@ -384,6 +384,10 @@ private:
   int64_t rowHalf(Value v, int64_t e) { return cast<TileType>(v.getType()).getRank() == 1 ? e : (e / 2) % 2; }
   Vals expand(const Vals& x, int64_t n) { return x.size() == 1 ? Vals(size_t(n), x[0]) : x; }
   Value packPair(Value lo, Value hi);
+  /// A 4 x 4 transpose of 32-bit values within each quad (4 adjacent lanes), for each block
+  /// of four: thread q's x[4 m + k] becomes thread k's ... so that afterwards thread q holds,
+  /// for block m, lane k's x[4 m + q] at position 4 m + k (k = 0 .. 3). Every lane takes part.
+  SmallVector<Value> quadTranspose(ArrayRef<Value> x);
   void epilogue();
 
   AttentionMatch& m_;
@@ -1728,6 +1732,32 @@ Vals AttnEmitter::mergeParts(const Vals& state, ArrayRef<int64_t> sizes) {
   return Vals(split.getResults().begin(), split.getResults().end());
 }
 
+SmallVector<Value> AttnEmitter::quadTranspose(ArrayRef<Value> x) {
+  Value lane = b_.create<arith::AndIOp>(loc_, tid_, i32(31));
+  Value q = b_.create<arith::AndIOp>(loc_, lane, i32(3)), quad = sub(lane, q);
+  auto pick = [&](ArrayRef<Value> four, Value k) { // four[k], k uniform only per thread
+    Value v = four[0];
+    for (int64_t i = 1; i < 4; ++i) v = b_.create<arith::SelectOp>(loc_, eq(k, i32(int32_t(i))), four[size_t(i)], v);
+    return v;
+  };
+  SmallVector<Value> out;
+  for (size_t m = 0; m + 3 < x.size(); m += 4) {
+    ArrayRef<Value> four = x.slice(m, 4);
+    // Step s: each thread sends its value for lane (q + s) mod 4 and receives, from lane
+    // (q - s) mod 4, that lane's value for q.
+    Value got[4];
+    for (int64_t s = 0; s < 4; ++s) {
+      Value send = pick(four, b_.create<arith::AndIOp>(loc_, add(q, i32(int32_t(s))), i32(3)));
+      Value from = add(quad, b_.create<arith::AndIOp>(loc_, sub(add(q, i32(4)), i32(int32_t(s))), i32(3)));
+      got[s] = b_.create<gpu::ShuffleOp>(loc_, send, from, i32(32), gpu::ShuffleMode::IDX).getShuffleResult();
+    }
+    // Lane k's value arrived at step (q - k) mod 4.
+    for (int64_t k = 0; k < 4; ++k)
+      out.push_back(pick(got, b_.create<arith::AndIOp>(loc_, sub(add(q, i32(4)), i32(int32_t(k))), i32(3))));
+  }
+  return out;
+}
+
 void AttnEmitter::epilogue() {
   // O[b, h, i x 64 + row, col] (rank 3: O[h, start + i x 64 + row, col]): element pairs
   // (x = 0, 1) in one 4-byte store, rows past S (and past the window) skipped. The row values L[b, h, i x 64 + row]: a row's four threads (a quad) hold the
@@ -1744,6 +1774,17 @@ void AttnEmitter::epilogue() {
     std::tie(start, len) = clipWindow(m_.qStart ? fromIndex(index(m_.qStart, idx_)) : i32(0),
                                       fromIndex(index(m_.qLen, idx_)), S);
   const int64_t headAt = m_.rank - 3, rowAt = m_.rank - 2;
+  // 16-byte stores where O allows them (its base and strides at 8-element multiples, uniform
+  // across the CTA), else pairs as before.
+  const bool wide16 = m_.d % 32 == 0;
+  Value wide16Ok;
+  if (wide16) {
+    Value addr = b_.create<LLVM::PtrToIntOp>(loc_, b_.getI64Type(), oPtr_);
+    Value misaligned = b_.create<arith::AndIOp>(loc_, addr, i64(15));
+    for (int64_t d = 0; d + 1 < m_.rank; ++d)
+      misaligned = b_.create<arith::OrIOp>(loc_, misaligned, b_.create<arith::AndIOp>(loc_, oStrides_[size_t(d)], i64(7)));
+    wide16Ok = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, misaligned, i64(0));
+  }
   for (int64_t h = 0; h < 2; ++h) {
     Value row = add(mul(i_, i32(kRows)), tileRow_[h]);
     Value stored = ult(row, S);
@@ -1763,14 +1804,40 @@ void AttnEmitter::epilogue() {
     }
     Value base = mul(ext64(head), oStrides_[headAt]);
     if (m_.rank == 4) base = add(mul(ext64(b_idx_), oStrides_[0]), base);
+    // The row's element pairs, and (wide) the same transposed within the quad: a warp's
+    // pair stores write 16 of a 32-byte sector's bytes each, so every sector of O took two
+    // stores; after the transpose each thread holds 8 adjacent columns (16 bytes) and a
+    // quad's four stores fill 64 contiguous bytes. The shuffles run in every lane, before
+    // the row's branch.
+    SmallVector<Value> pairs;
+    for (int64_t c = 0; c < m_.d / 8; ++c) pairs.push_back(packPair(o[size_t(4 * c + 2 * h)], o[size_t(4 * c + 2 * h + 1)]));
+    SmallVector<Value> wide = wide16 ? quadTranspose(pairs) : SmallVector<Value>();
     ifThen(stored, [&] {
       Value rowBase = add(base, mul(ext64(row), oStrides_[rowAt]));
-      for (int64_t c = 0; c < m_.d / 8; ++c) {
-        int64_t e = 4 * c + 2 * h;
-        Value col = ext64(add(col0_, i32(8 * c)));
-        Value ptr = b_.create<LLVM::GEPOp>(loc_, global, m_.inElt, oPtr_, ValueRange{add(rowBase, col)});
-        b_.create<LLVM::StoreOp>(loc_, packPair(o[size_t(e)], o[size_t(e + 1)]), ptr, /*alignment=*/4);
-      }
+      auto storePairs = [&] {
+        for (int64_t c = 0; c < m_.d / 8; ++c) {
+          Value col = ext64(add(col0_, i32(8 * c)));
+          Value ptr = b_.create<LLVM::GEPOp>(loc_, global, m_.inElt, oPtr_, ValueRange{add(rowBase, col)});
+          b_.create<LLVM::StoreOp>(loc_, pairs[size_t(c)], ptr, /*alignment=*/4);
+        }
+      };
+      if (!wide16) return storePairs();
+      ifThenElse(
+          wide16Ok,
+          [&] {
+            // Thread q of the quad: columns 8 (4 m + q) .. + 7, for m = 0 .. D / 32 - 1.
+            Value q = b_.create<arith::AndIOp>(loc_, tid_, i32(3));
+            auto v4 = VectorType::get({4}, b_.getI32Type());
+            for (int64_t m = 0; m < m_.d / 32; ++m) {
+              Value v = b_.create<LLVM::UndefOp>(loc_, v4);
+              for (int64_t k = 0; k < 4; ++k)
+                v = b_.create<LLVM::InsertElementOp>(loc_, v, wide[size_t(4 * m + k)], i32(int32_t(k)));
+              Value col = ext64(mul(add(i32(int32_t(4 * m)), q), i32(8)));
+              Value ptr = b_.create<LLVM::GEPOp>(loc_, global, m_.inElt, oPtr_, ValueRange{add(rowBase, col)});
+              b_.create<LLVM::StoreOp>(loc_, v, ptr, /*alignment=*/16);
+            }
+          },
+          storePairs);
       if (m_.rowStore)
         ifThen(quadFirst, [&] {
           Value off = add(add(mul(ext64(b_idx_), lStrides_[0]), mul(ext64(head), lStrides_[1])),
