@@ -36,7 +36,7 @@ PY
 for ds in $SHAPES; do
   d=${ds%%:*}; ks=${ds#*:}; k=${ks%%:*}; s=${ks#*:}
   late "$k $s" && break
-  r=kiln,framework; case $k in *packed*) r=kiln;; esac # packed sequences have no framework route
+  r=kiln,framework
   bench main $k $s $d $r
   for v in $VARIANTS; do bench $v $k $s $d kiln; done
 done
