@@ -74,7 +74,9 @@ KILN_API std::vector<double> attention(const TensorView& q, const TensorView& k,
 KILN_API void gpu_attention(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
                             bool causal, const TensorView& o, const TensorView* lse = nullptr);
 /// As gpu_attention, but enqueued on `stream` (a CUstream; nullptr: the legacy stream)
-/// without waiting: the framework route of kiln bench. Argument errors throw at once.
+/// without waiting: the framework route of kiln bench. Argument errors throw at once. The
+/// runtime's cuDNN calls share one workspace (and, packed, one buffer of offsets): calls
+/// enqueued on different streams must not run at the same time.
 KILN_API void gpu_attention_async(const Runtime& rt, const TensorView& q, const TensorView& k, const TensorView& v,
                                   bool causal, const TensorView& o, const TensorView* lse, void* stream);
 
