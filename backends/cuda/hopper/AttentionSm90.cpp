@@ -124,8 +124,13 @@ struct AttnGeometry {
     return asked ? asked : m.d == 64 && m.queriesAreKeys ? 3 : 2;
   }
   int64_t threads() const { return 128 * (1 + consumers); }
+  /// The producer's registers a thread after setmaxnreg: 40 for sequence units with two
+  /// consumers (its unit search keeps more live; at 32 ptxas spilled a value of the shared
+  /// prologue; two consumers keep 232 either way, three would drop from 160 to 152, too few
+  /// for 128 keys), else kProducerRegs.
+  int32_t producerRegs() const { return units && consumers == 2 ? 40 : kProducerRegs; }
   /// The consumers' registers a thread (consumerRegisters: 232 for two, 160 for three).
-  int64_t consumerRegs() const { return consumerRegisters(threads(), kProducerRegs); }
+  int64_t consumerRegs() const { return consumerRegisters(threads(), producerRegs()); }
   /// Key splits: a consumer thread's loop state (`values` f32) for each consumer, in the ring
   /// (free once every consumer has left its loop).
   int64_t exchangeBytes(int64_t values) const { return consumers * 128 * values * 4; }
@@ -727,18 +732,20 @@ void AttnEmitter::unitLoops(Value bid) {
     h_ = head;
     b_idx_ = record(1);
     group_ = record(2);
-    // Read before the work: the next round's search overwrites the record.
-    Value more = ne(record(3), i32(0));
     lo_ = i32(0);
     hi_ = mostSteps(mul(group_, i32(g_.consumers)));
     if (producer) producerWork();
     else consumerWork();
+    // Read after the work (no register held through it: the producer has 32): the next
+    // round's search writes the record only after its first barrier, which every thread
+    // reaches after this read.
+    Value more = ne(record(3), i32(0));
     b_.create<scf::YieldOp>(loc_, ValueRange{add(after->getArgument(0), i32(1)), more});
   };
   ifThenElse(
       eq(wg_, i32(0)),
       [&] {
-        b_.create<NVVM::SetMaxRegisterOp>(loc_, kProducerRegs, NVVM::SetMaxRegisterAction::decrease);
+        b_.create<NVVM::SetMaxRegisterOp>(loc_, g_.producerRegs(), NVVM::SetMaxRegisterAction::decrease);
         loops(true);
       },
       [&] {
