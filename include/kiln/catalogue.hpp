@@ -40,6 +40,9 @@ KILN_API Kernel gemm_bias_residual(DType dtype, GemmTiles t = {});
 KILN_API Kernel softmax(DType dtype, RowTiles t = {});
 KILN_API Kernel add(DType dtype, RowTiles t = {});
 KILN_API Kernel rmsnorm(DType dtype, double eps = 1e-6, RowTiles t = {});
+/// H = silu(X @ Wg) * (X @ Wu) (X [M,K], Wg and Wu [K,N], H [M,N]): a SwiGLU MLP's gate and up
+/// projections in one kernel, both products in one loop over K, the gating from registers.
+KILN_API Kernel swiglu(DType dtype, GemmTiles t = {});
 /// O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per batch and query head: Q and O
 /// [B, H, S, D], K and V [B, G, S, D], query head h reading K/V head h / (H / G) (G = H:
 /// multi-head; G < H: grouped-query attention, H a multiple of G). The head dim D is fixed

@@ -47,6 +47,9 @@ KILN_API std::vector<double> softmax(const TensorView& x);
 KILN_API std::vector<double> add(const TensorView& x, const TensorView& y);
 /// Y[m,n] = X[m,n] / sqrt(mean_n(X[m,:]^2) + eps) * W[n].
 KILN_API std::vector<double> rmsnorm(const TensorView& x, const TensorView& w, double eps);
+/// H = silu(X Wg) * (X Wu), silu(g) = g / (1 + e^-g), elementwise; X [M,K], Wg and Wu [K,N].
+/// Throws kiln::Error(InvalidArgument) naming the argument whose shape does not fit.
+KILN_API std::vector<double> swiglu(const TensorView& x, const TensorView& wg, const TensorView& wu);
 
 /// O = softmax(Q K^T / sqrt(D) [+ causal mask]) V: Q [B,H,T,D], K and V [B,G,S,D] with
 /// T <= S, query head h reading K/V head h / (H / G) (H a multiple of G). The queries are the

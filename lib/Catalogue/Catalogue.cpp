@@ -363,6 +363,20 @@ std::vector<Entry> makeAll() {
                  p.flops = 4.0 * s[0] * s[1];
                  return p;
                }});
+  e.push_back({"swiglu", "H = silu(X @ Wg) * (X @ Wu): a SwiGLU MLP's gate and up projections in one kernel",
+               "MxNxK", 3, [](DType d) { return swiglu(d); },
+               [](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+                 const int64_t M = s[0], N = s[1], K = s[2];
+                 Problem p;
+                 p.args.push_back(random(d, {M, K}, seed));
+                 p.args.push_back(random(d, {K, N}, seed + 1));
+                 p.args.push_back(random(d, {K, N}, seed + 2));
+                 p.args.push_back(poisoned(d, {M, N}));
+                 p.output = 3;
+                 p.reference = reference::swiglu(p.args[0].view(), p.args[1].view(), p.args[2].view());
+                 p.flops = 4.0 * double(M) * double(N) * double(K); // two products
+                 return p;
+               }});
   for (bool lse : {false, true})
     for (bool causal : {false, true}) {
       const std::string name = std::string(causal ? "attention_causal" : "attention") + (lse ? "_lse" : "");

@@ -51,6 +51,28 @@ Kernel gemm_bias_residual(DType dt, GemmTiles t) {
   return gemm_like("gemm_bias_residual", dt, t, Epi::bias_residual);
 }
 
+// H = silu(X @ Wg) * (X @ Wu): a SwiGLU MLP's gate and up projections in one kernel. One loop
+// over K carries both accumulators (X's tile loaded once for both products), and the gating
+// runs on them in registers: the framework path's two GEMMs, their two [M, N] outputs and the
+// elementwise pass that reads them back become one kernel and one write. f32 accumulate,
+// ragged edges masked.
+Kernel swiglu(DType dt, GemmTiles t) {
+  return kernel("swiglu", [=](Builder& k) {
+    auto [M, N, K] = k.dims("M", "N", "K");
+    auto X = k.input("X", {M, K}, dt), Wg = k.input("Wg", {K, N}, dt), Wu = k.input("Wu", {K, N}, dt);
+    auto H = k.output("H", {M, N}, dt);
+    k.grid({cdiv(M, t.m), cdiv(N, t.n)}, [&](Index i, Index j) {
+      auto acc = k.loop(cdiv(K, t.k), t.stages, {k.zeros({t.m, t.n}), k.zeros({t.m, t.n})},
+                        [&](Index kk, const std::vector<Tile>& c) {
+        Tile x = k.load(X.tile({i, kk}, {t.m, t.k}));
+        return std::vector<Tile>{dot(x, k.load(Wg.tile({kk, j}, {t.k, t.n})), c[0]),
+                                 dot(x, k.load(Wu.tile({kk, j}, {t.k, t.n})), c[1])};
+      });
+      k.store(H.tile({i, j}, {t.m, t.n}), cast(silu(acc[0]) * acc[1], dt));
+    });
+  });
+}
+
 // Y = softmax(X) along rows. Online: one pass keeps the running max m and the sum s of
 // exp(x - m), rescaling s when m grows; a second pass writes exp(x - m) / s.
 Kernel softmax(DType dt, RowTiles t) {

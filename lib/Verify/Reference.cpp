@@ -184,4 +184,16 @@ std::vector<double> rmsnorm(const TensorView& x, const TensorView& w, double eps
   return to_vector(m);
 }
 
+std::vector<double> swiglu(const TensorView& x, const TensorView& wg, const TensorView& wu) {
+  const Matrix mx = read_matrix("swiglu", "X", x);
+  const Matrix g = read_matrix("swiglu", "Wg", wg), u = read_matrix("swiglu", "Wu", wu);
+  if (g.rows() != mx.cols())
+    fail("swiglu", "Wg.dims[0] must equal X.dims[1] (K), got X " + x.describe() + " and Wg " + wg.describe());
+  if (u.rows() != g.rows() || u.cols() != g.cols())
+    fail("swiglu", "Wu must have Wg's dims [K, N], got Wg " + wg.describe() + " and Wu " + wu.describe());
+  const Matrix gate = mx * g, up = mx * u;
+  const Matrix h = gate.binaryExpr(up, [](double a, double b) { return a / (1.0 + std::exp(-a)) * b; });
+  return to_vector(h);
+}
+
 } // namespace kiln::reference

@@ -108,6 +108,7 @@ TEST_CASE("gpu: attention over a K/V cache (decode) is correct on ragged caches,
   checkOnShapes("attention_decode");
 }
 TEST_CASE("gpu: rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("rmsnorm"); }
+TEST_CASE("gpu: swiglu is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("swiglu"); }
 TEST_CASE("gpu: the catalogue's padded and packed attention is correct on ragged lengths, head dims and head groups", "[gpu]") {
   checkOnShapes("attention_padded");
   checkOnShapes("attention_padded_causal");

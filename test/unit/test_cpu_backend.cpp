@@ -48,6 +48,9 @@ TEST_CASE("add is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
 TEST_CASE("rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
   for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("rmsnorm"), d);
 }
+TEST_CASE("swiglu gates one product by the other on ragged shapes in f32, bf16 and f16", "[cpu]") {
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("swiglu"), d);
+}
 
 TEST_CASE("attention, plain and causal, is correct on ragged shapes and head groups in f32, bf16 and f16", "[cpu]") {
   for (const char* name : {"attention", "attention_causal"})

@@ -98,6 +98,7 @@ TEST_CASE("gemm_bias_residual compiles to cubins for sm_90a and sm_80 without sp
 TEST_CASE("softmax compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("softmax"); }
 TEST_CASE("add compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("add"); }
 TEST_CASE("rmsnorm compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("rmsnorm"); }
+TEST_CASE("swiglu compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("swiglu"); }
 TEST_CASE("attention compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("attention"); }
 TEST_CASE("attention_causal compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
   compilesWithoutSpills("attention_causal");

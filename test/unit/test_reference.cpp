@@ -343,3 +343,18 @@ TEST_CASE("gpu_attention_packed refuses tensors whose rows cuDNN's 32-bit offset
     CHECK_THAT(e.what(), Contains("Q's tokens lie past what cuDNN's 32-bit ragged offsets reach"));
   }
 }
+
+TEST_CASE("the swiglu reference gates X Wg's silu by X Wu, and names a weight of the wrong shape", "[reference]") {
+  // X = [1, 2], Wg = [[1], [0]] -> g = 1; Wu = [[0], [3]] -> u = 6; h = silu(1) * 6.
+  HostTensor x(DType::f32, {1, 2}), wg(DType::f32, {2, 1}), wu(DType::f32, {2, 1}), wShort(DType::f32, {1, 1}),
+      wWide(DType::f32, {2, 2});
+  x.set(0, 1.0f), x.set(1, 2.0f);
+  wg.set(0, 1.0f), wg.set(1, 0.0f);
+  wu.set(0, 0.0f), wu.set(1, 3.0f);
+  const std::vector<double> h = reference::swiglu(x.view(), wg.view(), wu.view());
+  REQUIRE(h.size() == 1);
+  CHECK(h[0] == Approx(6.0 / (1.0 + std::exp(-1.0))).epsilon(1e-12));
+  require_invalid([&] { reference::swiglu(x.view(), wShort.view(), wShort.view()); },
+                  "Wg.dims[0] must equal X.dims[1] (K)");
+  require_invalid([&] { reference::swiglu(x.view(), wg.view(), wWide.view()); }, "Wu must have Wg's dims [K, N]");
+}
