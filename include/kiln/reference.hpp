@@ -50,6 +50,11 @@ KILN_API std::vector<double> rmsnorm(const TensorView& x, const TensorView& w, d
 /// H = silu(X Wg) * (X Wu), silu(g) = g / (1 + e^-g), elementwise; X [M,K], Wg and Wu [K,N].
 /// Throws kiln::Error(InvalidArgument) naming the argument whose shape does not fit.
 KILN_API std::vector<double> swiglu(const TensorView& x, const TensorView& wg, const TensorView& wu);
+/// RoPE, rotate-half: X [T,H,D], Cos and Sin [P, D/2], Positions [T] (i32, 0 .. P-1): token
+/// t's head halves x1, x2 -> x1 c - x2 s, x2 c + x1 s, c and s row Positions[t] of the tables.
+/// Throws kiln::Error(InvalidArgument) naming a wrong shape, dtype or position.
+KILN_API std::vector<double> rope(const TensorView& x, const TensorView& cos, const TensorView& sin,
+                                  const TensorView& positions);
 
 /// O = softmax(Q K^T / sqrt(D) [+ causal mask]) V: Q [B,H,T,D], K and V [B,G,S,D] with
 /// T <= S, query head h reading K/V head h / (H / G) (H a multiple of G). The queries are the

@@ -377,6 +377,42 @@ std::vector<Entry> makeAll() {
                  p.flops = 4.0 * double(M) * double(N) * double(K); // two products
                  return p;
                }});
+  {
+    // RoPE over T tokens of H heads, tables of T + 16 positions (theta_i = 10000^(-2i/D)), each
+    // token at a position drawn from the seed: the gather by position is what is tested.
+    Entry r{"rope", "Y = RoPE(X): each head's halves rotated by cos/sin of its token's position (Llama's)", "TxHxD",
+            3, [](DType d) { return rope(d, 128); },
+            [](const std::vector<int64_t>& s, DType d, uint64_t seed) {
+              const int64_t T = s[0], H = s[1], D = s[2], P = T + 16;
+              if (D < 2 || D % 2 != 0)
+                throw Error(ErrorKind::InvalidArgument, "rope: the head dim D must be even, got " + std::to_string(D));
+              Problem p;
+              p.args.push_back(random(d, {T, H, D}, seed));
+              HostTensor c(DType::f32, {P, D / 2}), sn(DType::f32, {P, D / 2}), pos(DType::i32, {T});
+              for (int64_t q = 0; q < P; ++q)
+                for (int64_t i = 0; i < D / 2; ++i) {
+                  const double a = double(q) * std::pow(10000.0, -2.0 * double(i) / double(D));
+                  c.set(q * (D / 2) + i, float(std::cos(a)));
+                  sn.set(q * (D / 2) + i, float(std::sin(a)));
+                }
+              uint64_t state = seed * 0x9E3779B97F4A7C15ull + 7;
+              for (int64_t t = 0; t < T; ++t) {
+                state = state * 6364136223846793005ull + 1442695040888963407ull;
+                pos.set(t, float(int64_t((state >> 33) % uint64_t(P))));
+              }
+              p.args.push_back(std::move(c));
+              p.args.push_back(std::move(sn));
+              p.args.push_back(std::move(pos));
+              p.args.push_back(poisoned(d, {T, H, D}));
+              p.output = 4;
+              p.reference = reference::rope(p.args[0].view(), p.args[1].view(), p.args[2].view(), p.args[3].view());
+              p.flops = 6.0 * double(T) * double(H) * double(D / 2);
+              return p;
+            }};
+    r.make_for_shape = [](DType d, const std::vector<int64_t>& s, const std::string&) { return rope(d, s.at(2)); };
+    r.specialisation = [](const std::vector<int64_t>& s) { return "D=" + std::to_string(s.at(2)); };
+    e.push_back(std::move(r));
+  }
   for (bool lse : {false, true})
     for (bool causal : {false, true}) {
       const std::string name = std::string(causal ? "attention_causal" : "attention") + (lse ? "_lse" : "");

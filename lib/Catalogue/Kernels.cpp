@@ -73,6 +73,33 @@ Kernel swiglu(DType dt, GemmTiles t) {
   });
 }
 
+// Rotary position embedding (RoPE), the rotate-half form of Llama's: for token t at position
+// p = Positions[t], each head's first and second halves x1, x2 (D / 2 each) become
+// x1 cos - x2 sin and x2 cos + x1 sin, with cos and sin read from the tables' row p (an
+// engine's cache of cos(p theta_i), sin(p theta_i)). One program per token and block of
+// t.rows heads: a position read from an i32 input picks the tables' row; the two halves are
+// two tiles of the head's row. In place over X.
+Kernel rope(DType dt, int64_t D, RowTiles t) {
+  return kernel("rope", [=](Builder& k) {
+    auto [T, H, P] = k.dims("T", "H", "P");
+    const int64_t half = D / 2;
+    auto X = k.input("X", {T, H, D}, dt);
+    auto Cos = k.input("Cos", {P, half}, f32), Sin = k.input("Sin", {P, half}, f32);
+    auto Positions = k.input("Positions", {T}, i32);
+    auto Y = k.output("Y", {T, H, D}, dt);
+    k.allow_in_place(Y, X);
+    k.grid({T, cdiv(H, t.rows)}, [&](Index tok, Index hb) {
+      Index pos = k.read(Positions, {tok});
+      Index z = k.constant(0), one = k.constant(1);
+      Tile c = k.load(Cos.tile({pos, z}, {half})), s = k.load(Sin.tile({pos, z}, {half}));
+      Tile x1 = cast(k.load(X.tile({tok, hb, z}, {t.rows, half})), f32);
+      Tile x2 = cast(k.load(X.tile({tok, hb, one}, {t.rows, half})), f32);
+      k.store(Y.tile({tok, hb, z}, {t.rows, half}), cast(x1 * rows(c) - x2 * rows(s), dt));
+      k.store(Y.tile({tok, hb, one}, {t.rows, half}), cast(x2 * rows(c) + x1 * rows(s), dt));
+    });
+  });
+}
+
 // Y = softmax(X) along rows. Online: one pass keeps the running max m and the sum s of
 // exp(x - m), rescaling s when m grows; a second pass writes exp(x - m) / s.
 Kernel softmax(DType dt, RowTiles t) {

@@ -196,4 +196,34 @@ std::vector<double> swiglu(const TensorView& x, const TensorView& wg, const Tens
   return to_vector(h);
 }
 
+std::vector<double> rope(const TensorView& x, const TensorView& cos, const TensorView& sin,
+                         const TensorView& positions) {
+  check_view("rope", "X", x, 3);
+  const int64_t T = x.dims[0], H = x.dims[1], D = x.dims[2];
+  if (D % 2 != 0) fail("rope", "X's head dim D must be even, got " + x.describe());
+  const Matrix c = read_matrix("rope", "Cos", cos), s = read_matrix("rope", "Sin", sin);
+  if (c.cols() != D / 2 || s.rows() != c.rows() || s.cols() != c.cols())
+    fail("rope", "Cos and Sin must both be [P, D/2] with D/2 = " + std::to_string(D / 2) + ", got Cos " +
+                     cos.describe() + " and Sin " + sin.describe());
+  check_view("rope", "Positions", positions, 1);
+  if (positions.dtype != DType::i32 || positions.dims[0] != T)
+    fail("rope", "Positions must be i32 [T] = [" + std::to_string(T) + "], got " + positions.describe());
+  const std::vector<double> in = read_flat("rope", "X", x);
+  std::vector<double> out(in.size());
+  const int64_t half = D / 2, ps = positions.effective_strides()[0];
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t p = int64_t(load_as_f32(positions.data, DType::i32, t * ps));
+    if (p < 0 || p >= c.rows())
+      fail("rope", "Positions[" + std::to_string(t) + "] = " + std::to_string(p) + " is outside the tables' " +
+                       std::to_string(c.rows()) + " rows");
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < half; ++i) {
+        const size_t a = size_t((t * H + h) * D + i), b = a + size_t(half);
+        out[a] = in[a] * c(p, i) - in[b] * s(p, i);
+        out[b] = in[b] * c(p, i) + in[a] * s(p, i);
+      }
+  }
+  return out;
+}
+
 } // namespace kiln::reference

@@ -63,6 +63,9 @@ const std::vector<std::vector<int64_t>> kDecodeShapes = {
     {1, 2, 2, 130, 130, 32}, {1, 32, 8, 1, 20000, 128}, {2, 4, 4, 3, 9000, 64}};
 
 
+// T x H x D: RoPE over one token and head, heads past a program's 8, head dims 64 and 128.
+const std::vector<std::vector<int64_t>> kRopeShapes = {{1, 1, 64}, {7, 3, 128}, {33, 9, 64}, {300, 40, 128}};
+
 verify::Report runOnGpu(const CompiledKernel& ck, catalogue::Problem& p) {
   catalogue::DeviceProblem d = catalogue::upload(gpu(), p); // the output arrives poisoned
   ck.launch(d.views);
@@ -74,7 +77,8 @@ void checkOnShapes(const std::string& name) {
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
     CompiledKernel one = gpu().compile(e.make(dt)); // one compile serves every shape...
     uint64_t seed = 100;
-    for (const auto& s : e.shape_rank == 6   ? kDecodeShapes
+    for (const auto& s : e.name == "rope"     ? kRopeShapes
+                         : e.shape_rank == 6 ? kDecodeShapes
                          : e.shape_rank == 5 ? kAttentionShapes
                          : e.shape_rank == 3 ? kGemmShapes
                                              : kRowShapes) {
@@ -109,6 +113,7 @@ TEST_CASE("gpu: attention over a K/V cache (decode) is correct on ragged caches,
 }
 TEST_CASE("gpu: rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("rmsnorm"); }
 TEST_CASE("gpu: swiglu is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("swiglu"); }
+TEST_CASE("gpu: rope is correct on ragged shapes in f32, bf16 and f16", "[gpu]") { checkOnShapes("rope"); }
 TEST_CASE("gpu: the catalogue's padded and packed attention is correct on ragged lengths, head dims and head groups", "[gpu]") {
   checkOnShapes("attention_padded");
   checkOnShapes("attention_padded_causal");

@@ -35,7 +35,12 @@ inline const std::vector<std::vector<int64_t>> kAttentionShapes = {
 inline const std::vector<std::vector<int64_t>> kDecodeShapes = {
     {1, 1, 1, 1, 1, 32}, {2, 4, 2, 1, 37, 32}, {1, 2, 1, 5, 70, 32}, {1, 3, 3, 20, 20, 32}, {1, 2, 2, 19, 83, 32}};
 
+/// T x H x D for rope: one token and head, heads not a multiple of a program's 8, many
+/// tokens. One head dim (the kernel is built per D).
+inline const std::vector<std::vector<int64_t>> kRopeShapes = {{1, 1, 64}, {7, 3, 64}, {33, 9, 64}, {130, 17, 64}};
+
 inline const std::vector<std::vector<int64_t>>& shapesFor(const catalogue::Entry& e) {
+  if (e.name == "rope") return kRopeShapes;
   return e.shape_rank == 6   ? kDecodeShapes
          : e.shape_rank == 5 ? kAttentionShapes
          : e.shape_rank == 3 ? kGemmShapes

@@ -14,7 +14,7 @@ TEST_CASE("the catalogue has the foundation kernels and the MLP's residual GEMM"
   std::vector<std::string> names;
   for (const auto& e : catalogue::all()) names.push_back(e.name);
   CHECK(names == std::vector<std::string>{"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual",
-                                          "softmax", "add", "rmsnorm", "swiglu", "attention", "attention_causal",
+                                          "softmax", "add", "rmsnorm", "swiglu", "rope", "attention", "attention_causal",
                                           "attention_lse", "attention_causal_lse", "attention_decode",
                                           "attention_decode_lse", "attention_padded", "attention_padded_causal",
                                           "attention_packed", "attention_packed_causal"});

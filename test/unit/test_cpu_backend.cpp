@@ -48,6 +48,10 @@ TEST_CASE("add is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
 TEST_CASE("rmsnorm is correct on ragged shapes in f32, bf16 and f16", "[cpu]") {
   for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("rmsnorm"), d);
 }
+TEST_CASE("rope rotates each head's halves by its token's position on ragged shapes in f32, bf16 and f16",
+          "[cpu]") {
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("rope"), d);
+}
 TEST_CASE("swiglu gates one product by the other on ragged shapes in f32, bf16 and f16", "[cpu]") {
   for (DType d : {DType::f32, DType::bf16, DType::f16}) test::checkEntryOnShapes(cpu(), catalogue::find("swiglu"), d);
 }

@@ -99,6 +99,7 @@ TEST_CASE("softmax compiles to cubins for sm_90a and sm_80 without spills", "[cu
 TEST_CASE("add compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("add"); }
 TEST_CASE("rmsnorm compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("rmsnorm"); }
 TEST_CASE("swiglu compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("swiglu"); }
+TEST_CASE("rope compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("rope"); }
 TEST_CASE("attention compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") { compilesWithoutSpills("attention"); }
 TEST_CASE("attention_causal compiles to cubins for sm_90a and sm_80 without spills", "[cuda][compile]") {
   compilesWithoutSpills("attention_causal");

@@ -358,3 +358,23 @@ TEST_CASE("the swiglu reference gates X Wg's silu by X Wu, and names a weight of
                   "Wg.dims[0] must equal X.dims[1] (K)");
   require_invalid([&] { reference::swiglu(x.view(), wg.view(), wWide.view()); }, "Wu must have Wg's dims [K, N]");
 }
+
+TEST_CASE("the rope reference rotates each head's halves by its token's row of the tables, and names a wrong "
+          "position",
+          "[reference]") {
+  // One token at position 1 of 2, one head of D = 2: (x1, x2) = (1, 2), angle a: (cos a - 2 sin a, 2 cos a + sin a).
+  HostTensor x(DType::f32, {1, 1, 2}), c(DType::f32, {2, 1}), s(DType::f32, {2, 1}), pos(DType::i32, {1}),
+      posF(DType::f32, {1});
+  x.set(0, 1.0f), x.set(1, 2.0f);
+  c.set(0, 1.0f), s.set(0, 0.0f);
+  c.set(1, 0.6f), s.set(1, 0.8f);
+  pos.set(0, 1.0f);
+  const std::vector<double> y = reference::rope(x.view(), c.view(), s.view(), pos.view());
+  REQUIRE(y.size() == 2);
+  CHECK(y[0] == Approx(0.6 - 1.6).epsilon(1e-6));
+  CHECK(y[1] == Approx(1.2 + 0.8).epsilon(1e-6));
+  pos.set(0, 2.0f);
+  require_invalid([&] { reference::rope(x.view(), c.view(), s.view(), pos.view()); },
+                  "Positions[0] = 2 is outside the tables' 2 rows");
+  require_invalid([&] { reference::rope(x.view(), c.view(), s.view(), posF.view()); }, "Positions must be i32 [T] = [1]");
+}
