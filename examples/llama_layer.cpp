@@ -10,7 +10,8 @@
 // Q, K and V are never copied out of QKV: the kernels take them as strided views of its
 // token-major rows, as an engine keeps them. The layer's output is verified against an f32
 // reference of the whole layer (each step in f64 from kiln::reference, rounded to f32
-// between steps), and the whole layer is timed (model_ms, median of --reps after a warm-up).
+// between steps), and the whole layer is timed (model_ms: the median of --reps runs, CUDA
+// events on a GPU, caches flushed before each, after warm-up).
 //
 //   kiln-llama [--backend auto|cpu|cuda] [--tokens T] [--hidden Dm] [--heads H] [--kv-heads G]
 //              [--mlp F] [--dtype bf16|f16|f32] [--reps N]
@@ -20,7 +21,6 @@
 // decode (a K/V cache).
 #include <kiln/kiln.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -194,19 +194,10 @@ int main(int argc, char** argv) try {
   const std::vector<double> want = ref::gemm(rH.view(), wd.view(), &z32, ref::Epilogue::bias, &x1v);
   kiln::verify::Report rep = kiln::verify::compare(got.view(), want, kiln::verify::Tolerance::for_dtype(dt));
 
-  // Warm: the whole layer, --reps times after one more warm-up, median on the host clock
-  // after a synchronize (the GPU's queue drained each time).
-  layer();
-  rt.synchronize();
-  std::vector<double> ms;
-  for (int r = 0; r < c.reps; ++r) {
-    auto s0 = Clock::now();
-    layer();
-    rt.synchronize();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  const double model = ms[ms.size() / 2];
+  // Warm: the whole layer, timed as kiln bench times a kernel (CUDA events on a GPU, the
+  // steady clock on the CPU; caches flushed before each run, warm-up first): the median.
+  const kiln::profile::TimingOptions timing{c.reps, 2, true};
+  const double model = kiln::profile::summarize(kiln::profile::time(rt, layer, timing))->median;
   const double flops = 2.0 * double(T) * (double(Dm) * double(Nqkv) + double(H * hd) * double(Dm) +
                                           3.0 * double(Dm) * double(F)) +
                        4.0 * double(H) * 0.5 * double(T) * double(T) * double(hd);
