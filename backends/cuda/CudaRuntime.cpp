@@ -687,7 +687,10 @@ public:
   void gpuAttention(const kd::GpuAttentionArgs& a) override {
     needDevice("run cuDNN");
     state->context.makeCurrent();
-    const std::string who = "reference::gpu_attention: argument '";
+    const std::string who = std::string(a.offsets.data ? "reference::gpu_attention_packed"
+                                        : a.lens.data  ? "reference::gpu_attention_padded"
+                                                       : "reference::gpu_attention") +
+                            ": argument '";
     checkDevicePointer(*state, a.q, who + "Q'");
     checkDevicePointer(*state, a.k, who + "K'");
     checkDevicePointer(*state, a.v, who + "V'");

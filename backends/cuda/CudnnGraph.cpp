@@ -48,7 +48,8 @@ const char* modeName(const OpSpec& op) {
   return "pointwise?";
 }
 
-// Builds the graph in order; uids past the user's five are handed out as tensors appear.
+// Builds the graph in order; uids from 100 on (past the user's, UserTensor) are handed out as
+// tensors appear.
 struct Builder {
   Graph g;
   int64_t next = 100;

@@ -46,8 +46,8 @@ KILN_API Kernel swiglu(DType dtype, GemmTiles t = {});
 /// Rotary position embedding, Llama's rotate-half form: X and Y [T, H, D] (token-major), the
 /// tables Cos and Sin [P, D/2] (f32: cos and sin of p theta_i), Positions [T] (i32, each in
 /// 0 .. P-1): each head's halves x1, x2 of token t become x1 cos - x2 sin, x2 cos + x1 sin at
-/// row Positions[t] of the tables. In place over X allowed. D even, fixed per kernel;
-/// `t.rows` heads per program.
+/// row Positions[t] of the tables. In place over X allowed. D even, fixed per kernel
+/// (kiln::Error(InvalidArgument) otherwise); `t.rows` heads per program.
 KILN_API Kernel rope(DType dtype, int64_t D, RowTiles t = {8, 0});
 /// O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per batch and query head: Q and O
 /// [B, H, S, D], K and V [B, G, S, D], query head h reading K/V head h / (H / G) (G = H:

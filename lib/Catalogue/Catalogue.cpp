@@ -524,7 +524,8 @@ std::vector<int64_t> parse_shape(const std::string& text, const Entry& entry) {
   auto bad = [&](const std::string& why) -> Error {
     return Error(ErrorKind::InvalidArgument, "kernel '" + entry.name + "': shape '" + text +
                                                  "' " + why + " (expected " + entry.shape_help +
-                                                 ", e.g. " + (entry.shape_rank == 6   ? "2x8x2x4x1000x128"
+                                                 ", e.g. " + (entry.name == "rope"        ? "77x32x128"
+                                                  : entry.shape_rank == 6 ? "2x8x2x4x1000x128"
                                                   : entry.shape_rank == 5 ? "2x8x2x1000x128"
                                                   : entry.shape_rank == 3 ? "257x129x65" : "127x1000") + ")");
   };

@@ -1,11 +1,13 @@
 // The catalogue kernels, in the public DSL: read these as the DSL's worked examples.
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
+#include "kiln/error.hpp"
 
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <optional>
+#include <string>
 
 namespace kiln::catalogue {
 
@@ -80,6 +82,10 @@ Kernel swiglu(DType dt, GemmTiles t) {
 // t.rows heads: a position read from an i32 input picks the tables' row; the two halves are
 // two tiles of the head's row. In place over X.
 Kernel rope(DType dt, int64_t D, RowTiles t) {
+  // An odd D would leave each head's last column unwritten (two tiles of D / 2).
+  if (D < 2 || D % 2 != 0)
+    throw Error(ErrorKind::InvalidArgument, "catalogue::rope: the head dim D must be even and at least 2, got " +
+                                                std::to_string(D));
   return kernel("rope", [=](Builder& k) {
     auto [T, H, P] = k.dims("T", "H", "P");
     const int64_t half = D / 2;

@@ -278,3 +278,22 @@ TEST_CASE("GEMM entries can take their reference from cuBLASLt, which needs a GP
     CHECK(e.kind() == ErrorKind::Unsupported);
   }
 }
+
+TEST_CASE("rope refuses an odd or too small head dim, and its shape help gives an even one", "[catalogue]") {
+  for (int64_t D : {int64_t(0), int64_t(1), int64_t(65)}) {
+    INFO("D = " << D);
+    try {
+      (void)catalogue::rope(DType::bf16, D);
+      FAIL("an odd head dim made a kernel");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidArgument);
+      CHECK_THAT(std::string(e.what()), Contains("the head dim D must be even and at least 2, got " + std::to_string(D)));
+    }
+  }
+  try {
+    (void)catalogue::parse_shape("7x9", catalogue::find("rope"));
+    FAIL("a rank-2 shape parsed for rope");
+  } catch (const Error& e) {
+    CHECK_THAT(std::string(e.what()), Contains("e.g. 77x32x128"));
+  }
+}

@@ -736,7 +736,7 @@ void AttnEmitter::unitLoops(Value bid) {
     hi_ = mostSteps(mul(group_, i32(g_.consumers)));
     if (producer) producerWork();
     else consumerWork();
-    // Read after the work (no register held through it: the producer has 32): the next
+    // Read after the work (no register held through it: the producer has few): the next
     // round's search writes the record only after its first barrier, which every thread
     // reaches after this read.
     Value more = ne(record(3), i32(0));
