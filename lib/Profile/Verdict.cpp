@@ -101,7 +101,7 @@ void judge(std::vector<Row>& rows, double accept, const std::string& baseline) {
 std::vector<std::string> verdict_summary(const std::vector<Row>& rows, const std::string& baseline) {
   struct Tally {
     std::vector<std::string> cleared, wrong;
-    int shapes = 0;
+    int shapes = 0, unmatched = 0; // unmatched: verified, but no baseline row to compare with
     double lo = 0, hi = 0; // the speedups' range
   };
   std::vector<std::string> order;
@@ -114,6 +114,7 @@ std::vector<std::string> verdict_summary(const std::vector<Row>& rows, const std
     ++t.shapes;
     if (r.reference_ok && !*r.reference_ok) t.wrong.push_back(r.shape);
     if (r.clears && *r.clears) t.cleared.push_back(r.shape);
+    if (!r.speedup && (!r.reference_ok || *r.reference_ok)) ++t.unmatched;
     if (r.speedup) {
       const bool first = t.lo == 0;
       t.lo = first ? *r.speedup : std::min(t.lo, *r.speedup);
@@ -134,20 +135,28 @@ std::vector<std::string> verdict_summary(const std::vector<Row>& rows, const std
   const std::string threshold = fixed(accept, 2) + "x";
   for (const std::string& key : order) {
     const Tally& t = tally[key];
-    const std::string of = " of " + std::to_string(t.shapes) + " shape" + (t.shapes == 1 ? "" : "s");
+    const int judged = t.shapes - t.unmatched;
+    const std::string of = " of " + std::to_string(judged) + " shape" + (judged == 1 ? "" : "s");
+    // A route never compared gets no verdict (not "keep the baseline": there may be none).
+    const std::string unmatched = t.unmatched == 0 ? ""
+                                  : "; " + std::to_string(t.unmatched) + " more without a " + baseline +
+                                        " row to compare with";
     const std::string range = t.lo <= 0                          ? ""
                               : fixed(t.lo, 2) == fixed(t.hi, 2) ? " (" + fixed(t.lo, 2) + "x " + baseline + ")"
                                                                  : " (" + fixed(t.lo, 2) + "x to " + fixed(t.hi, 2) + "x " + baseline + ")";
     if (!t.wrong.empty()) {
       out.push_back(key + ": wrong on " + std::to_string(t.wrong.size()) + of + " (" + list(t.wrong) +
-                    "): fix it before adopting it anywhere");
-    } else if (int(t.cleared.size()) == t.shapes) {
-      out.push_back("adopt " + key + ": it clears " + threshold + " on all" + of + range);
+                    "): fix it before adopting it anywhere" + unmatched);
+    } else if (judged == 0) {
+      out.push_back(key + ": no verdict: no verified, timed " + baseline + " row to compare with on any of its " +
+                    std::to_string(t.shapes) + " shape" + (t.shapes == 1 ? "" : "s"));
+    } else if (int(t.cleared.size()) == judged) {
+      out.push_back("adopt " + key + ": it clears " + threshold + " on all" + of + range + unmatched);
     } else if (t.cleared.empty()) {
-      out.push_back("keep " + baseline + " (" + key + "): it clears " + threshold + " on none" + of + range);
+      out.push_back("keep " + baseline + " (" + key + "): it clears " + threshold + " on none" + of + range + unmatched);
     } else {
       out.push_back(key + ": clears " + threshold + " on " + std::to_string(t.cleared.size()) + of + " (" +
-                    list(t.cleared) + "): adopt it there, keep " + baseline + " on the rest" + range);
+                    list(t.cleared) + "): adopt it there, keep " + baseline + " on the rest" + range + unmatched);
     }
   }
   return out;

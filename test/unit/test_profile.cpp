@@ -402,4 +402,15 @@ TEST_CASE("a verdict summary says per route and kernel where to adopt it, or to 
   CHECK(verdict_summary(rows)[0] == "keep framework (kiln for gemm f32): it clears 1.10x on none of 2 shapes "
                                     "(0.67x to 1.05x framework)");
   CHECK(verdict_summary({}).empty());
+  // A route with no baseline row on a shape is not judged there, and with none at all it gets
+  // no verdict: never "keep framework" where there is no framework to keep.
+  std::vector<Row> alone = {at("kiln", "a", 1.0), at("framework", "b", 2.0), at("kiln", "b", 1.0)};
+  judge(alone, 1.10);
+  CHECK(verdict_summary(alone)[0] ==
+        "adopt kiln for gemm f32: it clears 1.10x on all of 1 shape (2.00x framework); 1 more without a framework row "
+        "to compare with");
+  alone.erase(alone.begin() + 1, alone.end());
+  judge(alone, 1.10);
+  CHECK(verdict_summary(alone)[0] ==
+        "kiln for gemm f32: no verdict: no verified, timed framework row to compare with on any of its 1 shape");
 }
