@@ -777,6 +777,40 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
       }
 }
 
+TEST_CASE("gpu: the sm_90a twin of two products sharing A (swiglu) is right on ragged shapes, on its tiles only",
+          "[gpu][sm90]") {
+  // One wgmma computes both products (the gate's columns, then the up's), gated in
+  // registers; ragged against C's 128 x 64, 128 x 128 and 64 x 64 tiles. Tiles it cannot take
+  // (192 wide, clusters) leave the portable kernel; split-K never cuts it.
+  const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},         {77, 136, 72},   {1000, 1000, 1000},
+                                                   {300, 200, 8},     {129, 4096, 264}, {2049, 2056, 136},
+                                                   {16, 264, 1024},   {128, 256, 4096}, {3, 200, 1000}};
+  const TwinRuntimes& r = twinRuntimes();
+  const bool hopper = gpu().fingerprint().target == "sm_90a";
+  for (DType d : {DType::bf16, DType::f16})
+    DYNAMIC_SECTION("swiglu " << to_string(d)) {
+      const catalogue::Entry& e = catalogue::find("swiglu");
+      for (const Runtime* rt : {&gpu(), &r.wide, &r.low, &r.splitK, &r.narrow, &r.paired, &r.portable}) {
+        CompiledKernel ck = rt->compile(e.make(d));
+        INFO(to_string(d) << ": " << ck.report().str());
+        const bool twin = hopper && (rt == &gpu() || rt == &r.wide || rt == &r.low || rt == &r.splitK);
+        uint64_t seed = 11;
+        for (const auto& s : shapes) {
+          catalogue::Problem p = e.problem(s, d, seed++);
+          catalogue::DeviceProblem dp = catalogue::upload(gpu(), p);
+          const std::string path = ck.launch_path(dp.views);
+          INFO("shape " << str(s) << ": " << path);
+          CHECK((path.rfind("sm_90a twin", 0) == 0) == twin);
+          CHECK(path.find("split-K") == std::string::npos);
+          ck.launch(dp.views);
+          verify::Report rep = catalogue::verify_output(gpu(), dp, p);
+          INFO(rep.summary());
+          CHECK(rep.ok);
+        }
+      }
+    }
+}
+
 TEST_CASE("gpu: attention over a K/V cache splits its keys across a cluster where its CTAs are few, and agrees with the "
           "unsplit twin and the portable kernel", "[gpu][sm90]") {
   // B x H x G x T x S x D: one query of 32 heads against 32k keys (32 CTAs unsplit), GQA

@@ -36,7 +36,7 @@ constexpr int64_t kPreloadGroups = 24;
 
 struct Config {
   int64_t bm = 128; ///< rows of C per tile: 64 per consumer warpgroup (but see pingpong())
-  int64_t bn = 128;
+  int64_t bn = 128; ///< columns of the product wgmma computes (C's, unless `dual`)
   int64_t stages = 4;
   bool persistent = true;
   std::string suffix = "__sm90"; ///< the twin's name: the kernel's + this
@@ -54,6 +54,13 @@ struct Config {
   /// The decode twin (Sm90Tiles.h): C^T's tile = W^T x X^T, so the weight's 64 columns fill
   /// wgmma's 64 rows and C's bm rows are its N.
   bool swapAB = false;
+  /// Two products sharing A (GemmMatch::dual): the first half of the bn columns wgmma
+  /// computes is A @ B, the second A @ B2, over the same bn / 2 columns of C: one
+  /// m64nBNk16 wgmma computes both, and each thread holds a column of one product and the
+  /// same column of the other (groups j and j + bn / 16).
+  bool dual = false;
+  /// C's columns per tile.
+  int64_t outN() const { return dual ? bn / 2 : bn; }
   int64_t consumers() const { return hopper::consumers(bm, bn, swapAB); }
   /// wgmma's N: C's columns per tile, or the decode twin's C rows.
   int64_t mmaN() const { return swapAB ? bm : bn; }
@@ -224,7 +231,7 @@ private:
   WgmmaLayoutAttr acc_;
   LaunchPlan plan_;
   // Function arguments.
-  Value tmA_, tmB_, M_, N_, K_;
+  Value tmA_, tmB_, tmB2_, M_, N_, K_;
   Value tmC_;            // 16-bit C: stored by TMA from shared memory
   Value cPtr_, cStride_; // f32 C: stored from registers
   DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)

@@ -67,7 +67,10 @@ void Emitter::preloadColumnInputs() {
     // How many of this thread's column groups (2 columns each, 8j + e): all of a 128-wide
     // tile's; half of a 256-wide one's, and none beside inputs that vary along rows (a
     // residual): more would spill beside its 128 accumulators.
-    const int64_t groups = cfg_.bn <= 128 ? cfg_.bn / 8 : readsRowInputs(m_) ? 0 : kPreloadGroups;
+    // (Accumulators of 128 registers: a 256-wide product, or two 128-wide ones.)
+    const int64_t groups = cfg_.bn <= 128 ? cfg_.outN() / 8
+                           : readsRowInputs(m_) ? 0
+                                                : std::min(kPreloadGroups, cfg_.outN() / 8);
     for (int64_t j = 0; j < groups; ++j)
       for (int64_t e = 0; e < 2; ++e) columns.push_back({8 * j + e, 8 * j + e});
   }
@@ -93,6 +96,8 @@ Value Emitter::evalElement(Value v, Value acc, const Site& site, LoadCache& load
   Type elt = cast<TileType>(v.getType()).getElementType();
   if (v == m_.loop.getResult(0)) {
     out = b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{site.accIndex});
+  } else if (m_.dual && v == m_.loop.getResult(1)) { // the same column of the second product: group j + outN / 8
+    out = b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{site.accIndex + cfg_.outN() / 2});
   } else if (auto f = v.getDefiningOp<FullOp>()) {
     llvm::APFloat x(f.getValue().convertToDouble());
     bool lost;
@@ -125,7 +130,7 @@ void Emitter::epilogue(Value acc) {
   Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
   // Tiles inside C (all but the last row and column of tiles) read their inputs without
   // clamps and store without masks; the edge tiles take the careful path.
-  Value inside = b_.create<arith::AndIOp>(loc_, ule(add(m0_, i32(cfg_.bm)), M_), ule(add(n0_, i32(cfg_.bn)), N_));
+  Value inside = b_.create<arith::AndIOp>(loc_, ule(add(m0_, i32(cfg_.bm)), M_), ule(add(n0_, i32(cfg_.outN())), N_));
   auto body = [&](bool masked) {
     if (tmC_) epilogueTma(acc, row0, col0, masked);
     else epilogueStores(acc, row0, col0, masked);
@@ -169,7 +174,7 @@ void Emitter::storeC(Value v, Value row, Value col, Value M, Value N, bool maske
 
 void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
   Value M = ext64(M_), N = ext64(N_);
-  for (int64_t j0 = 0; j0 < cfg_.bn / 8; j0 += kChunk) {
+  for (int64_t j0 = 0; j0 < cfg_.outN() / 8; j0 += kChunk) {
     SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
     LoadCache loaded;
     for (const Site& s : sites) loadInputs(s, loaded);
@@ -196,7 +201,7 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
   // Boxes wholly right of C are skipped, so within a tile the stores are boxes 0, 1, ...
   // in order and the one before last used this buffer: "at most one store still reading"
   // frees it. The first box waits for none (the last tile's stores may have skipped).
-  for (int64_t q = 0; q < cfg_.bn / 64; ++q) {
+  for (int64_t q = 0; q < cfg_.outN() / 64; ++q) {
     Value boxRow = add(m0_, mul(rowBlock(), i32(64))), boxCol = add(n0_, i32(64 * q));
     Value buf = add(myStaging, i32((q % 2) * kStagingBoxBytes));
     auto box = [&] {

@@ -48,7 +48,7 @@ public:
     // count, the accumulator's zero tile, or part of the epilogue checked above.
     for (Operation& op : body.without_terminator()) {
       if (&op == m_.loop || &op == m_.store || op.getDialect()->getNamespace() == "arith") continue;
-      if (auto f = dyn_cast<FullOp>(op); f && f.getResult() == m_.loop.getInits()[0]) continue;
+      if (auto f = dyn_cast<FullOp>(op); f && llvm::is_contained(m_.loop.getInits(), f.getResult())) continue;
       if (auto v = dyn_cast<ViewOp>(op)) {
         bool epilogueView = v.getResult() == m_.store.getView() || llvm::all_of(v->getUsers(), [&](Operation* u) {
                               return isa<LoadOp>(u) && m_.axes.count(u->getResult(0));
@@ -64,20 +64,39 @@ public:
 private:
   bool matchLoop() {
     LoopOp l = m_.loop;
-    if (l.getInits().size() != 1) return fail("the k-loop carries more than the accumulator");
-    auto init = l.getInits()[0].getDefiningOp<FullOp>();
-    if (!init || init.getValue().convertToDouble() != 0.0) return fail("the accumulator does not start at zero");
-    auto accT = cast<TileType>(init.getType());
-    if (!accT.getElementType().isF32() || accT.getRank() != 2) return fail("the accumulator is not a 2-D f32 tile");
+    const size_t n = l.getInits().size();
+    if (n != 1 && n != 2) return fail("the k-loop carries more than the accumulator (or two sharing A)");
+    m_.dual = n == 2;
     Block& lb = l.getBody().front();
     auto yield = cast<YieldOp>(lb.getTerminator());
-    auto dot = yield.getValues()[0].getDefiningOp<DotOp>();
-    if (!dot || dot.getAcc() != l.getCarried()[0]) return fail("the k-loop does not yield dot(a, b, acc)");
-    auto la = dot.getLhs().getDefiningOp<LoadOp>(), lbOp = dot.getRhs().getDefiningOp<LoadOp>();
-    if (!la || !lbOp || la.getPadding().convertToDouble() != 0.0 || lbOp.getPadding().convertToDouble() != 0.0)
-      return fail("the dot's operands are not zero-padded loads");
-    auto va = la.getView().getDefiningOp<ViewOp>(), vb = lbOp.getView().getDefiningOp<ViewOp>();
-    if (!va || !vb) return fail("the dot's operands are not loads of views");
+    SmallVector<Operation*> allowed;
+    SmallVector<ViewOp, 2> bViews;
+    SmallVector<LoadOp, 2> bLoads;
+    Value aTile;
+    for (size_t p = 0; p < n; ++p) {
+      auto init = l.getInits()[p].getDefiningOp<FullOp>();
+      if (!init || init.getValue().convertToDouble() != 0.0) return fail("the accumulator does not start at zero");
+      auto accT = cast<TileType>(init.getType());
+      if (!accT.getElementType().isF32() || accT.getRank() != 2) return fail("the accumulator is not a 2-D f32 tile");
+      if (init.getType() != l.getInits()[0].getType()) return fail("the two accumulators differ in shape");
+      auto dot = yield.getValues()[p].getDefiningOp<DotOp>();
+      if (!dot || dot.getAcc() != l.getCarried()[p]) return fail("the k-loop does not yield dot(a, b, acc)");
+      if (p == 0) aTile = dot.getLhs();
+      else if (dot.getLhs() != aTile) return fail("the two products do not share A's tile");
+      auto lbOp = dot.getRhs().getDefiningOp<LoadOp>();
+      if (!lbOp || lbOp.getPadding().convertToDouble() != 0.0) return fail("the dot's operands are not zero-padded loads");
+      auto vb = lbOp.getView().getDefiningOp<ViewOp>();
+      if (!vb) return fail("the dot's operands are not loads of views");
+      bViews.push_back(vb);
+      bLoads.push_back(lbOp);
+      allowed.append({dot, lbOp, vb});
+    }
+    auto la = aTile.getDefiningOp<LoadOp>();
+    if (!la || la.getPadding().convertToDouble() != 0.0) return fail("the dot's operands are not zero-padded loads");
+    auto va = la.getView().getDefiningOp<ViewOp>();
+    if (!va) return fail("the dot's operands are not loads of views");
+    allowed.append({la, va});
+    ViewOp vb = bViews[0];
     int a = argOf(va, m_.kernel), b = argOf(vb, m_.kernel);
     if (a < 0 || b < 0) return fail("the dot's operands are not views of kernel arguments");
     if (va.getIndices().size() != 2 || vb.getIndices().size() != 2) return fail("A or B is not 2-D");
@@ -92,7 +111,7 @@ private:
     if (at.getElementType() != bt.getElementType() || !isHalf(at.getElementType()))
       return fail("A and B are not both bf16 or both f16");
     if (cast<TileType>(la.getType()).getElementType() != at.getElementType() ||
-        cast<TileType>(lbOp.getType()).getElementType() != bt.getElementType())
+        cast<TileType>(bLoads[0].getType()).getElementType() != bt.getElementType())
       return fail("A or B is converted on load");
     m_.a = unsigned(a);
     m_.b = unsigned(b);
@@ -100,10 +119,20 @@ private:
     if (dimKey(m_.kernel, m_.a, 1) != dimKey(m_.kernel, m_.b, 0)) return fail("A's K and B's K are different dims");
     if (!isTileCount(l.getCount(), m_.kernel, m_.a, 1, at.getShape()[1]))
       return fail("the k-loop does not run ceildiv(K, tile k) times");
+    if (m_.dual) { // B2 read as B is: at (k, j), the same tile, type and dims
+      ViewOp v2 = bViews[1];
+      int b2 = argOf(v2, m_.kernel);
+      if (b2 < 0 || v2.getIndices().size() != 2 || v2.getIndices()[0] != kk || v2.getIndices()[1] != m_.colIv ||
+          v2.getType() != vb.getType() || bLoads[1].getType() != bLoads[0].getType())
+        return fail("the second product's B is not read as the first's (at (k, j), the same tile and type)");
+      m_.b2 = unsigned(b2);
+      if (dimKey(m_.kernel, m_.b2, 0) != dimKey(m_.kernel, m_.b, 0) || dimKey(m_.kernel, m_.b2, 1) != dimKey(m_.kernel, m_.b, 1))
+        return fail("the two products' B have different dims");
+    }
     // Nothing else in the loop body.
     for (Operation& op : lb.without_terminator())
-      if (&op != dot && &op != la && &op != lbOp && &op != va && &op != vb && op.getDialect()->getNamespace() != "arith")
-        return fail("the k-loop does more than one dot");
+      if (!llvm::is_contained(allowed, &op) && op.getDialect()->getNamespace() != "arith")
+        return fail(m_.dual ? "the k-loop does more than two dots sharing A" : "the k-loop does more than one dot");
     return true;
   }
 
@@ -121,7 +150,8 @@ private:
     if (ArrayRef<int64_t>(shapeOf_) != accShape) return fail("C's tile is not the accumulator's");
     if (m_.kernel.getArgType(m_.c).getElementType() != cast<ViewType>(view.getType()).getElementType())
       return fail("C's view has another type");
-    if (!m_.kernel.isOutput(m_.c) || m_.c == m_.a || m_.c == m_.b) return fail("C is not an output of its own");
+    if (!m_.kernel.isOutput(m_.c) || m_.c == m_.a || m_.c == m_.b || (m_.dual && m_.c == m_.b2))
+      return fail("C is not an output of its own");
     if (!epilogue(m_.store.getValue(), {Axis::Row, Axis::Col})) return false;
     if (llvm::is_contained(m_.epilogueInputs, m_.c)) return fail("the epilogue reads C");
     return true;
@@ -135,7 +165,8 @@ private:
       if (t.getShape()[d] != shapeOf_[axes[d] == Axis::Row ? 0 : 1]) return fail("an epilogue tile is not C's tile");
     auto [it, fresh] = m_.axes.try_emplace(v, axes);
     if (!fresh) return it->second == axes ? true : fail("an epilogue value is used along two axes");
-    if (v == m_.loop.getResult(0)) return axes == SmallVector<Axis, 2>{Axis::Row, Axis::Col};
+    if (v == m_.loop.getResult(0) || (m_.dual && v == m_.loop.getResult(1)))
+      return axes == SmallVector<Axis, 2>{Axis::Row, Axis::Col};
     Operation* def = v.getDefiningOp();
     if (!def || def->getParentOp() != m_.grid) return fail("an epilogue value comes from outside the grid");
     if (isa<FullOp>(def)) return true;

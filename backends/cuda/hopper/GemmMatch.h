@@ -12,6 +12,12 @@
 //       %b = tile.load (tile.view %B[%kk, %j])      // B: [K, N], the same type
 //       tile.yield (tile.dot %a, %b, %c)
 //     }
+//   or, two products sharing A's tile (a gated MLP's gate and up projections: `dual`),
+//     %acc:2 = tile.loop ... carry(%c = %acc0, %d = %acc0) {
+//       %a = ..., %b = tile.load (tile.view %B[%kk, %j]), %b2 = tile.load (tile.view %B2[%kk, %j])
+//       tile.yield (tile.dot %a, %b, %c), (tile.dot %a, %b2, %d)
+//     }
+//   with an epilogue over both results.
 //     ... elementwise ops, casts, broadcasts and loads of views at (%i, %j), (%i) or (%j) ...
 //     tile.store %out, (tile.view %C[%i, %j])
 //   }
@@ -36,6 +42,9 @@ struct GemmMatch {
   tile::LoopOp loop;
   tile::StoreOp store;
   unsigned a = 0, b = 0, c = 0; ///< kernel argument indices of A, B and C
+  /// Two products: B2's argument index (the loop's second result is A @ B2).
+  bool dual = false;
+  unsigned b2 = 0;
   mlir::Type inElt;             ///< A's and B's element type (bf16 or f16)
   mlir::Value rowIv, colIv;     ///< the grid indices that pick C's tile row and column
   /// Every epilogue tile value, with the C axis each of its dims runs along.

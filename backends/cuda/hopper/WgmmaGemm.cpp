@@ -50,6 +50,7 @@ void Emitter::declareParams() {
   // A cluster along N shares A's tile: each CTA loads its share of the rows.
   param({LaunchParam::TensorMap, int(m_.a), 0, {kBK, cfg_.clusterAlongM ? cfg_.bm : cfg_.bm / cfg_.cluster}}, generic);
   param({LaunchParam::TensorMap, int(m_.b), 0, {64, kBK}}, generic);
+  if (cfg_.dual) param({LaunchParam::TensorMap, int(m_.b2), 0, {64, kBK}}, generic);
   const bool cByTma = !cfg_.swapAB && m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
   if (cByTma) {
     param({LaunchParam::TensorMap, int(m_.c), 0, {64, 64}}, generic);
@@ -67,7 +68,7 @@ void Emitter::declareParams() {
   // Split-K (persistent CTAs without clusters): the runtime's workspace, how many of C's
   // tiles this launch cuts along K and into how many chunks (Sm90Tiles.h).
   // (The decode twin splits inside clusters instead: no parameters.)
-  const bool splitK = cfg_.persistent && cfg_.cluster == 1 && !cfg_.pingpong() && !cfg_.swapAB;
+  const bool splitK = cfg_.persistent && cfg_.cluster == 1 && !cfg_.pingpong() && !cfg_.swapAB && !cfg_.dual;
   if (splitK) {
     param({LaunchParam::Workspace, 0, 0, {}}, global);
     param({LaunchParam::SplitTiles, 0, 0, {}}, b_.getI32Type());
@@ -85,6 +86,7 @@ void Emitter::declareParams() {
   unsigned i = 0;
   tmA_ = entry.getArgument(i++);
   tmB_ = entry.getArgument(i++);
+  if (cfg_.dual) tmB2_ = entry.getArgument(i++);
   if (cByTma) {
     tmC_ = entry.getArgument(i++);
   } else {
@@ -109,7 +111,7 @@ void Emitter::declareParams() {
   plan_.threads = cfg_.threads();
   plan_.sharedBytes = cfg_.smemBytes();
   plan_.tileM = cfg_.bm;
-  plan_.tileN = cfg_.bn;
+  plan_.tileN = cfg_.outN();
   plan_.tileK = kBK;
   plan_.stages = cfg_.stages;
   plan_.output = int(m_.c);
@@ -121,7 +123,7 @@ void Emitter::declareParams() {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
   };
-  plan_.gridDims = {{int(m_.a), 0, cfg_.bm, dimName(m_.a, 0)}, {int(m_.b), 1, cfg_.bn, dimName(m_.b, 1)}};
+  plan_.gridDims = {{int(m_.a), 0, cfg_.bm, dimName(m_.a, 0)}, {int(m_.b), 1, cfg_.outN(), dimName(m_.b, 1)}};
   plan_.persistent = cfg_.persistent;
   if (splitK || cfg_.swapAB) plan_.reduction = {int(m_.a), 1, kBK, dimName(m_.a, 1)};
   if (cfg_.swapAB) plan_.kCluster = kKClusterMax;
@@ -148,7 +150,7 @@ void Emitter::run() {
   tid_ = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::ThreadIdOp>(loc_, gpu::Dimension::x));
   wg_ = divu(tid_, i32(128));
   tilesM_ = divu(add(M_, i32(cfg_.bm - 1)), i32(cfg_.bm));
-  tilesN_ = divu(add(N_, i32(cfg_.bn - 1)), i32(cfg_.bn));
+  tilesN_ = divu(add(N_, i32(cfg_.outN() - 1)), i32(cfg_.outN()));
   numTiles_ = mul(tilesM_, tilesN_);
   // A cluster of 2 is CTAs 2c and 2c + 1 of the 1-D grid; its work units are pairs of
   // horizontally adjacent tiles.
@@ -368,7 +370,7 @@ void Emitter::setTile(Value t, Value rows, Value columns) {
   auto rankTh = [&](Value u) { return add(mul(u, i32(cfg_.cluster)), rank_); };
   const bool alongM = cfg_.cluster > 1 && cfg_.clusterAlongM, alongN = cfg_.cluster > 1 && !cfg_.clusterAlongM;
   m0_ = mul(alongM ? rankTh(row) : row, i32(cfg_.bm));
-  n0_ = mul(alongN ? rankTh(column) : column, i32(cfg_.bn));
+  n0_ = mul(alongN ? rankTh(column) : column, i32(cfg_.outN()));
   // A decode twin's last row of tiles, where it runs past C's last row, loads C's last tileM
   // rows instead, and its epilogue stores only the rows from m0_ on: TMA then fills no row
   // of A's box out of bounds, which slowed the whole launch (H200, 2026-12-01, + bias + ReLU:
@@ -400,7 +402,7 @@ void Emitter::producer() {
   // The tensor maps live in parameter space: fetch their lines now rather than at the first
   // copy of each (CUTLASS does the same), before waiting for the peer.
   ifThen(eq(tid_, i32(0)), [&] {
-    for (Value map : {tmA_, tmB_, tmC_})
+    for (Value map : {tmA_, tmB_, tmB2_, tmC_})
       if (map)
         b_.create<NVVM::PrefetchOp>(loc_, NVVM::PrefetchCacheLevelAttr(), NVVM::CacheEvictionPriorityAttr(), map,
                                     Value(), /*tensormap=*/true, /*uniform=*/false, /*in_param_space=*/true);
@@ -472,8 +474,11 @@ void Emitter::producer() {
         else ifThen(ult(h, i32(boxes)), load);
       }
     } else {
+      // Two products: the first half of the boxes from B, the second from B2, over the same
+      // columns of C.
+      const int64_t half = cfg_.dual ? boxes / 2 : boxes;
       for (int64_t h = 0; h < boxes; ++h)
-        tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), tmB_, {add(n0_, i32(64 * h)), k0});
+        tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), h < half ? tmB_ : tmB2_, {add(n0_, i32(64 * (h % half))), k0});
     }
   }); });
 }
@@ -593,14 +598,24 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
         // A ping-pong consumer holds its 128 accumulators within the 168 registers of a
         // 384-thread CTA; a residual's loads beside them spill.
         if (cfg.pingpong() && readsRowInputs(match)) continue;
+        // Two products take lone tiles of the plain kind, 128 or 256 wide (C's half of that a
+        // whole number of 64-column boxes): no clusters, ping-pong or decode twin, and no
+        // split-K (declareParams).
+        if (match.dual && (cfg.cluster > 1 || cfg.pingpong() || cfg.swapAB || cfg.bn % 128 != 0)) continue;
+        Config twin = cfg;
+        twin.dual = match.dual;
         GemmMatch copy = match; // the emitter reads the match; each twin its own
-        Emitter(copy, cfg, gm).run();
+        Emitter(copy, twin, gm).run();
         ++made;
       }
       if (made == 0)
-        m->setAttr("kiln.sm90", StringAttr::get(&getContext(), "kernel '" + k.getSymName().str() +
-                                                                   "': the 64 x 256 ping-pong tile takes no residual "
-                                                                   "(its loads would spill beside the accumulators)"));
+        m->setAttr("kiln.sm90",
+                   StringAttr::get(&getContext(),
+                                   "kernel '" + k.getSymName().str() + "': " +
+                                       (match.dual ? "two products take lone tiles 128 or 256 wide (no clusters, "
+                                                     "ping-pong or decode twin), and the options select none"
+                                                   : "the 64 x 256 ping-pong tile takes no residual (its loads would "
+                                                     "spill beside the accumulators)")));
     }
   }
 };
