@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # On the device (repo root, .device carried): kiln-llama's two paths (kiln, framework) over
 # the layer shapes in RUNS ("mode:batch" items), each with --accept 1.10, its CSV/JSON/HTML
-# and log into $OUT. A table of the model rows is printed last.
+# and log, packed into $OUT/llama.tar.gz. A table of the model rows is printed last.
 set -u
-OUT=${OUT:-/tmp/kiln-out}; mkdir -p $OUT
+FINAL=${OUT:-/tmp/kiln-out}; OUT=/tmp/llama-out; rm -rf $OUT; mkdir -p $OUT $FINAL
 rm -rf /tmp/kiln-main && mkdir -p /tmp/kiln-main && tar -xJf .device/kiln-device.tar.xz -C /tmp/kiln-main
 CUDNN_DIR=$(python3 -c "import nvidia.cudnn as m; print(list(m.__path__)[0] + '/lib')" 2>/dev/null)
 export LD_LIBRARY_PATH=/tmp/kiln-main/lib:$CUDNN_DIR:/usr/local/cuda/lib64 KILN_CUDNN_LIBRARY=$CUDNN_DIR/libcudnn.so.9
@@ -15,4 +15,5 @@ for r in ${RUNS:-prefill:1 decode:16}; do
     --csv $f.csv --json $f.json --html $f.html ${EXTRA:-} > $f.log 2>&1
   echo "$m b$b rc=$? $(grep -E "model_ok|error" $f.log | tail -1)"
 done
-for f in $OUT/*.log; do echo "== $(basename $f .log)"; grep -E "against|framework / kiln|llama_layer\.|adopt|keep|wrong" $f; done
+tar -C $OUT -czf $FINAL/llama.tar.gz .
+for f in $OUT/*.log; do echo "== $(basename $f .log)"; grep -E "against|framework / kiln|^(kiln|framework) +llama_layer|for llama_layer" $f; done
