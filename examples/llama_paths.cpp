@@ -102,7 +102,12 @@ void build_kiln(Path& p, const Shape& s, const Host& h, DType dt) {
   const kiln::Kernel attention =
       s.decode() ? cat::kernel_for(cat::find("attention_decode"), dt, {B, H, G, s.tokens, s.positions(), hd}, target)
                  : cat::kernel_for(cat::find("attention_causal"), dt, {B, H, G, s.tokens, hd}, target);
-  auto norm = compile(cat::rmsnorm(dt)), proj = compile(cat::gemm(dt)), rope = compile(cat::rope(dt, hd)),
+  // RMSNorm's tiles by the rows it normalises, as an engine picks per phase: few rows (decode)
+  // take one row a program over 2048 columns a step (H200, bf16, N = 4096, 16 rows: 6.6 us
+  // against 19.6 with the default 4 x 256); many (prefill) keep the default (2048 rows: 27.4
+  // against 39.6). docs/benchmarks/2026-12-04-h200-llama-layer/README.md.
+  const cat::RowTiles normTiles = s.rows() <= 512 ? cat::RowTiles{1, 2048} : cat::RowTiles{};
+  auto norm = compile(cat::rmsnorm(dt, 1e-6, normTiles)), proj = compile(cat::gemm(dt)), rope = compile(cat::rope(dt, hd)),
        attn = compile(attention), resid = compile(cat::gemm_bias_residual(dt)), mlp = compile(cat::swiglu(dt));
   auto kv = s.decode() ? compile(ropeKvIntoCache(dt, hd)) : nullptr;
   p.compile_ms = msSince(t0);
