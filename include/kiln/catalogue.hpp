@@ -42,6 +42,8 @@ KILN_API Kernel add(DType dtype, RowTiles t = {});
 KILN_API Kernel rmsnorm(DType dtype, double eps = 1e-6, RowTiles t = {});
 /// H = silu(X @ Wg) * (X @ Wu) (X [M,K], Wg and Wu [K,N], H [M,N]): a SwiGLU MLP's gate and up
 /// projections in one kernel, both products in one loop over K, the gating from registers.
+/// On sm_90a a TMA + wgmma twin computes both products with one wgmma (tiles 128 x 64,
+/// 128 x 128 or 64 x 64 of H; `t` is the portable kernel's).
 KILN_API Kernel swiglu(DType dtype, GemmTiles t = {});
 /// Rotary position embedding, Llama's rotate-half form: X and Y [T, H, D] (token-major), the
 /// tables Cos and Sin [P, D/2] (f32: cos and sin of p theta_i), Positions [T] (i32, each in
