@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the device (repo root, .device carried): Nsight Compute on one kiln bench shape, kiln's
 # attention twin and cuDNN's kernel each profiled once (after warm-up launches), the
-# sections that say where the time goes. Reports as text into $OUT.
+# sections that say where the time goes. Reports as text into $OUT. KERNEL, SHAPE and
+# KFILTER (ncu -k, kiln's kernel: regex:__sm90 for a GEMM twin) pick another kernel.
 set -u
 OUT=${OUT:-/tmp/kiln-out}; mkdir -p $OUT
 SHAPE=${SHAPE:-64x32x8x512x128}; KERNEL=${KERNEL:-attention_packed_causal}
@@ -15,7 +16,7 @@ for r in barrier long_scoreboard wait math_pipe_throttle membar sleeping branch_
 done
 S="--metrics ${M#,} --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats"
 for route in kiln framework; do
-  filter='regex:sm90_attn'; [ $route = framework ] && filter='regex:^((?!kiln_|qkv_tma).)*$'
+  filter=${KFILTER:-regex:sm90_attn}; [ $route = framework ] && filter='regex:^((?!kiln_|qkv_tma).)*$'
   timeout ${PT:-200} $NCU $S -k "$filter" --launch-skip 3 --launch-count 1 \
     /tmp/kiln-main/bin/kiln bench $KERNEL --backend=cuda --dtype bf16 --shape $SHAPE --routes $route \
     --reps 3 --warmup 2 --no-progress > $OUT/ncu-$route-$KERNEL-$SHAPE.txt 2>&1
