@@ -777,6 +777,43 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
       }
 }
 
+TEST_CASE("gpu: the sm_90a twin reads a residual two columns at a time where it is aligned, and right where it is not",
+          "[gpu][sm90]") {
+  // The residual [M, N] lives in a wider buffer: row stride N (aligned pairs), N + 1 (odd: the
+  // careful path), and N with its start one element in (2-byte aligned: the careful path).
+  const int64_t M = 300, N = 264, K = 136;
+  const bool hopper = gpu().fingerprint().target == "sm_90a";
+  CompiledKernel ck = gpu().compile(catalogue::gemm_bias_residual(DType::bf16));
+  HostTensor a(DType::bf16, {M, K}), b(DType::bf16, {K, N}), bias(DType::bf16, {N}), r(DType::bf16, {M + 1, N + 1});
+  a.fill_random(21);
+  b.fill_random(22);
+  bias.fill_random(23);
+  r.fill_random(24);
+  DeviceTensor da = gpu().upload(a), db = gpu().upload(b), dbias = gpu().upload(bias), dr = gpu().upload(r);
+  struct Layout {
+    const char* what;
+    int64_t offset, stride;
+  };
+  for (const Layout& l : {Layout{"aligned", 0, N}, Layout{"odd row stride", 0, N + 1}, Layout{"one element in", 1, N}}) {
+    INFO(l.what);
+    HostTensor c(DType::bf16, {M, N});
+    c.poison();
+    DeviceTensor dc = gpu().upload(c);
+    TensorView rv{static_cast<uint16_t*>(dr.view().data) + l.offset, DType::bf16, {M, N}, {l.stride, 1}};
+    const std::vector<TensorView> args = {da.view(), db.view(), dbias.view(), rv, dc.view()};
+    const std::string path = ck.launch_path(args);
+    INFO(path);
+    CHECK((path.rfind("sm_90a twin", 0) == 0) == hopper);
+    ck.launch(args);
+    gpu().download(dc, c);
+    TensorView hr{static_cast<uint16_t*>(r.data()) + l.offset, DType::bf16, {M, N}, {l.stride, 1}}, hb = bias.view();
+    auto rep = verify::compare(c.view(), reference::gemm(a.view(), b.view(), &hb, reference::Epilogue::bias, &hr),
+                               verify::Tolerance::for_dtype(DType::bf16));
+    INFO(rep.summary());
+    CHECK(rep.ok);
+  }
+}
+
 TEST_CASE("gpu: the sm_90a twin of two products sharing A (swiglu) is right on ragged shapes, on its tiles only",
           "[gpu][sm90]") {
   // One wgmma computes both products (the gate's columns, then the up's), gated in

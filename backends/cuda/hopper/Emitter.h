@@ -210,6 +210,12 @@ private:
   /// Emits the epilogue's loads for `site` into `loaded` (as f32), once per distinct element
   /// (a bias is loaded once per column, not once per row); preloaded ones are taken as they are.
   void loadInputs(const Site& site, LoadCache& loaded);
+  /// loadInputs for a chunk's sites; with `pairs`, each input that varies along C's columns is
+  /// read two adjacent columns (a site with e = 0 and the next) by one vector load.
+  void loadChunkInputs(ArrayRef<Site> sites, LoadCache& loaded, bool pairs);
+  /// Whether every epilogue input can be read in pairs of columns: its base aligned to two
+  /// elements, unit stride along C's columns and an even one along its rows (true: none).
+  Value pairsAligned();
   /// One load of epilogue input `v` at `site`, in its element type.
   Value loadInput(Value v, const Site& site);
   /// Before a tile's main loop: this thread's values of the epilogue inputs that do not vary

@@ -50,6 +50,55 @@ void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
   }
 }
 
+void Emitter::loadChunkInputs(ArrayRef<Site> sites, LoadCache& loaded, bool pairs) {
+  for (size_t p = 0; p < sites.size(); ++p) {
+    const Site& s = sites[p];
+    const bool pairHere = pairs && p + 1 < sites.size() && s.c % 2 == 0 && sites[p + 1].h == s.h &&
+                          sites[p + 1].c == s.c + 1;
+    for (Value v : pairHere ? epilogueLoads_ : SmallVector<Value>()) {
+      const auto& axes = m_.axes.lookup(v);
+      if (!llvm::is_contained(axes, Axis::Col)) continue;
+      auto k0 = loadKey(v, axes, s), k1 = loadKey(v, axes, sites[p + 1]);
+      if (loaded.count(k0) || preloaded_.count(k0) || preloaded_.count(k1)) continue;
+      // Both columns in one load: the first's address, two elements.
+      auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
+      auto& [ptr, strides] = inputs_[cast<BlockArgument>(view.getTensor()).getArgNumber()];
+      Type elt = cast<TileType>(v.getType()).getElementType();
+      Value off = i64(0);
+      for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? s.row : s.col, strides[d]));
+      Value at = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
+      const unsigned bytes = 2 * elt.getIntOrFloatBitWidth() / 8;
+      Value two = b_.create<LLVM::LoadOp>(loc_, VectorType::get({2}, elt), at, bytes);
+      for (int64_t e = 0; e < 2; ++e) {
+        Value x = b_.create<LLVM::ExtractElementOp>(loc_, two, i32(e));
+        loaded[e ? k1 : k0] = x.getType().isF32() ? x : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), x);
+      }
+    }
+    loadInputs(s, loaded);
+  }
+}
+
+Value Emitter::pairsAligned() {
+  Value ok = b_.create<arith::ConstantIntOp>(loc_, 1, 1);
+  for (Value v : epilogueLoads_) {
+    const auto& axes = m_.axes.lookup(v);
+    if (!llvm::is_contained(axes, Axis::Col)) continue;
+    auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
+    auto& [ptr, strides] = inputs_[cast<BlockArgument>(view.getTensor()).getArgNumber()];
+    const int64_t pairBytes = 2 * cast<TileType>(v.getType()).getElementType().getIntOrFloatBitWidth() / 8;
+    Value addr = b_.create<LLVM::PtrToIntOp>(loc_, b_.getI64Type(), ptr);
+    auto isZero = [&](Value x) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, x, i64(0)).getResult(); };
+    ok = b_.create<arith::AndIOp>(loc_, ok, isZero(b_.create<arith::AndIOp>(loc_, addr, i64(pairBytes - 1))));
+    for (size_t d = 0; d < axes.size(); ++d) {
+      Value good = axes[d] == Axis::Col
+                       ? b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, strides[d], i64(1)).getResult()
+                       : isZero(b_.create<arith::AndIOp>(loc_, strides[d], i64(1)));
+      ok = b_.create<arith::AndIOp>(loc_, ok, good);
+    }
+  }
+  return ok;
+}
+
 void Emitter::preloadColumnInputs() {
   preloaded_.clear();
   // This thread's columns, as (the site's c, the offset from col0) in the epilogue's keys.
@@ -131,6 +180,9 @@ void Emitter::epilogue(Value acc) {
   // Tiles inside C (all but the last row and column of tiles) read their inputs without
   // clamps and store without masks; the edge tiles take the careful path.
   Value inside = b_.create<arith::AndIOp>(loc_, ule(add(m0_, i32(cfg_.bm)), M_), ule(add(n0_, i32(cfg_.outN())), N_));
+  // The careful path also serves inputs that cannot be read two columns at a time (a
+  // misaligned residual): the fast one reads them so.
+  inside = b_.create<arith::AndIOp>(loc_, inside, pairsAligned());
   auto body = [&](bool masked) {
     if (tmC_) epilogueTma(acc, row0, col0, masked);
     else epilogueStores(acc, row0, col0, masked);
@@ -177,7 +229,7 @@ void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
   for (int64_t j0 = 0; j0 < cfg_.outN() / 8; j0 += kChunk) {
     SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
     LoadCache loaded;
-    for (const Site& s : sites) loadInputs(s, loaded);
+    loadChunkInputs(sites, loaded, /*pairs=*/!masked);
     for (const Site& s : sites) {
       DenseMap<Value, Value> memo;
       Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
@@ -242,7 +294,7 @@ void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool mas
   auto shared = LLVM::LLVMPointerType::get(b_.getContext(), 3);
   SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
   LoadCache loaded;
-  for (const Site& s : sites) loadInputs(s, loaded);
+  loadChunkInputs(sites, loaded, /*pairs=*/!masked);
   for (size_t p = 0; p < sites.size(); p += 2) {
     Value v[2];
     for (int e = 0; e < 2; ++e) {
