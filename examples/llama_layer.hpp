@@ -1,6 +1,7 @@
 // kiln-llama's parts: the layer's shape and weights, the two paths that run it (kiln's
 // kernels; the framework's library calls and elementwise kernels) and the f64 reference.
-// Shared by llama_layer.cpp (the program), llama_paths.cpp and llama_reference.cpp.
+// Shared by llama_layer.cpp (the program), llama_paths.cpp and llama_model.cpp (the model and
+// its reference).
 #pragma once
 #include <kiln/kiln.hpp>
 

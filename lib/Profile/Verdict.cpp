@@ -114,7 +114,7 @@ std::vector<std::string> verdict_summary(const std::vector<Row>& rows, const std
     ++t.shapes;
     if (r.reference_ok && !*r.reference_ok) t.wrong.push_back(r.shape);
     if (r.clears && *r.clears) t.cleared.push_back(r.shape);
-    if (!r.speedup && (!r.reference_ok || *r.reference_ok)) ++t.unmatched;
+    if (!r.speedup && (!r.reference_ok || *r.reference_ok) && (r.model_ms || r.warm)) ++t.unmatched;
     if (r.speedup) {
       const bool first = t.lo == 0;
       t.lo = first ? *r.speedup : std::min(t.lo, *r.speedup);

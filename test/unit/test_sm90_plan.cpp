@@ -82,6 +82,7 @@ TEST_CASE("a malformed launch plan is refused with InvalidArgument, never truste
                                   broken([](auto& j) { j["shared_bytes"] = "lots"; }),
                                   broken([](auto& j) { j["ctas_per_sm"] = 0; }),
                                   broken([](auto& j) { j["cluster"] = 0; }),
+                                  broken([](auto& j) { j["products"] = 3; }),
                                   // Numbers that are not integers in range: never cast (undefined behaviour).
                                   broken([](auto& j) { j["threads"] = 1e111; }),
                                   broken([](auto& j) { j["stages"] = 2.5; }),
@@ -187,6 +188,30 @@ TEST_CASE("each launch takes the twin width that leaves the busiest SM least wor
   CHECK_THAT(why, Contains("argument 0's row pitch is not a multiple of 16 bytes"));
   // One CTA per tile (smCount 0): rounds are tiles; the wide tile still halves them.
   CHECK(choose(twins, args(4096, 4096, 64), {0}, &why) == 1);
+}
+
+TEST_CASE("two products sharing A weigh their tiles by the wgmma's width, and say so in the plan", "[sm90]") {
+  // The two-product twins of swiglu: C tiles 128 x 64 (wgmma N 128), 128 x 128 (N 256) and
+  // 64 x 64 (N 128). Measured (H200): 2048 x 14336 x 4096 634 us with the 128 x 128 tile
+  // against 667 with 128 x 64; 16 rows: the 64-row tile, 64.8 us against 76.7.
+  LaunchPlan narrow = gemmPlan(), wide = gemmPlan(), low = gemmPlan();
+  for (LaunchPlan* p : {&narrow, &wide, &low}) p->persistent = true, p->products = 2;
+  narrow.tileN = 64, narrow.gridDims[1].tile = 64;
+  wide.tileN = 128;
+  low.tileM = 64, low.tileN = 64, low.threads = 256, low.gridDims = {{0, 0, 64, "M"}, {1, 1, 64, ""}};
+  std::vector<LaunchPlan> twins = {narrow, wide, low};
+  std::string why;
+  auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why); };
+  CHECK(pick(2048, 14336, 4096) == 1);
+  CHECK(pick(8192, 14336, 4096) == 1);
+  CHECK(pick(16, 14336, 4096) == 2);
+  CHECK(pick(64, 14336, 4096) == 2);
+  // One product a tile (the same tiles): 128 x 64 and 128 x 128 tie at 2048 rows as before.
+  for (LaunchPlan& p : twins) p.products = 1;
+  CHECK(pick(2048, 14336, 4096) == 0);
+  CHECK(LaunchPlan::fromJson(wide.toJson()).products == 2);
+  CHECK_THAT(wide.str(), Contains("2 products sharing A, one wgmma"));
+  CHECK(LaunchPlan::fromJson(gemmPlan().toJson()).products == 1);
 }
 
 TEST_CASE("a launch takes the 64-row tile only where C has at most 64 rows", "[sm90]") {

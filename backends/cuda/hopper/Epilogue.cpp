@@ -83,6 +83,9 @@ Value Emitter::pairsAligned() {
   for (Value v : epilogueLoads_) {
     const auto& axes = m_.axes.lookup(v);
     if (!llvm::is_contained(axes, Axis::Col)) continue;
+    // Inputs along columns only, on tiles whose every column preloadColumnInputs() reads: never
+    // read in the epilogue, so never in pairs.
+    if (!llvm::is_contained(axes, Axis::Row) && cfg_.bn <= 128) continue;
     auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
     auto& [ptr, strides] = inputs_[cast<BlockArgument>(view.getTensor()).getArgNumber()];
     const int64_t pairBytes = 2 * cast<TileType>(v.getType()).getElementType().getIntOrFloatBitWidth() / 8;

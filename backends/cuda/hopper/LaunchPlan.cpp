@@ -28,6 +28,8 @@ LaunchPlan LaunchPlan::fromJson(const nlohmann::json& j) {
     plan.clusterAlongM = j.value("cluster_m", false);
     plan.raster = detail::jsonIntOr<int64_t>(j, "raster", 0);
     plan.swapAB = j.value("swap_ab", false);
+    plan.products = detail::jsonIntOr<int64_t>(j, "products", 1);
+    if (plan.products < 1 || plan.products > 2) throw std::out_of_range("bad products (1 or 2)");
     if (plan.raster < 0 || plan.raster > 64) throw std::out_of_range("bad raster group");
     if (plan.cluster < 1 || plan.cluster > 8) throw std::out_of_range("bad cluster size");
     plan.kCluster = detail::jsonIntOr<int64_t>(j, "k_cluster", 1);
@@ -120,6 +122,7 @@ std::string LaunchPlan::str() const {
                                    : gridDims[i].name) +
          ", " + std::to_string(gridDims[i].tile) + ")";
   return s + " tiles" + (persistent && raster && raster != 8 ? " in groups of " + std::to_string(raster) + " tile rows" : "") +
+         (products > 1 ? " (" + std::to_string(products) + " products sharing A, one wgmma)" : "") +
          (splitK() ? " (split-K capable)" : "") +
          (kClusters() ? " (split along K in clusters of up to " + std::to_string(kCluster) + ")" : "");
 }

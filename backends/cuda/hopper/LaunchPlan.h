@@ -87,6 +87,9 @@ struct LaunchPlan {
   /// The decode twin: C's tiles computed transposed (C^T = B^T A^T); the runtime takes it
   /// wherever C has at most tileM rows, and cuts its tiles along K by its cost model.
   bool swapAB = false;
+  /// Products per tile (GEMM twins): 2 where one wgmma of twice tileN computes two sharing A
+  /// (hopper::Config::dual); the cost model weighs a tile's work and wgmma width by it.
+  int64_t products = 1;
   /// Split-K kernels (a Workspace, a SplitTiles and a KSplits parameter): the reduction extent K,
   /// counted in tileK steps; arg -1 when the kernel takes whole tiles only.
   GridDim reduction{-1, 0, 1, ""};
@@ -147,7 +150,7 @@ inline nlohmann::json LaunchPlan::toJson() const {
   }
   nlohmann::json j = {{"kind", kind == Attention ? "attention" : "gemm"}, {"entry", entry}, {"threads", threads}, {"shared_bytes", sharedBytes}, {"tile", {tileM, tileN, tileK}},
           {"stages", stages},
-          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB}, {"k_cluster", kCluster},
+          {"grid", g}, {"persistent", persistent}, {"ctas_per_sm", ctasPerSm}, {"params", p}, {"output", output}, {"cluster", cluster}, {"cluster_m", clusterAlongM}, {"raster", raster}, {"swap_ab", swapAB}, {"k_cluster", kCluster}, {"products", products},
           {"reduction", {{"arg", reduction.arg}, {"dim", reduction.dim}, {"tile", reduction.tile}, {"name", reduction.name}}}};
   if (!noKeySplits.empty()) j["no_key_splits"] = noKeySplits;
   if (sequenceUnits) j["sequence_units"] = true;

@@ -348,8 +348,12 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // Work per tile relative to a 128 x 128 tile: a 128 x 256 one computes 6% faster per
     // element (measured: 1442 vs 1366 us at 8192^3), a 64 x 128 one (one consumer
     // warpgroup) 26% slower (580 against 779 TFLOP/s at 4096^3).
-    const double perTile = double(p.tileM * p.tileN) / (128.0 * 128.0) *
-                           (p.tileN >= 256 ? 0.94 : p.tileM < 128 ? 1.0 / 0.74 : 1.0);
+    // Two products (one wgmma of twice tileN) weigh by that width: at 2048 x 14336 x 4096 the
+    // 128 x 128 tile of two (wgmma N 256) ran in 634 us against 667 for 128 x 64 (N 128), at
+    // 8192 rows 2552 against 2969 (H200, 2026-12-04, docs/benchmarks/2026-12-04-h200-llama-layer/).
+    const int64_t mmaN = p.tileN * p.products;
+    const double perTile = double(p.tileM * mmaN) / (128.0 * 128.0) *
+                           (mmaN >= 256 ? 0.94 : p.tileM < 128 ? 1.0 / 0.74 : 1.0);
     const Split s = split(p, args, config);
     const double cost = s.cost * perTile;
     // At equal cost, stacked pairs beat the same tile alone: they read each B tile from L2

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace kiln::hopper::detail {
 
@@ -32,6 +33,9 @@ Value Emitter::addParts(Value r, ArrayRef<Value> parts, int64_t q0) {
 }
 
 std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
+  // The host sizes the workspace by the plan's tileN (C's tile); the slots here hold the
+  // whole accumulator (bn columns): only one product fits that (declareParams).
+  assert(!cfg_.dual && "split-K workspace slots hold one product's accumulator");
   OpBuilder::InsertionGuard g(b_);
   scf::IfOp op = fixupIf(partial_, acc);
 

@@ -119,6 +119,7 @@ void Emitter::declareParams() {
   plan_.clusterAlongM = cfg_.cluster > 1 && cfg_.clusterAlongM;
   plan_.raster = cfg_.rasterGroup;
   plan_.swapAB = cfg_.swapAB;
+  plan_.products = cfg_.dual ? 2 : 1;
   auto dimName = [&](unsigned arg, unsigned d) {
     tile::TensorArgType t = m_.kernel.getArgType(arg);
     return t.getDimSymbol(d).empty() ? std::to_string(t.getDimConstant(d)) : t.getDimSymbol(d).str();
@@ -421,7 +422,9 @@ void Emitter::producer() {
                 kEvictLast = 0x14F0000000000000ll, kReusedBytes = 12ll << 20;
   Value aReused = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::uge, tilesN_, tilesM_);
   Value reusedRows = ext64(b_.create<arith::SelectOp>(loc_, aReused, M_, N_));
-  Value reusedBytes = b_.create<arith::MulIOp>(loc_, b_.create<arith::MulIOp>(loc_, reusedRows, ext64(K_)), i64(2));
+  // (Two products: B's bytes are B's and B2's.)
+  Value bytesPerRow = cfg_.dual ? Value(b_.create<arith::SelectOp>(loc_, aReused, i64(2), i64(4))) : i64(2);
+  Value reusedBytes = b_.create<arith::MulIOp>(loc_, b_.create<arith::MulIOp>(loc_, reusedRows, ext64(K_)), bytesPerRow);
   Value fits = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::ule, reusedBytes, i64(kReusedBytes));
   auto select = [&](Value c, Value x, Value y) { return Value(b_.create<arith::SelectOp>(loc_, c, x, y)); };
   Value policyA = select(fits, select(aReused, i64(kEvictLast), i64(kEvictFirst)), i64(kEvictNormal));
