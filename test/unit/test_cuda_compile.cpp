@@ -524,6 +524,37 @@ TEST_CASE("a twin loads its bias before the main loop, and no twin spills for it
     }
 }
 
+TEST_CASE("two products sharing A with a bias, a residual and an f32 output get the two-product twins without spills",
+          "[cuda][sm90]") {
+  // Beyond the catalogue's swiglu (no epilogue inputs, a 16-bit H stored by TMA): a bias
+  // along columns, an f32 residual along rows and columns (read in pairs), H stored from
+  // registers.
+  using namespace kiln::dsl;
+  Kernel gated = kernel("gated_bias", [](Builder& k) {
+    auto [M, N, K] = k.dims("M", "N", "K");
+    auto X = k.input("X", {M, K}, bf16), Wg = k.input("Wg", {K, N}, bf16), Wu = k.input("Wu", {K, N}, bf16);
+    auto Bias = k.input("Bias", {N}, bf16);
+    auto R = k.input("R", {M, N}, f32);
+    auto H = k.output("H", {M, N}, f32);
+    k.grid({cdiv(M, 64), cdiv(N, 64)}, [&](Index i, Index j) {
+      auto acc = k.loop(cdiv(K, 32), 3, {k.zeros({64, 64}), k.zeros({64, 64})}, [&](Index kk, const std::vector<Tile>& c) {
+        Tile x = k.load(X.tile({i, kk}, {64, 32}));
+        return std::vector<Tile>{dot(x, k.load(Wg.tile({kk, j}, {32, 64})), c[0]),
+                                 dot(x, k.load(Wu.tile({kk, j}, {32, 64})), c[1])};
+      });
+      Tile b = cast(k.load(Bias.tile({j}, {64})), f32);
+      k.store(H.tile({i, j}, {64, 64}), silu(acc[0] + rows(b)) * acc[1] + k.load(R.tile({i, j}, {64, 64})));
+    });
+  });
+  const std::string ptx = offline("sm_90a").emit(gated, Stage::ptx);
+  CHECK(ptx.find("ld.global.v2.b32") != std::string::npos); // the f32 residual, two columns a load
+  for (const char* twin : {"__sm90", "__sm90_n256", "__sm90_m64"}) {
+    INFO(twin);
+    CHECK(ptx.find(std::string(".entry gated_bias") + twin + "(") != std::string::npos);
+    CHECK(wholeProgramSpills(ptx, std::string("gated_bias") + twin) == 0);
+  }
+}
+
 TEST_CASE("hopper_tile_n 192 makes 192-wide twins, which kiln's own choice leaves out", "[cuda][sm90]") {
   auto make = [](int tileM, int cluster, bool stacked = false) {
     return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 192,
