@@ -219,11 +219,12 @@ void build_framework(Path& p, const Shape& s, const Host& h, DType dt) {
   const int64_t R = s.rows(), D = s.hidden, H = s.heads, G = s.kvHeads, hd = s.hd(), F = s.mlp;
   // Gate and up as one GEMM, as engines merge them: [Wg | Wu], [D, 2F].
   kiln::HostTensor wguHost(dt, {D, 2 * F});
-  for (int64_t r = 0; r < D; ++r)
-    for (int64_t c = 0; c < F; ++c) {
-      wguHost.set(r * 2 * F + c, h.wg.get(r * F + c));
-      wguHost.set(r * 2 * F + F + c, h.wu.get(r * F + c));
-    }
+  const size_t rowBytes = size_t(F) * kiln::size_of(dt);
+  auto* to = static_cast<uint8_t*>(wguHost.data());
+  for (int64_t r = 0; r < D; ++r) { // row r: Wg's row r, then Wu's
+    std::memcpy(to + 2 * r * rowBytes, static_cast<const uint8_t*>(h.wg.data()) + r * rowBytes, rowBytes);
+    std::memcpy(to + (2 * r + 1) * rowBytes, static_cast<const uint8_t*>(h.wu.data()) + r * rowBytes, rowBytes);
+  }
   p.memory.push_back(p.rt.upload(wguHost));
   const TensorView wgu = p.memory.back().view();
   p.memory.push_back(p.rt.allocate(dt, {R, 2 * F}));

@@ -216,8 +216,11 @@ private:
   /// Whether every epilogue input can be read in pairs of columns: its base aligned to two
   /// elements, unit stride along C's columns and an even one along its rows (true: none).
   Value pairsAligned();
-  /// One load of epilogue input `v` at `site`, in its element type.
-  Value loadInput(Value v, const Site& site);
+  /// One load of epilogue input `v` at `site`, in its element type; with count 2, the element
+  /// and the next along C's columns as one vector<2> load (aligned to both: pairsAligned()).
+  Value loadInput(Value v, const Site& site, int64_t count = 1);
+  /// The pointer and strides of the kernel argument epilogue load `v` reads.
+  std::pair<Value, SmallVector<Value, 2>>& inputOf(Value v);
   /// Before a tile's main loop: this thread's values of the epilogue inputs that do not vary
   /// along rows (a bias), for the whole tile, into preloaded_. Loaded in the epilogue they
   /// cost one round trip to L2 per chunk of columns (a chunk's loads cannot move above the

@@ -28,16 +28,20 @@ std::tuple<void*, int64_t, int64_t> loadKey(Value load, const SmallVector<Axis, 
 
 } // namespace
 
-Value Emitter::loadInput(Value v, const Site& site) {
-  const auto& axes = m_.axes.lookup(v);
+std::pair<Value, SmallVector<Value, 2>>& Emitter::inputOf(Value v) {
   auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
-  unsigned arg = cast<BlockArgument>(view.getTensor()).getArgNumber();
-  auto& [ptr, strides] = inputs_[arg];
+  return inputs_[cast<BlockArgument>(view.getTensor()).getArgNumber()];
+}
+
+Value Emitter::loadInput(Value v, const Site& site, int64_t count) {
+  const auto& axes = m_.axes.lookup(v);
+  auto& [ptr, strides] = inputOf(v);
   Type elt = cast<TileType>(v.getType()).getElementType();
   Value off = i64(0);
   for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? site.row : site.col, strides[d]));
   Value p = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
-  return b_.create<LLVM::LoadOp>(loc_, elt, p);
+  if (count == 1) return b_.create<LLVM::LoadOp>(loc_, elt, p);
+  return b_.create<LLVM::LoadOp>(loc_, VectorType::get({count}, elt), p, unsigned(count * elt.getIntOrFloatBitWidth() / 8));
 }
 
 void Emitter::loadInputs(const Site& site, LoadCache& loaded) {
@@ -55,20 +59,12 @@ void Emitter::loadChunkInputs(ArrayRef<Site> sites, LoadCache& loaded, bool pair
     const Site& s = sites[p];
     const bool pairHere = pairs && p + 1 < sites.size() && s.c % 2 == 0 && sites[p + 1].h == s.h &&
                           sites[p + 1].c == s.c + 1;
-    for (Value v : pairHere ? epilogueLoads_ : SmallVector<Value>()) {
+    for (Value v : epilogueLoads_) {
       const auto& axes = m_.axes.lookup(v);
-      if (!llvm::is_contained(axes, Axis::Col)) continue;
+      if (!pairHere || !llvm::is_contained(axes, Axis::Col)) continue;
       auto k0 = loadKey(v, axes, s), k1 = loadKey(v, axes, sites[p + 1]);
       if (loaded.count(k0) || preloaded_.count(k0) || preloaded_.count(k1)) continue;
-      // Both columns in one load: the first's address, two elements.
-      auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
-      auto& [ptr, strides] = inputs_[cast<BlockArgument>(view.getTensor()).getArgNumber()];
-      Type elt = cast<TileType>(v.getType()).getElementType();
-      Value off = i64(0);
-      for (size_t d = 0; d < axes.size(); ++d) off = add(off, mul(axes[d] == Axis::Row ? s.row : s.col, strides[d]));
-      Value at = b_.create<LLVM::GEPOp>(loc_, ptr.getType(), elt, ptr, ValueRange{off});
-      const unsigned bytes = 2 * elt.getIntOrFloatBitWidth() / 8;
-      Value two = b_.create<LLVM::LoadOp>(loc_, VectorType::get({2}, elt), at, bytes);
+      Value two = loadInput(v, s, 2); // both columns in one load, at the first's address
       for (int64_t e = 0; e < 2; ++e) {
         Value x = b_.create<LLVM::ExtractElementOp>(loc_, two, i32(e));
         loaded[e ? k1 : k0] = x.getType().isF32() ? x : b_.create<arith::ExtFOp>(loc_, b_.getF32Type(), x);
@@ -86,8 +82,7 @@ Value Emitter::pairsAligned() {
     // Inputs along columns only, on tiles whose every column preloadColumnInputs() reads: never
     // read in the epilogue, so never in pairs.
     if (!llvm::is_contained(axes, Axis::Row) && cfg_.bn <= 128) continue;
-    auto view = v.getDefiningOp<LoadOp>().getView().getDefiningOp<ViewOp>();
-    auto& [ptr, strides] = inputs_[cast<BlockArgument>(view.getTensor()).getArgNumber()];
+    auto& [ptr, strides] = inputOf(v);
     const int64_t pairBytes = 2 * cast<TileType>(v.getType()).getElementType().getIntOrFloatBitWidth() / 8;
     Value addr = b_.create<LLVM::PtrToIntOp>(loc_, b_.getI64Type(), ptr);
     auto isZero = [&](Value x) { return b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::eq, x, i64(0)).getResult(); };
