@@ -179,6 +179,7 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
       sm90.cluster = o.hopperCluster; // 0: kiln's choice (the pass's)
       sm90.clusterM = o.hopperClusterM;
       sm90.decodeRows = o.hopperDecodeRows;
+      sm90.wideRows = o.hopperWideRows;
       sm90.rasterGroup = o.hopperRaster ? o.hopperRaster : 8;
       pm.addPass(kiln::createKilnLowerGemmSm90(sm90));
       pm.addPass(kiln::createKilnLowerAttentionSm90());

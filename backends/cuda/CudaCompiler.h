@@ -48,6 +48,7 @@ struct CompileOptions {
   bool hopperClusterM = false; ///< pairs sharing B (vertically adjacent tiles) instead
   int hopperRaster = 0;   ///< its tile order: groups of this many tile rows (0: 8)
   int hopperDecodeRows = hopper::kDecodeRows; ///< with kiln's tiles: the decode twin's rows (0: none)
+  int hopperWideRows = hopper::kWideRows;     ///< with kiln's tiles: the wide swapped twins' rows (0: none)
   /// With a twin: the portable kernel in a PTX module of its own (DeviceCode::portable_ptx),
   /// made on a second thread while the caller goes on with the twins'. Not in the cache
   /// key: the code is the same.

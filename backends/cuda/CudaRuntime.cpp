@@ -50,6 +50,9 @@ struct CudaState {
   /// (KILN_HOPPER_DECODE=off: none, for A/B runs; =16|32|48|64: up to that many; in the
   /// cache key where not the default).
   int hopperDecodeRows = hopper::kDecodeRows;
+  /// The swapped twins of 128 columns beside kiln's tiles, up to this many rows
+  /// (KILN_HOPPER_WIDE=off: none, for A/B runs; in the cache key where not the default).
+  int hopperWideRows = hopper::kWideRows;
   /// Modules with a twin are compiled by the driver's JIT as whole programs (see
   /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
   bool twinByDriver = true;
@@ -304,7 +307,8 @@ public:
             state->options.hopper_cluster,
             state->options.hopper_cluster_m,
             state->options.hopper_raster,
-            state->hopperDecodeRows};
+            state->hopperDecodeRows,
+            state->hopperWideRows};
   }
 
   /// KernelReport::sm90 for `code`.
@@ -489,6 +493,7 @@ public:
     if (state->options.hopper_tile_m) key["hopper_tile_m"] = state->options.hopper_tile_m;
     if (state->options.hopper_cluster_m) key["hopper_cluster_m"] = true;
     if (state->hopperDecodeRows != hopper::kDecodeRows) key["hopper_decode_rows"] = state->hopperDecodeRows;
+    if (state->hopperWideRows != hopper::kWideRows) key["hopper_wide_rows"] = state->hopperWideRows;
     return key;
   }
 
@@ -806,6 +811,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (const char* e = std::getenv("KILN_HOPPER_PERSISTENT")) state->hopperPersistent = std::string(e) != "off";
   if (auto v = env("KILN_HOPPER_DECODE", {"on", "off", "16", "32", "48", "64"}))
     state->hopperDecodeRows = *v == "off" ? 0 : *v == "on" ? hopper::kDecodeRows : std::stoi(*v);
+  if (auto v = env("KILN_HOPPER_WIDE", {"on", "off"})) state->hopperWideRows = *v == "off" ? 0 : hopper::kWideRows;
   if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink"})) state->twinByDriver = *v == "driver";
   // KILN_HOPPER_SPLIT_K: a mode, or as RuntimeOptions::hopper_split_k a number of chunks.
   if (auto v = env("KILN_HOPPER_SPLIT_K", {"auto", "off", "on", "1", "2", "3", "4", "8", "16"})) {

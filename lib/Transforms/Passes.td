@@ -104,6 +104,8 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
            "tile order: groups of this many tile rows, column by column inside a group (1..64; 0: 8)">,
     Option<"decodeRows", "decode-rows", "int64_t", /*default=*/"0",
            "with tile-m=0 tile-n=0: also decode twins (<kernel>__sm90_dec, <kernel>__sm90_dec32, ...) of 16, 32, ... up to this many rows of C (16, 32, 48 or 64; 0: none) by 64 columns, computed as C^T = B^T A^T, each for C of at most its rows">,
+    Option<"wideRows", "wide-rows", "int64_t", /*default=*/"0",
+           "with tile-m=0 tile-n=0: also swapped twins (<kernel>__sm90_sw80, ...) of 128 columns by 80, 96, ... up to this many rows of C (80, 96, 112 or 128; 0: none), computed as C^T = B^T A^T by two consumer warpgroups of 64 columns each, without K-clusters">,
     Option<"persistent", "persistent", "bool", /*default=*/"true",
            "launch one CTA per SM looping over tiles (else one CTA per tile)">,
   ];

@@ -689,8 +689,10 @@ struct TwinRuntimes {
   // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
   // cut into chunks of k-steps, summed in order by whichever CTA finishes its chunk last.
   // (Clusters off: clustered twins take whole tiles.)
+  // (Without the swapped twins of 128 columns, which take whole tiles: 300 x 200 x 1000 would
+  // go to one.)
   Runtime splitK = [] {
-    ScopedEnv on("KILN_HOPPER_SPLIT_K", "on");
+    ScopedEnv on("KILN_HOPPER_SPLIT_K", "on"), wideOff("KILN_HOPPER_WIDE", "off");
     return Runtime::create(Backend::cuda, {.hopper_cluster = 1});
   }();
   Runtime splitKWide = [] {
@@ -718,20 +720,22 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // with {3, 200, 1000}, {1, 4104, 520} and {17, 136, 328}, the decode twins' shapes (in
   // K-clusters of 4, 4 and 2, and whole); {40, 264, 1000} and {64, 4104, 520} the 48- and 64-row
   // ones' (in fours, in pairs); {77, 136, 72}, {128, 256, 4096} and {100, 1032, 1000} C of more
-  // rows than a decode tile, in two rows of decode tiles (whole, in fours, in pairs).
+  // rows than a decode tile, in two rows of decode tiles (whole, in fours, in pairs);
+  // {160, 1032, 1000} and {257, 2056, 520} C of 129 to 512 rows: swapped twins of 128 columns
+  // (two rows of 80-row tiles; three of 96), ragged in N and K.
   const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},         {77, 136, 72},     {1000, 1000, 1000},
                                                    {4097, 264, 128},  {129, 4096, 264},  {300, 200, 8},
                                                    {128, 256, 4096},  {2049, 2056, 136}, {300, 200, 1000},
                                                    {16, 264, 1024},   {3, 200, 1000},    {1, 4104, 520},
                                                    {17, 136, 328},    {40, 264, 1000},   {64, 4104, 520},
-                                                   {100, 1032, 1000}};
+                                                   {100, 1032, 1000}, {160, 1032, 1000}, {257, 2056, 520}};
   const TwinRuntimes& r = twinRuntimes();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
     for (DType d : {DType::bf16, DType::f16})
       DYNAMIC_SECTION(name << " " << to_string(d)) {
         const catalogue::Entry& e = catalogue::find(name);
-        std::map<const Runtime*, int> splitLaunches, decodeLaunches;
+        std::map<const Runtime*, int> splitLaunches, decodeLaunches, wideLaunches;
         for (const Runtime* rt : std::initializer_list<const Runtime*>{
                  &gpu(), &r.wide, &r.paired, &r.pairedWide, &r.low, &r.pairedLow, &r.stacked, &r.stackedWide,
                  &r.narrow, &r.stackedNarrow, &r.stackedNarrowTall, &r.pairedNarrow, &r.pingpong, &r.stackedPingpong,
@@ -753,6 +757,10 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
             if (path.find("__sm90_dec") != std::string::npos) {
               CHECK(s[0] <= 128);
               ++decodeLaunches[rt];
+            } else if (path.find("__sm90_sw") != std::string::npos) {
+              CHECK(s[0] > 128);
+              CHECK(s[0] <= 512);
+              ++wideLaunches[rt];
             } else if (path.find("split-K") != std::string::npos) {
               ++splitLaunches[rt];
             }
@@ -773,6 +781,10 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
           // tiles fill one round, went to a decode twin where kiln picks the tiles.
           for (const Runtime* rt : {&gpu(), &r.splitK}) CHECK(decodeLaunches[rt] == 10);
           CHECK(decodeLaunches.count(&r.wide) == 0);
+          // The two shapes made for them went to swapped twins of 128 columns where kiln picks
+          // the tiles (others of 129 to 512 rows may too, by cost), and never with tiles asked for.
+          CHECK(wideLaunches[&gpu()] >= 2);
+          CHECK(wideLaunches.count(&r.wide) == 0);
         }
       }
 }
@@ -1073,10 +1085,12 @@ TEST_CASE("gpu: the twin reads and writes through padded row strides, odd N incl
   // A, B and C inside larger allocations: with 16-byte pitches and C's rows a multiple of
   // 16 bytes the twin runs (its TMA store writes whole 16-byte units), and C's padding is
   // left alone; otherwise (an odd N, a pitch of 146 elements) the launch goes to the
-  // portable kernel, with the same result.
-  const int64_t M = 300, K = 72, kLdb = 152; // B's pitch: 304 bytes, past either N
+  // portable kernel, with the same result. At 300 rows (padded by 128-row tiles) a swapped
+  // twin of 128 columns takes it, which stores C from registers: on any pitch.
+  const int64_t K = 72, kLdb = 152; // B's pitch: 304 bytes, past either N
+  for (int64_t M : {300, 520})
   for (auto [N, ldc] : {std::pair<int64_t, int64_t>{136, 144}, {136, 146}, {135, 144}}) {
-    const bool twin = N % 8 == 0 && ldc % 8 == 0;
+    const bool twin = M == 300 || (N % 8 == 0 && ldc % 8 == 0);
     HostTensor a(DType::bf16, {M, K + 8}), b(DType::bf16, {K, kLdb}), bias(DType::bf16, {N}), c(DType::bf16, {M, ldc});
     a.fill_random(1), b.fill_random(2), bias.fill_random(3);
     c.poison();
@@ -1085,7 +1099,7 @@ TEST_CASE("gpu: the twin reads and writes through padded row strides, odd N incl
     TensorView vc{dc.view().data, DType::bf16, {M, N}, {ldc, 1}};
     CompiledKernel ck = gpu().compile(catalogue::gemm_bias_relu(DType::bf16));
     std::string path = ck.launch_path({va, vb, dbias.view(), vc});
-    INFO("ldc " << ldc << ": " << path);
+    INFO("M " << M << ", ldc " << ldc << ": " << path);
     if (gpu().fingerprint().target == "sm_90a") CHECK((path.rfind("sm_90a twin", 0) == 0) == twin);
     ck.launch({va, vb, dbias.view(), vc});
     HostTensor out(DType::bf16, {M, ldc});

@@ -466,6 +466,55 @@ TEST_CASE("C of up to twice a decode twin's rows takes it in two rows of tiles, 
   CHECK(pick(96, 4096, 4096, 100) == 0);
 }
 
+/// A swapped twin of 128 columns by `rows` rows: two consumers, no K-clusters, whole tiles.
+LaunchPlan widePlan(int64_t rows) {
+  LaunchPlan p = gemmPlan();
+  p.persistent = true;
+  p.tileM = rows, p.tileN = 128;
+  p.swapAB = true;
+  p.gridDims = {{0, 0, rows, "M"}, {1, 1, 128, ""}};
+  return p;
+}
+
+TEST_CASE("C of 129 to 512 rows that 128-row tiles would pad takes the swapped twin of fewest rows filling one round",
+          "[sm90]") {
+  const std::vector<LaunchPlan> twins = {gemmPlan(), decodePlan(64), widePlan(80), widePlan(96), widePlan(112),
+                                         widePlan(128)};
+  CHECK(!twins[2].decode());
+  CHECK(twins[1].decode());
+  std::string why;
+  Split work;
+  auto pick = [&](int64_t M, int64_t N, int64_t K, int sms = 132) {
+    return choose(twins, args(M, N, K), {sms}, &why, &work);
+  };
+  // 160 rows: two tiles of 80 (not of 128: 96 rows of multiplies by nothing) x 64 columns of
+  // tiles, 128 CTAs, whole tiles.
+  CHECK(pick(160, 8192, 8192) == 2);
+  CHECK(work.ctas == 128);
+  CHECK(work.splitTiles == 0);
+  CHECK(work.cluster == 0);
+  CHECK(pick(200, 4096, 4096) == 2); // three of 80 x 32: 96 CTAs
+  CHECK(work.ctas == 96);
+  CHECK(pick(129, 4096, 4096) == 2);
+  // Tiles of 80 would take two rounds (3 x 64 = 192 CTAs): two of 112 x 64 do not.
+  CHECK(pick(200, 8192, 4096) == 4);
+  CHECK(work.ctas == 128);
+  CHECK(pick(300, 4096, 4096) == 2); // four of 80 x 32
+  // None fills one round: the 128-row tiles, as without swapped twins.
+  CHECK(pick(300, 8192, 4096) == 0);
+  CHECK(pick(480, 8192, 8192) == 0);
+  // 128-row tiles that pad under an eighth of their rows, or none: those.
+  CHECK(pick(256, 4096, 4096) == 0);
+  CHECK(pick(384, 4096, 4096) == 0);
+  CHECK(pick(250, 4096, 4096) == 0);
+  // Past 512 rows, at most 128 (the decode twins' and the 64-row tiles' rules), or with no SM
+  // count to go by: never.
+  CHECK(pick(520, 1024, 1024) == 0);
+  CHECK(pick(100, 4096, 4096) == 1);
+  CHECK(pick(120, 16384, 4096) == 0);
+  CHECK(pick(160, 8192, 8192, 0) == 0);
+}
+
 TEST_CASE("a decode plan's K-clusters survive JSON, and a malformed one is refused", "[sm90][errors]") {
   LaunchPlan p = decodePlan();
   LaunchPlan q = LaunchPlan::fromJson(nlohmann::json::parse(p.toJson().dump()));
@@ -597,6 +646,18 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   CHECK(sharedBytes(64, 64, kDecodeStages, true) <= kMaxSharedBytes);
   CHECK(names(selectTwins(0, 0, 0, false, 16)).ends_with("__sm90_m64x2:64x128/2m __sm90_dec:16x64/1 "));
   CHECK(names(selectTwins(0, 0, 0, false, 0)).find("_dec") == std::string::npos);
+  // The swapped twins of 128 columns, after the decode twins, by 80, 96, ... up to the rows
+  // asked for; only with kiln's own tiles, and not in clusters. Their ring of 32 KiB stages
+  // (at 128 rows) needs no staging: the deepest ring every twin fits stays the 128 x 256 tile's.
+  CHECK(names(selectTwins(0, 0, 0, false, 16, 128))
+            .ends_with("__sm90_dec:16x64/1 __sm90_sw80:80x128/1 __sm90_sw96:96x128/1 __sm90_sw112:112x128/1 "
+                       "__sm90_sw128:128x128/1 "));
+  CHECK(names(selectTwins(0, 0, 0, false, 0, 96)).ends_with("__sm90_m64x2:64x128/2m __sm90_sw80:80x128/1 __sm90_sw96:96x128/1 "));
+  CHECK(names(selectTwins(0, 128, 0, false, 16, 128)).find("_sw") == std::string::npos);
+  CHECK(names(selectTwins(0, 0, 2, false, 16, 128)).find("_sw") == std::string::npos);
+  CHECK(stagingBytes(128, 128, true) == 0);
+  CHECK(consumers(80, 128, true) == 2);
+  CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 64, 128)) == maxStages(128, 256));
   // The decode twin only with kiln's own tiles, and not in clusters.
   CHECK(names(selectTwins(0, 0, 1, false, 16)) ==
         "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_dec:16x64/1 ");

@@ -62,6 +62,9 @@ struct Config {
   /// C's columns per tile.
   int64_t outN() const { return dual ? bn / 2 : bn; }
   int64_t consumers() const { return hopper::consumers(bm, bn, swapAB); }
+  /// A swapped twin of 128 columns: two consumer warpgroups, each on 64 of them (its own
+  /// B box) and every row; no K-clusters.
+  bool wideSwap() const { return swapAB && bn > 64; }
   /// wgmma's N: C's columns per tile, or the decode twin's C rows.
   int64_t mmaN() const { return swapAB ? bm : bn; }
   /// Ping-pong (Sm90Tiles.h): the consumers take the CTA's tiles in turn, each whole.
@@ -122,7 +125,9 @@ private:
   template <class F> void forEachTile(F&& body, bool inTurn = false);
   /// Which 64 rows of the tile this consumer warpgroup computes: its index, or 0 in
   /// ping-pong (each computes a whole 64-row tile).
-  Value rowBlock() { return cfg_.pingpong() ? i32(0) : sub(wg_, i32(1)); }
+  Value rowBlock() { return cfg_.pingpong() || cfg_.swapAB ? i32(0) : sub(wg_, i32(1)); }
+  /// A swapped twin's 64 columns of the tile this consumer warpgroup computes (0 with one).
+  Value colBlock() { return cfg_.wideSwap() ? sub(wg_, i32(1)) : i32(0); }
   /// Ping-pong: the consumers' main loops run one at a time, in the CTA's item order, so
   /// each waits on a ring slot only once the slot's previous fill has been waited on (the
   /// parity of an mbarrier phase tells only adjacent phases apart), and one's epilogue runs

@@ -313,7 +313,8 @@ void Emitter::stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool mas
 
 Value Emitter::swappedCol0() {
   Value t = remu(tid_, i32(128));
-  return add(add(n0_, mul(divu(t, i32(32)), i32(16))), divu(remu(t, i32(32)), i32(4)));
+  Value n0 = cfg_.wideSwap() ? add(n0_, mul(colBlock(), i32(64))) : n0_; // this consumer's 64 columns
+  return add(add(n0, mul(divu(t, i32(32)), i32(16))), divu(remu(t, i32(32)), i32(4)));
 }
 
 void Emitter::epilogueSwapped(Value acc) {

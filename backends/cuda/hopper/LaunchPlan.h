@@ -111,6 +111,9 @@ struct LaunchPlan {
   std::string noOverlap;
 
   /// Split-K through the runtime's workspace (parameters Workspace, SplitTiles, KSplits).
+  /// A decode twin (swapped, one consumer of 64 columns, K-clusters): chosen by its rows
+  /// first (Sm90Launch.cpp); a swapped twin of 128 columns competes with the others by cost.
+  bool decode() const { return swapAB && tileN <= 64; }
   bool splitK() const { return reduction.arg >= 0 && kCluster == 1; }
   /// Split-K inside clusters (no parameters: the launch's cluster size says).
   bool kClusters() const { return reduction.arg >= 0 && kCluster > 1; }

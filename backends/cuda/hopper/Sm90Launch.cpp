@@ -274,7 +274,7 @@ template <class Usable>
 int chooseDecode(const std::vector<LaunchPlan>& twins, Usable& usable,
                  const std::vector<TensorView>& args, const LaunchConfig& config) {
   auto rowsOf = [&](const LaunchPlan& p) { return args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; };
-  auto decode = [&](size_t i) { return twins[i].swapAB && !twins[i].gridDims.empty() && usable(i); };
+  auto decode = [&](size_t i) { return twins[i].decode() && !twins[i].gridDims.empty() && usable(i); };
   // One that holds C's rows in one tile, always: it reads each weight once and wastes no
   // multiply on absent rows.
   for (size_t i = 0; i < twins.size(); ++i)
@@ -291,6 +291,30 @@ int chooseDecode(const std::vector<LaunchPlan>& twins, Usable& usable,
     if (unitCount(p, args) <= int64_t(config.smCount) * p.ctasPerSm / p.cluster) return int(i);
   }
   return -1;
+}
+
+/// The swapped twin of 128 columns for `args`, or -1 (see choose()): for C of 129 to 512
+/// rows that 128-row tiles would pad by an eighth or more, the twin of the fewest rows whose
+/// tiles fill one round of CTAs. H200, 2026-12-04, bf16 (kiln bench beside cuBLASLt, L2
+/// flushed): 160 x 8192 x 8192 in 38.1 us against 68.7 (cuBLASLt 37.3-38.4), 200 x 4096 x 4096
+/// 19.4 against 22.3, 300 x 4096 x 4096 20.5 against 36.5; where the 128-row tiles pad no row
+/// they were faster (256 x 4096 x 4096: 17.1 against 19.8), and in more than one round the
+/// swapped tiles were slower (480 x 8192 x 8192: 98.5 against 87.5).
+template <class Usable>
+int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::vector<TensorView>& args,
+               const LaunchConfig& config) {
+  if (config.smCount <= 0) return -1;
+  int best = -1;
+  for (size_t i = 0; i < twins.size(); ++i) {
+    const LaunchPlan& p = twins[i];
+    if (!p.swapAB || p.decode() || p.gridDims.empty() || !usable(i)) continue;
+    const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)];
+    const int64_t padded = (rows + 127) / 128 * 128;
+    if (rows <= 128 || rows > 512 || 8 * (padded - rows) < padded) return -1;
+    if (unitCount(p, args) > int64_t(config.smCount) * p.ctasPerSm) continue;
+    if (best < 0 || p.tileM < twins[size_t(best)].tileM) best = int(i);
+  }
+  return best;
 }
 } // namespace
 
@@ -329,9 +353,14 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     if (work) *work = split(twins[size_t(d)], args, config);
     return d;
   }
+  if (int w = chooseWide(twins, usable, args, config); w >= 0) {
+    if (work) *work = split(twins[size_t(w)], args, config);
+    return w;
+  }
   for (size_t i = 0; i < twins.size(); ++i) {
-    if (twins[i].swapAB || !usable(i)) continue;
+    if (twins[i].decode() || !usable(i)) continue;
     const LaunchPlan& p = twins[i];
+    if (p.swapAB) continue; // (a swapped twin of 128 columns: chooseWide only)
     if (!p.gridDims.empty()) {
       const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; // C's
       // Beside lone twins, stacked pairs only with two rows of tiles: with one, every pair's

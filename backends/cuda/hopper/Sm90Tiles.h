@@ -18,10 +18,16 @@ constexpr bool pingpong(int64_t tileM, int64_t tileN) { return tileM == 64 && ti
 /// kiln's decode twins: 16, 32, 48 and 64 rows (C of at most 16 rows, 17 to 32, 33 to 48, 49 to 64).
 inline constexpr int kDecodeRows = 64;
 /// `swapAB`: the decode twin's tile (tileM rows of C, 16 to 64, by 64 columns), computed as
-/// C^T = B^T A^T by one consumer warpgroup (WgmmaGemm.cpp).
+/// C^T = B^T A^T by one consumer warpgroup (WgmmaGemm.cpp); a swapped twin of 128 columns
+/// (tileM 80 to 128 rows) has two, one per 64 columns, both on the same rows.
 constexpr int64_t consumers(int64_t tileM, int64_t tileN, bool swapAB = false) {
-  return pingpong(tileM, tileN) ? 2 : swapAB ? 1 : tileM / 64;
+  return pingpong(tileM, tileN) ? 2 : swapAB ? tileN / 64 : tileM / 64;
 }
+/// kiln's swapped twins of 128 columns: 80, 96, 112 and 128 rows of C (Twins.h). For C of
+/// 129 to 512 rows, where a 128-row tile would multiply many absent rows: 160 rows in two
+/// tiles of 80, not of 128. (cuBLASLt's kernels on the H200 do the same: 160 x 8192 x 8192
+/// in tiles of 80 rows by 128 columns, computed transposed.)
+inline constexpr int kWideRows = 128;
 constexpr int64_t threads(int64_t tileM, int64_t tileN, bool swapAB = false) {
   return 128 * (1 + consumers(tileM, tileN, swapAB));
 }
@@ -50,7 +56,9 @@ inline constexpr int64_t kStagingBoxBytes = 64 * 64 * 2;
 inline constexpr int64_t kKClusterMax = 4;
 constexpr int64_t peerSumSlotBytes(int64_t tileM) { return 64 * tileM * 4; }
 constexpr int64_t stagingBytes(int64_t tileM, int64_t tileN, bool swapAB = false) {
-  return swapAB ? (kKClusterMax - 1) * peerSumSlotBytes(tileM) : consumers(tileM, tileN) * 2 * kStagingBoxBytes;
+  // (Swapped twins of 128 columns run without K-clusters: no slots.)
+  return swapAB ? (tileN == 64 ? (kKClusterMax - 1) * peerSumSlotBytes(tileM) : 0)
+                : consumers(tileM, tileN) * 2 * kStagingBoxBytes;
 }
 
 /// A 4-byte word per consumer warpgroup: the split-K fix-up tells its threads whether

@@ -34,8 +34,11 @@ struct TwinShape {
 /// `decodeRows` rows by 64 columns (__sm90_dec, __sm90_dec32, ...: C^T = B^T A^T, Sm90Tiles.h).
 /// The options' values are the caller's to check; checkTwinOptions below accepts only values
 /// that select some twin.
+/// With kiln's tiles, also swapped twins of 128 columns by 80, 96, ... up to `wideRows` rows
+/// (__sm90_sw80, ...: two consumer warpgroups, C^T = B^T A^T, no K-clusters), for C of more
+/// rows than a decode twin holds but few enough that 128-row tiles waste much (Sm90Tiles.h).
 inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t cluster, bool clusterAlongM,
-                                          int64_t decodeRows = 0) {
+                                          int64_t decodeRows = 0, int64_t wideRows = 0) {
   struct Tile {
     int64_t bm, bn;
     const char* suffix;
@@ -58,6 +61,9 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
   if (tileM == 0 && tileN == 0 && cluster != 2)
     for (int64_t rows = 16; rows <= decodeRows; rows += 16)
       twins.push_back({rows, 64, rows == 16 ? "__sm90_dec" : "__sm90_dec" + std::to_string(rows), 1, false, true});
+  if (tileM == 0 && tileN == 0 && cluster != 2)
+    for (int64_t rows = 80; rows <= wideRows; rows += 16)
+      twins.push_back({rows, 128, "__sm90_sw" + std::to_string(rows), 1, false, true});
   return twins;
 }
 

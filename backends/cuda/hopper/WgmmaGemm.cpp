@@ -126,8 +126,9 @@ void Emitter::declareParams() {
   };
   plan_.gridDims = {{int(m_.a), 0, cfg_.bm, dimName(m_.a, 0)}, {int(m_.b), 1, cfg_.outN(), dimName(m_.b, 1)}};
   plan_.persistent = cfg_.persistent;
-  if (splitK || cfg_.swapAB) plan_.reduction = {int(m_.a), 1, kBK, dimName(m_.a, 1)};
-  if (cfg_.swapAB) plan_.kCluster = kKClusterMax;
+  const bool kClusters = cfg_.swapAB && !cfg_.wideSwap();
+  if (splitK || kClusters) plan_.reduction = {int(m_.a), 1, kBK, dimName(m_.a, 1)};
+  if (kClusters) plan_.kCluster = kKClusterMax;
 }
 
 void Emitter::run() {
@@ -219,11 +220,11 @@ void Emitter::run() {
           if (cfg_.pingpong())
             ifThen(ult(add(turn_.item, b_.create<arith::ShRUIOp>(loc_, turn_.loopStep, i32(1))), turn_.units),
                    [&] { takeTurn(/*arrive=*/true); });
-          if (cfg_.swapAB) {
+          if (cfg_.swapAB && !cfg_.wideSwap()) {
             auto [sum, mine] = clusterFixup(acc);
             return ifThen(mine, [&] { epilogue(sum); });
           }
-          if (!skTiles_) return epilogue(acc);
+          if (!skTiles_) return epilogue(acc); // (a wide swapped twin: whole tiles)
           auto [sum, mine] = splitKFixup(acc);
           ifThen(mine, [&] { epilogue(sum); });
         }, /*inTurn=*/true);
@@ -493,7 +494,9 @@ Value Emitter::kTile(Value j, Value acc, bool first) {
   // A start 64 x 128 B into the stage.
   Value stageAddr = add(sbase_, mul(s, i32(cfg_.stageBytes())));
   Value aAddr = add(stageAddr, mul(rowBlock(), i32(64 * 128)));
-  Value bAddr = add(stageAddr, i32(cfg_.aBytes()));
+  // (A wide swapped twin: this consumer's own box of B's two.)
+  Value bAddr = add(stageAddr, cfg_.wideSwap() ? add(i32(cfg_.aBytes()), mul(colBlock(), i32(kBoxBytes)))
+                                               : i32(cfg_.aBytes()));
   auto field = [&](Value addr) {
     return ext64(b_.create<arith::AndIOp>(loc_, b_.create<arith::ShRUIOp>(loc_, addr, i32(4)), i32(0x3FFF)));
   };
@@ -567,15 +570,17 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
                                                 {"tile-m", "tile-n", "stages", "cluster", "cluster-m", "raster-group"});
     if (broken.empty() && decodeRows != 0 && decodeRows != 16 && decodeRows != 32 && decodeRows != 48 && decodeRows != 64)
       broken = "decode-rows must be 0, 16, 32, 48 or 64, got " + std::to_string(decodeRows);
+    if (broken.empty() && wideRows != 0 && (wideRows < 80 || wideRows > kWideRows || wideRows % 16 != 0))
+      broken = "wide-rows must be 0, 80, 96, 112 or 128, got " + std::to_string(wideRows);
     if (!broken.empty()) {
       m.emitError(broken);
       return signalPassFailure();
     }
     // Which twins (hopper/Twins.h), each with its ring: `stages`, or the deepest that fits.
     SmallVector<Config> configs;
-    for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM, decodeRows)) {
+    for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM, decodeRows, wideRows)) {
       const int64_t deepest = maxStages(t.bm, t.bn, t.swapAB);
-      Config cfg{t.bm, t.bn, stages ? stages : t.swapAB ? std::min(kDecodeStages, deepest) : deepest, persistent,
+      Config cfg{t.bm, t.bn, stages ? stages : t.swapAB && t.bn == 64 ? std::min(kDecodeStages, deepest) : deepest, persistent,
                  t.suffix, t.cluster};
       cfg.clusterAlongM = t.clusterAlongM;
       cfg.swapAB = t.swapAB;

@@ -29,6 +29,8 @@
 // PAIRS: gpu.func @mm__sm90_m64x2(
 // PAIRS-NOT: gpu.func
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0 decode-rows=16" | FileCheck %s --check-prefix=DEC
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0 wide-rows=96" | FileCheck %s --check-prefix=WIDE
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="wide-rows=72" 2>&1 | FileCheck %s --check-prefix=BADWIDE
 
 // With decode-rows=16, kiln's tiles are followed by the decode twin: 16 x 64 tiles of C,
 // computed as C^T = B^T A^T (wgmma m64n16k16, its A the B box read transposed, its B A's
@@ -52,6 +54,23 @@
 // DEC: nvvm.mapa
 // DEC: nvvm.mbarrier.arrive {{.*}}{scope = #nvvm.mem_scope<cluster>}
 // DEC-NOT: gpu.func
+
+// Swapped twins of 128 columns (wide-rows): after the others, 80 and 96 rows of C, computed
+// as C^T = B^T A^T by two consumer warpgroups (384 threads) of 64 columns each (wgmma's N
+// is C's rows), whole tiles: no K-clusters, no split-K reduction.
+// WIDE: gpu.func @mm__sm90_m64x2(
+// WIDE: gpu.func @mm__sm90_sw80(
+// WIDE-SAME: \22k_cluster\22:1
+// WIDE-SAME: \22reduction\22:{\22arg\22:-1
+// WIDE-SAME: \22swap_ab\22:true
+// WIDE-SAME: \22threads\22:384
+// WIDE-SAME: \22tile\22:[80,128,64]
+// WIDE: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 80, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
+// WIDE: gpu.func @mm__sm90_sw96(
+// WIDE-SAME: \22tile\22:[96,128,64]
+// WIDE: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 96, k = 16>
+// WIDE-NOT: gpu.func
+// BADWIDE: wide-rows must be 0, 80, 96, 112 or 128, got 72
 
 // 192-wide tiles: three B boxes, which a stacked pair cannot halve: each CTA loads (and
 // multicasts) box rank, then box 2 + rank where that lies inside the tile (rank 0 only).
