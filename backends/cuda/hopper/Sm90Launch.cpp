@@ -295,11 +295,12 @@ int chooseDecode(const std::vector<LaunchPlan>& twins, Usable& usable,
 
 /// The swapped twin of 128 columns for `args`, or -1 (see choose()): for C of 129 to 512
 /// rows that 128-row tiles would pad by an eighth or more, the twin of the fewest rows whose
-/// tiles fill one round of CTAs. H200, 2026-12-04, bf16 (kiln bench beside cuBLASLt, L2
-/// flushed): 160 x 8192 x 8192 in 38.1 us against 68.7 (cuBLASLt 37.3-38.4), 200 x 4096 x 4096
-/// 19.4 against 22.3, 300 x 4096 x 4096 20.5 against 36.5; where the 128-row tiles pad no row
-/// they were faster (256 x 4096 x 4096: 17.1 against 19.8), and in more than one round the
-/// swapped tiles were slower (480 x 8192 x 8192: 98.5 against 87.5).
+/// tiles fill one round of CTAs. H200, 2026-12-04, bf16 plain GEMM (kiln bench beside
+/// cuBLASLt, L2 flushed; docs/benchmarks/2026-12-04-h200-medium-m-gemm/): 160 x 8192 x 8192
+/// in 38.8 us against 68.9 (cuBLASLt 37.3-37.8), 200 x 4096 x 4096 19.4 against 23.3, 300 x
+/// 4096 x 4096 20.0 against 37.4. Chosen by the cost model instead (rounds x tile area), they
+/// lost where the 128-row tiles pad no row (256 x 4096 x 4096 + bias + ReLU: 19.8 against
+/// 17.1) and in more than one round (480 x 8192 x 8192 + bias + ReLU: 98.5 against 87.5).
 template <class Usable>
 int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::vector<TensorView>& args,
                const LaunchConfig& config) {
