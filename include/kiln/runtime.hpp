@@ -51,6 +51,8 @@ struct KILN_API RuntimeOptions {
   /// The twin's rows of C per CTA: 128 (two consumer warpgroups; 128 x 128 and 128 x 256
   /// tiles) or 64 (one; a 64 x 128 tile, for shapes with too few 128-row tiles to fill the
   /// GPU); 0 compiles both and lets each launch choose, or KILN_HOPPER_TILE_M when set.
+  /// (With both this and hopper_tile_n 0, kiln also compiles its decode twins, for C of at
+  /// most 128 rows, and swapped twins of 128 columns, for C of 129 to 512: docs/cuda.md.)
   /// 64 with hopper_tile_n 256 (EXPERIMENTAL): a ping-pong 64 x 256 tile, two consumer
   /// warpgroups taking the CTA's tiles in turn (one's epilogue beside the other's main
   /// loop); not for kernels whose epilogue reads a residual. About 10% slower than the
