@@ -124,7 +124,8 @@ private:
   /// items of this consumer warpgroup (every other one, from its index).
   template <class F> void forEachTile(F&& body, bool inTurn = false);
   /// Which 64 rows of the tile this consumer warpgroup computes: its index, or 0 in
-  /// ping-pong (each computes a whole 64-row tile).
+  /// ping-pong (each computes a whole 64-row tile) and in swapped twins (every consumer
+  /// takes all of the tile's rows; a wide one splits its columns: colBlock()).
   Value rowBlock() { return cfg_.pingpong() || cfg_.swapAB ? i32(0) : sub(wg_, i32(1)); }
   /// A swapped twin's 64 columns of the tile this consumer warpgroup computes (0 with one).
   Value colBlock() { return cfg_.wideSwap() ? sub(wg_, i32(1)) : i32(0); }

@@ -110,10 +110,10 @@ struct LaunchPlan {
   /// Informative (the code is in the cubin); in the JSON only when set.
   std::string noOverlap;
 
-  /// Split-K through the runtime's workspace (parameters Workspace, SplitTiles, KSplits).
-  /// A decode twin (swapped, one consumer of 64 columns, K-clusters): chosen by its rows
-  /// first (Sm90Launch.cpp); a swapped twin of 128 columns competes with the others by cost.
+  /// A decode twin (swapped, 64 columns, K-clusters), not a swapped twin of 128 columns:
+  /// each kind has its own launch rule (Sm90Launch.cpp, chooseDecode and chooseWide).
   bool decode() const { return swapAB && tileN <= 64; }
+  /// Split-K through the runtime's workspace (parameters Workspace, SplitTiles, KSplits).
   bool splitK() const { return reduction.arg >= 0 && kCluster == 1; }
   /// Split-K inside clusters (no parameters: the launch's cluster size says).
   bool kClusters() const { return reduction.arg >= 0 && kCluster > 1; }

@@ -308,11 +308,13 @@ int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::
   int best = -1;
   for (size_t i = 0; i < twins.size(); ++i) {
     const LaunchPlan& p = twins[i];
-    if (!p.swapAB || p.decode() || p.gridDims.empty() || !usable(i)) continue;
+    if (!p.swapAB || p.decode() || p.gridDims.empty()) continue;
+    // C's rows (every twin's first grid dim): the cheap test before the twin's TMA rules,
+    // which a launch of any other shape then never pays for these twins.
     const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)];
     const int64_t padded = (rows + 127) / 128 * 128;
     if (rows <= 128 || rows > 512 || 8 * (padded - rows) < padded) return -1;
-    if (unitCount(p, args) > int64_t(config.smCount) * p.ctasPerSm) continue;
+    if (!usable(i) || unitCount(p, args) > int64_t(config.smCount) * p.ctasPerSm) continue;
     if (best < 0 || p.tileM < twins[size_t(best)].tileM) best = int(i);
   }
   return best;
@@ -359,9 +361,8 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     return w;
   }
   for (size_t i = 0; i < twins.size(); ++i) {
-    if (twins[i].decode() || !usable(i)) continue;
+    if (twins[i].swapAB || !usable(i)) continue; // (swapped twins: their own rules above)
     const LaunchPlan& p = twins[i];
-    if (p.swapAB) continue; // (a swapped twin of 128 columns: chooseWide only)
     if (!p.gridDims.empty()) {
       const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; // C's
       // Beside lone twins, stacked pairs only with two rows of tiles: with one, every pair's
