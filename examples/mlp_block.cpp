@@ -143,7 +143,6 @@ void tunedOps(Path& p, const Config& c, kiln::DType dt) {
     kt::Options o;
     o.reps = c.reps;
     o.database = c.tuned;
-    o.progress = false;
     o.shape_class = std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" + std::to_string(shape[2]);
     auto make = [&](const kt::Config& x) {
       return e.make_tiled(dt, {x.get("m", 64), x.get("n", 64), x.get("k", 32), x.get("stages", 3)});

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22 libclang-rt-22-dev
-  libeigen3-dev catch2 nlohmann-json3-dev libcli11-dev
+  libeigen3-dev catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev
   cmake ninja-build ccache zlib1g-dev libzstd-dev libxml2-dev python3
 )
 

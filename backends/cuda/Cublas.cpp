@@ -1,4 +1,5 @@
 #include "Cublas.h"
+#include "Runtime/Log.h"
 #include "DynamicLibrary.h"
 
 #include <dlfcn.h>
@@ -241,8 +242,7 @@ CublasLtGemm::~CublasLtGemm() {
   if (!handle_ || gExiting.load()) return;
   const cublasStatus_t s = lt().cublasLtDestroy(handle_);
   if (s != CUBLAS_STATUS_SUCCESS)
-    std::fprintf(stderr, "kiln: warning: cublasLtDestroy failed in ~CublasLtGemm: %s\n",
-                 cublasStatusName(s).c_str());
+    kiln::detail::logWarn("cublasLtDestroy failed in ~CublasLtGemm: " + cublasStatusName(s));
 }
 
 void CublasLtGemm::run(const GemmProblem& p, CUstream stream) {

@@ -1,4 +1,5 @@
 #include "Cudnn.h"
+#include "Runtime/Log.h"
 #include "DynamicLibrary.h"
 
 #include <atomic>
@@ -308,7 +309,7 @@ CudnnAttention::~CudnnAttention() {
   plans_.clear(); // the plans' descriptors before the handle they were made with
   if (handle_) {
     const cudnn::Status s = dnn().cudnnDestroy(handle_);
-    if (s != cudnn::kSuccess) std::fprintf(stderr, "kiln: warning: cudnnDestroy failed: status %d\n", s);
+    if (s != cudnn::kSuccess) kiln::detail::logWarn("cudnnDestroy failed: status " + std::to_string(s));
   }
 }
 

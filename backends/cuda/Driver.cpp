@@ -1,4 +1,5 @@
 #include "Driver.h"
+#include "Runtime/Log.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -257,11 +258,8 @@ void logCuFailure(CUresult r, const char* what, const char* where) noexcept {
   if (r == CUDA_ERROR_DEINITIALIZED) return; // process exit: the driver is already gone
   g_loggedFailures.fetch_add(1, std::memory_order_relaxed);
   try {
-    std::fprintf(stderr, "kiln: warning: %s failed in %s: %s\n", what, where,
-                 describe(r).c_str());
-  } catch (...) {
-    std::fprintf(stderr, "kiln: warning: %s failed in %s: CUresult %d\n", what, where,
-                 static_cast<int>(r));
+    kiln::detail::logWarn(std::string(what) + " failed in " + where + ": " + describe(r));
+  } catch (...) { // building the text ran out of memory: the count above still has it
   }
 }
 
@@ -354,8 +352,8 @@ Context::Context(int ordinal, bool resetAfterFault) {
                       fault + ") is sticky; restart the process (or set RuntimeOptions::reset_after_fault to reset "
                       "the shared primary context, which frees every allocation in it, the engine's too)");
     }
-    std::fprintf(stderr, "kiln: warning: the primary context of CUDA device %d is unusable (%s); resetting it\n",
-                 ordinal, fault.c_str());
+    kiln::detail::logWarn("the primary context of CUDA device " + std::to_string(ordinal) + " is unusable (" + fault +
+                    "); resetting it");
     CUresult rr = d.cuDevicePrimaryCtxReset_v2(device_);
     if (rr == CUDA_SUCCESS) {
       d.cuDevicePrimaryCtxRelease_v2(device_); // the reset destroyed the context we retained

@@ -8,7 +8,7 @@
 //    thread-safely, by driver();
 //  - every call goes through KILN_CU_CHECK / KILN_CU_CALL, which turn a CUresult into a
 //    kiln::Error with the call's text, the error's name and description, and file:line;
-//  - wrapper destructors are noexcept: a failure there is logged to stderr, never thrown.
+//  - wrapper destructors are noexcept: a failure there is logged (kiln/log.hpp), never thrown.
 //
 // Only cuda.h's *types* are used here (decltype of the declared prototypes names each
 // entry point's type); no cu* symbol is referenced at link time.
@@ -83,7 +83,7 @@ namespace detail {
 /// The message throwCuError would use (tests, logs).
 std::string cuErrorMessage(CUresult r, const char* expr, const char* file, int line,
                            const std::string& context = {});
-/// Logs "kiln: warning: <what> failed in <where>: CUDA_ERROR_X (...)" to stderr. Silent for
+/// Logs the warning "<what> failed in <where>: CUDA_ERROR_X (...)" (kiln/log.hpp). Silent for
 /// CUDA_ERROR_DEINITIALIZED (the driver is shutting down at process exit). Never throws.
 void logCuFailure(CUresult r, const char* what, const char* where) noexcept;
 /// How many failures logCuFailure has logged in this process (tests).

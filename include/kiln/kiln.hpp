@@ -8,6 +8,7 @@
 #include "kiln/files.hpp"
 #include "kiln/handwritten.hpp"
 #include "kiln/kernel.hpp"
+#include "kiln/log.hpp"
 #include "kiln/profile.hpp"
 #include "kiln/reference.hpp"
 #include "kiln/runtime.hpp"
@@ -15,3 +16,4 @@
 #include "kiln/tune.hpp"
 #include "kiln/tensor.hpp"
 #include "kiln/verify.hpp"
+#include "kiln/version.hpp"

@@ -60,7 +60,11 @@ struct KILN_API Options {
   int threads = 0;         ///< parallel compiles; 0: every hardware thread
   std::string database;    ///< JSON file for save and replay; empty: neither
   bool replay = true;      ///< with a matching, same-fingerprint entry, compile only its choice
-  bool progress = true;    ///< a progress bar on stderr
+  /// Called as the candidates compile ("compiling") and are verified and timed ("timing"):
+  /// the phase, how many are done, how many there are; from the compiling threads, one call
+  /// at a time; what it throws is ignored. Empty (the default): none. (kiln writes nothing to stderr itself: the CLI's
+  /// `kiln tune` draws its progress bar with this.)
+  std::function<void(const std::string& phase, int done, int total)> progress;
   std::string shape_class; ///< the database key's shape part (default: every argument's dims)
 };
 

@@ -11,6 +11,7 @@
 
 #include "kiln/cache.hpp"
 #include "kiln/error.hpp"
+#include "Runtime/Log.h"
 #include "Runtime/JsonInt.h"
 #include "Runtime/RuntimeImpl.h"
 #include "llvm/Config/llvm-config.h"
@@ -194,13 +195,11 @@ CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
         record = std::make_shared<const CacheRecord>(std::move(*rec));
       } catch (const Error& e) { // a valid file the loader still refuses: treat as corrupt
         problem = std::string("the entry does not load: ") + e.what();
-        std::fprintf(stderr, "kiln: cache: %s: %s; recompiling and replacing it\n",
-                     rt.disk->pathOf(info.key).c_str(), problem.c_str());
+        detail::logWarn("cache: " + rt.disk->pathOf(info.key) + ": " + problem + "; recompiling and replacing it");
         impl.reset();
       } catch (const nlohmann::json::exception& e) {
         problem = std::string("the entry's metadata is malformed: ") + e.what();
-        std::fprintf(stderr, "kiln: cache: %s: %s; recompiling and replacing it\n",
-                     rt.disk->pathOf(info.key).c_str(), problem.c_str());
+        detail::logWarn("cache: " + rt.disk->pathOf(info.key) + ": " + problem + "; recompiling and replacing it");
         impl.reset();
       }
     }
@@ -241,7 +240,7 @@ CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
       } else {
         ++rt.cacheStats.write_failures;
         info.note = "not written to the disk cache: " + error;
-        std::fprintf(stderr, "kiln: cache: %s (the kernel works; it is just not cached)\n", error.c_str());
+        detail::logWarn("cache: " + error + " (the kernel works; it is just not cached)");
       }
     } else if (rt.disk) { // the backend kept no code to cache (every backend keeps some today)
       std::lock_guard<std::mutex> lock(rt.cacheMu);

@@ -1,4 +1,5 @@
 #include "Runtime/KernelCache.h"
+#include "Runtime/Log.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -193,7 +194,7 @@ std::optional<CacheRecord> DiskCache::read(const std::string& key, std::string* 
     r.reset();
   }
   if (!r) {
-    std::fprintf(stderr, "kiln: cache: %s: %s; recompiling and replacing it\n", path.c_str(), why.c_str());
+    detail::logWarn("cache: " + path + ": " + why + "; recompiling and replacing it");
     ::unlink(path.c_str());
     if (problem) *problem = why;
     return std::nullopt;

@@ -40,22 +40,28 @@ double msSince(Clock::time_point t0) { return std::chrono::duration<double, std:
 
 std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+/// Options::progress, called one at a time from any thread, its counts in order; nothing
+/// when it is empty.
 class Progress {
 public:
-  Progress(bool on) : on_(on), tty_(::isatty(2)) {}
-  void show(const std::string& phase, int done, int total) {
-    if (!on_) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    const int width = 24, filled = total ? width * done / total : width;
-    std::fprintf(stderr, "%s%-10s [%s%s] %d/%d%s", tty_ ? "\r" : "", phase.c_str(), std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), done, total, tty_ ? "" : "\n");
-    if (tty_ && done == total) std::fprintf(stderr, "\n");
-    std::fflush(stderr);
+  explicit Progress(const std::function<void(const std::string&, int, int)>& report) : report_(report) {}
+  /// One more step of `phase` (of `total`) done.
+  void step(const std::string& phase, int total) {
+    std::lock_guard<std::mutex> lock(mu_); // counts and reports together: 1/n before 2/n
+    if (phase != phase_) phase_ = phase, done_ = 0;
+    ++done_;
+    if (!report_) return;
+    try { // on a compiling thread: a throw here would end the process
+      report_(phase, done_, total);
+    } catch (...) {
+    }
   }
 
 private:
-  bool on_, tty_;
+  const std::function<void(const std::string&, int, int)>& report_;
   std::mutex mu_;
+  std::string phase_;
+  int done_ = 0;
 };
 
 json toJson(const profile::Stat& s) {
@@ -313,7 +319,6 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
   int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min<int>(threads, int(n));
   std::atomic<size_t> next{0};
-  std::atomic<int> done{0};
   auto c0 = Clock::now();
   auto worker = [&] {
     for (size_t i = next++; i < n; i = next++) {
@@ -331,7 +336,7 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
         cand.error = "does not compile: " + firstLine(e.what());
       }
       cand.compile_ms = msSince(t0);
-      progress.show("compiling", ++done, int(n));
+      progress.step("compiling", int(n));
     }
   };
   struct Pool { // joined on every way out, a failed thread start included
@@ -347,10 +352,9 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
 
   // Verify, then time, one candidate at a time.
   auto t0 = Clock::now();
-  int checked = 0;
   for (size_t i = 0; i < n; ++i) {
     if (compiled[i].kernel) check(*compiled[i].rt, *compiled[i].kernel, result.candidates[i]);
-    progress.show("timing", ++checked, int(n));
+    progress.step("timing", int(n));
   }
   result.timing_ms = msSince(t0);
 

@@ -13,6 +13,7 @@
 #include "../temp_dir.hpp"
 #include "kiln/catalogue.hpp"
 #include "kiln/runtime.hpp"
+#include "kiln/version.hpp"
 
 using namespace kiln;
 using kiln::testing::TempDir;
@@ -176,6 +177,16 @@ TEST_CASE("the key changes with anything that changes the code, and only then", 
   CHECK(hopper(true, 0, 0, 0, 0, false, 32) != base); // another tile order
   CHECK(cpuWith(dir.str()).compile(catalogue::gemm(DType::bf16)).cache().key != base); // other backend
   CHECK(base.size() == 64);
+}
+
+TEST_CASE("kiln::version() names the build that the runtime's fingerprint and the cache keys name", "[cache]") {
+  const VersionInfo v = version();
+  const Fingerprint f = Runtime::create(Backend::cpu, {.cache_dir = "off"}).fingerprint();
+  CHECK(v.kiln == f.kiln); // release + build ID: another build, other cache keys
+  CHECK(v.llvm == f.llvm);
+  CHECK_THAT(v.kiln, Catch::Matchers::Matches("[0-9]+\\.[0-9]+\\.[0-9]+\\+[0-9a-f]{16}"));
+  CHECK_THAT(v.cuda_toolkit, Catch::Matchers::Matches("[0-9]+\\.[0-9]+"));
+  CHECK(v.str() == "kiln " + v.kiln + "\nLLVM/MLIR " + v.llvm + "\nCUDA toolkit " + v.cuda_toolkit);
 }
 
 TEST_CASE("a truncated cache entry is detected, recompiled and replaced", "[cache][errors]") {

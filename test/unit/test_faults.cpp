@@ -105,7 +105,7 @@ TEST_CASE("on a full disk a search that cannot be saved is an error, and the dat
     return catalogue::gemm(DType::f32, {c.get("m", 32), c.get("n", 32), c.get("k", 16), 1});
   };
   const tune::Space space = tune::Space::product({{"m", {16, 32}}, {"n", {16}}, {"k", {16}}});
-  tune::Options o{.reps = 2, .database = db, .progress = false};
+  tune::Options o{.reps = 2, .database = db};
   tune::tune(Backend::cpu, {.cache_dir = "off"}, space, gemmFor, problem, o);
   const std::string before = slurp(db);
   REQUIRE(before.size() > 512);

@@ -61,7 +61,7 @@ TEST_CASE("a generated space is the product of its axes minus what the constrain
 
 TEST_CASE("tune compiles, verifies and times every candidate and picks the fastest", "[tune]") {
   tune::Result r = tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(96, 80, 48),
-                              {.reps = 5, .warmup = 1, .threads = 2, .progress = false});
+                              {.reps = 5, .warmup = 1, .threads = 2});
   REQUIRE(r.candidates.size() == 4);
   for (const auto& c : r.candidates) {
     INFO(c.config.str() << ": " << c.error);
@@ -81,6 +81,19 @@ TEST_CASE("tune compiles, verifies and times every candidate and picks the faste
   CHECK_FALSE(r.replayed);
 }
 
+TEST_CASE("tune reports each candidate compiled, then each timed, through its progress callback", "[tune]") {
+  std::vector<std::string> steps; // "phase done/total", in the order reported
+  tune::Options o{.reps = 2, .threads = 2};
+  o.progress = [&](const std::string& phase, int done, int total) {
+    steps.push_back(phase + " " + std::to_string(done) + "/" + std::to_string(total));
+    if (done == 2) throw std::runtime_error("a progress display that fails"); // ignored
+  };
+  tune::Result r = tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(32, 32, 32), o);
+  CHECK(r.candidates.size() == 4);
+  CHECK(steps == std::vector<std::string>{"compiling 1/4", "compiling 2/4", "compiling 3/4", "compiling 4/4",
+                                          "timing 1/4", "timing 2/4", "timing 3/4", "timing 4/4"});
+}
+
 TEST_CASE("a fast wrong candidate never wins", "[tune]") {
   // Config broken=1 is a "gemm" that only zero-fills C: much faster, and wrong.
   auto make = [](const tune::Config& c) -> Kernel {
@@ -96,7 +109,7 @@ TEST_CASE("a fast wrong candidate never wins", "[tune]") {
   };
   tune::Space s = tune::Space::list({tune::Config{{{"m", 32}, {"n", 32}, {"k", 16}, {"broken", 0}}},
                                      tune::Config{{{"m", 32}, {"n", 32}, {"k", 16}, {"broken", 1}}}});
-  tune::Result r = tune::tune(Backend::cpu, noDisk(), s, make, gemmProblem(64, 64, 64), {.reps = 3, .progress = false});
+  tune::Result r = tune::tune(Backend::cpu, noDisk(), s, make, gemmProblem(64, 64, 64), {.reps = 3});
   CHECK(r.best.get("broken", -1) == 0);
   CHECK_FALSE(r.candidates[1].verified);
   CHECK_THAT(r.candidates[1].error, Contains("wrong result"));
@@ -110,7 +123,7 @@ TEST_CASE("a candidate that does not compile is listed with its reason", "[tune]
     return gemmFor(c);
   };
   tune::Result r = tune::tune(Backend::cpu, noDisk(), smallSpace(), make, gemmProblem(40, 40, 40),
-                              {.reps = 2, .progress = false});
+                              {.reps = 2});
   int failed = 0;
   for (const auto& c : r.candidates)
     if (!c.compiled) {
@@ -121,15 +134,15 @@ TEST_CASE("a candidate that does not compile is listed with its reason", "[tune]
   CHECK(r.best.get("m", 0) == 32);
   // When nothing verifies, the error lists every candidate's reason.
   auto never = [](const tune::Config&) -> Kernel { throw Error(ErrorKind::CompileFailed, "nope"); };
-  CHECK_THROWS_WITH(tune::tune(Backend::cpu, noDisk(), smallSpace(), never, gemmProblem(8, 8, 8), {.progress = false}),
+  CHECK_THROWS_WITH(tune::tune(Backend::cpu, noDisk(), smallSpace(), never, gemmProblem(8, 8, 8), {}),
                     Contains("no candidate of") && Contains("m=16 n=16"));
-  CHECK_THROWS_WITH(tune::tune(Backend::cpu, noDisk(), tune::Space{}, gemmFor, gemmProblem(8, 8, 8), {.progress = false}),
+  CHECK_THROWS_WITH(tune::tune(Backend::cpu, noDisk(), tune::Space{}, gemmFor, gemmProblem(8, 8, 8), {}),
                     Contains("search space is empty"));
 }
 
 TEST_CASE("the database records the search and replays the choice", "[tune]") {
   const std::string db = tempPath("kiln-tune-db");
-  tune::Options o{.reps = 4, .warmup = 1, .database = db, .progress = false};
+  tune::Options o{.reps = 4, .warmup = 1, .database = db};
   tune::Result first = tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(64, 64, 32), o);
   CHECK_FALSE(first.replayed);
   nlohmann::json j = nlohmann::json::parse(tune::read_database(db));
@@ -160,7 +173,7 @@ TEST_CASE("the database records the search and replays the choice", "[tune]") {
 
 TEST_CASE("a changed fingerprint is reported and tuned again, never reused silently", "[tune]") {
   const std::string db = tempPath("kiln-tune-db");
-  tune::Options o{.reps = 3, .database = db, .progress = false};
+  tune::Options o{.reps = 3, .database = db};
   tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(48, 48, 48), o);
   nlohmann::json j = nlohmann::json::parse(tune::read_database(db));
   j["entries"][0]["fingerprint"]["driver"] = "12.4";
@@ -178,7 +191,7 @@ TEST_CASE("a changed fingerprint is reported and tuned again, never reused silen
 
 TEST_CASE("one database keeps an entry per device", "[tune]") {
   const std::string db = tempPath("kiln-tune-db");
-  tune::Options o{.reps = 3, .database = db, .progress = false};
+  tune::Options o{.reps = 3, .database = db};
   tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(40, 40, 40), o);
   nlohmann::json j = nlohmann::json::parse(tune::read_database(db));
   j["entries"][0]["fingerprint"]["device"] = "another machine";
@@ -193,7 +206,7 @@ TEST_CASE("one database keeps an entry per device", "[tune]") {
 
 TEST_CASE("a saved choice that no longer compiles is searched again, not thrown", "[tune]") {
   const std::string db = tempPath("kiln-tune-db");
-  tune::Options o{.reps = 2, .database = db, .progress = false};
+  tune::Options o{.reps = 2, .database = db};
   tune::Result first = tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(32, 32, 32), o);
   auto refuseBest = [&](const tune::Config& c) -> Kernel {
     if (c == first.best) throw Error(ErrorKind::CompileFailed, "this config broke");
@@ -210,11 +223,11 @@ TEST_CASE("a database that is not one is refused and left alone", "[tune][errors
   const std::string db = tempPath("kiln-tune-db");
   std::ofstream(db) << R"({"entries": [{"signature": 3}]})";
   CHECK_THROWS_WITH(tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(8, 8, 8),
-                               {.database = db, .progress = false}),
+                               {.database = db}),
                     Contains("an entry lacks"));
   std::ofstream(db) << "{ this is somebody's notes";
   CHECK_THROWS_WITH(tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(8, 8, 8),
-                               {.database = db, .progress = false}),
+                               {.database = db}),
                     Contains("is not a kiln tuning database") && Contains(db));
   std::ifstream in(db);
   std::stringstream ss;
@@ -253,7 +266,7 @@ TEST_CASE("a config's warps and hopper_* parameters select runtime options; its 
 TEST_CASE("a database with another format, a chosen config of non-integers or a mistyped fingerprint is refused as a kiln::Error",
           "[tune][errors]") {
   const std::string db = tempPath("kiln-tune-db");
-  tune::Options o{.reps = 2, .database = db, .progress = false};
+  tune::Options o{.reps = 2, .database = db};
   tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(24, 24, 24), o);
   const nlohmann::json good = nlohmann::json::parse(tune::read_database(db));
   struct Case {
@@ -288,7 +301,7 @@ TEST_CASE("a database with another format, a chosen config of non-integers or a 
 
 TEST_CASE("a saved choice outside the search's space is not replayed", "[tune]") {
   const std::string db = tempPath("kiln-tune-db");
-  tune::Options o{.reps = 2, .database = db, .progress = false};
+  tune::Options o{.reps = 2, .database = db};
   tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(24, 24, 24), o);
   nlohmann::json j = nlohmann::json::parse(tune::read_database(db));
   // Edited to a tile no search here proposes (this one would need terabytes).
@@ -309,7 +322,7 @@ TEST_CASE("a saved choice outside the search's space is not replayed", "[tune]")
 TEST_CASE("a database that cannot be read or written fails before the search", "[tune][errors]") {
   auto tuneWith = [](const std::string& db, int warmup = 1) {
     return tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(8, 8, 8),
-                      {.warmup = warmup, .database = db, .progress = false});
+                      {.warmup = warmup, .database = db});
   };
   CHECK_THROWS_WITH(tuneWith("/nonexistent-kiln-dir/db.json"), Contains("cannot write in '/nonexistent-kiln-dir'"));
   kiln::testing::TempDir dir("kiln-tune");

@@ -9,6 +9,7 @@
 // upload of the same inputs, with a poisoned output.
 #include "bench.hpp"
 #include "eigen_route.hpp"
+#include "progress.hpp"
 #include "tune_cmd.hpp"
 
 #include <unistd.h>
@@ -41,26 +42,6 @@ kiln::reference::Epilogue epilogueOf(const std::string& k) {
 
 
 // "[ 3/15] framework 4096x4096x4096": rewritten in place on a terminal, a line each otherwise.
-class Progress {
-public:
-  Progress(int total, bool on) : total_(total), on_(on), tty_(::isatty(2)) {}
-  void step(const std::string& what) {
-    if (!on_) return;
-    ++done_;
-    const int width = 24, filled = width * done_ / total_;
-    std::fprintf(stderr, "%s[%s%s] %d/%d %-40s%s", tty_ ? "\r" : "", std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), done_, total_, what.c_str(), tty_ ? "" : "\n");
-    std::fflush(stderr);
-  }
-  void finish() {
-    if (on_ && tty_) std::fprintf(stderr, "\n");
-  }
-
-private:
-  int total_, done_ = 0;
-  bool on_, tty_;
-};
-
 // Bytes every route must at least move: each argument once.
 double bytesOf(const kiln::catalogue::Problem& p) {
   double b = 0;
@@ -279,7 +260,9 @@ int cmdBench(const BenchOptions& o) {
 
   kiln::profile::TimingOptions timing{o.reps, o.warmup, true};
   std::vector<kiln::profile::Row> rows;
-  Progress progress(int(shapes.size() * routes.size()), o.progress);
+  ProgressBar progress(o.progress);
+  const int steps = int(shapes.size() * routes.size());
+  int step = 0;
   for (size_t si = 0; si < shapes.size(); ++si) {
     // Every row is verified before it is timed: against Eigen in f64 on the host, or, for a
     // GEMM over 2^33 multiply-adds on a GPU (minutes on the host), against cuBLASLt there.
@@ -296,7 +279,7 @@ int cmdBench(const BenchOptions& o) {
     const bool crossCheck = backend == kiln::Backend::cuda && entry.framework && !p.checked.empty();
     std::map<std::string, std::pair<size_t, kiln::HostTensor>> verified; // route -> (its row, its output)
     for (Route& route : routes) {
-      progress.step(route.name + " " + shapes[si]);
+      progress.show(route.name + " " + shapes[si], ++step, steps);
       const kiln::Runtime& rt = *route.rt;
       kiln::profile::Row row;
       row.shape = shapes[si];
@@ -311,7 +294,6 @@ int cmdBench(const BenchOptions& o) {
         to.reps = o.reps;
         to.warmup = o.warmup;
         to.database = o.tuned_db;
-        to.progress = false;
         to.shape_class = shapes[si];
         kiln::tune::Result tr = kiln::tune::tune(
             backend, {}, defaultTuneSpace(rt, dt),
@@ -439,7 +421,6 @@ int cmdBench(const BenchOptions& o) {
       }
     }
   }
-  progress.finish();
 
   // GB/s: every argument's bytes once over the warm median (for a decode GEMM, the weight's
   // bandwidth: it is nearly all of them).

@@ -200,6 +200,8 @@ int main(int argc, char** argv) {
   CLI::App app{"kiln: tile-level kernels, traced from C++, compiled in-process, verified.\n"
                "Exit status: 0 ok, 1 the result failed verification, 2 an error."};
   app.require_subcommand(1);
+  // kiln, LLVM/MLIR and CUDA toolkit versions, a line each (no GPU needed).
+  app.set_version_flag("--version", [] { return kiln::version().str(); });
 
   app.add_subcommand("list", "list the built-in kernel catalogue");
 

@@ -2,6 +2,7 @@
 // tiles m, n in {64, 128}, k in {32, 64}, stages in {2, 3, 4}, warps in {4, 8} on CUDA
 // (48 configs before constraints), smaller tiles on the CPU; `--space FILE` takes a JSON
 // list of configs instead.
+#include "progress.hpp"
 #include "tune_cmd.hpp"
 
 #include <cstdio>
@@ -132,7 +133,8 @@ int cmdTune(const TuneOptions& o) {
   opt.threads = o.threads;
   opt.database = o.database;
   opt.replay = o.replay;
-  opt.progress = o.progress;
+  ProgressBar bar(o.progress);
+  opt.progress = [&bar](const std::string& phase, int done, int total) { bar.show(phase, done, total); };
   opt.shape_class = o.shape;
   kiln::tune::Result r = kiln::tune::tune(backend, {}, space, make, std::move(problem), opt);
 
