@@ -45,6 +45,7 @@ run() { # name, log, command...
 # compute-sanitizer; not in the default set), tunedbench (kiln bench --tuned: the price of
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set),
 # floor (kiln-bench-hbm: the weight read alone beside cuBLASLt; not in the default set),
+# host (kiln-bench-host: create, memory hit and launch costs on the host; not in the default set),
 # decide (verdicts at 1.10x: kiln bench, kiln-mlp, example-decide; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -168,6 +169,12 @@ if want floor; then
   # The floor under decode GEMMs: how fast the GPU reads the weight alone, beside cuBLASLt's
   # GEMM on the shape (bench/hbm_floor.cpp). FLOOR_SHAPES: MxNxK entries (default: its own).
   run hbm-floor hbm-floor.log $K/kiln-bench-hbm --csv "$RES/hbm-floor.csv" ${FLOOR_SHAPES:-}
+fi
+if want host; then
+  # What kiln costs the host per call (bench/host_bench.cpp): Runtime::create, a memory
+  # cache hit, a launch enqueued on a stream; on the GPU and, for comparison, the CPU.
+  run host-cuda host-cuda.log $K/kiln-bench-host --backend cuda --csv "$RES/host.csv"
+  run host-cpu host-cpu.log $K/kiln-bench-host --backend cpu --csv "$RES/host.csv"
 fi
 if want tunetwin; then
   # kiln tune over the twin's own configs (scripts/twin-space.json: widths, ring depths,
@@ -317,11 +324,8 @@ if want cases; then
     awk -F'\t' '$2 != 0' "$f" | cut -c1-160
   done
 fi
-if want floor; then
-  # The floor under decode GEMMs: how fast the GPU reads the weight alone, beside cuBLASLt's
-  # GEMM on the shape (bench/hbm_floor.cpp). FLOOR_SHAPES: MxNxK entries (default: its own).
-  run hbm-floor hbm-floor.log $K/kiln-bench-hbm --csv "$RES/hbm-floor.csv" ${FLOOR_SHAPES:-}
-fi
+want floor && cat "$RES/hbm-floor.csv"
+want host && cat "$RES/host.csv"
 if want tunetwin; then
   for f in "$RES"/tunetwin-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(chosen|runner-up|default|search cost)" "$f"; done
 fi

@@ -1,4 +1,5 @@
 #include "Compiler/KernelImpl.h"
+#include "Runtime/KernelCache.h"
 #include "Runtime/Throw.h"
 #include "Dialect/Tile/TileDialect.h"
 
@@ -39,6 +40,14 @@ std::string Kernel::tile_ir() const {
   impl_->module.get().print(os);
   return s;
 }
+
+namespace detail {
+const std::string& tileIrDigest(const Kernel& kernel) {
+  const KernelImpl& impl = kernel.impl();
+  std::call_once(impl.digestOnce, [&] { impl.digest = sha256Hex(kernel.tile_ir()); });
+  return impl.digest;
+}
+} // namespace detail
 
 Kernel Kernel::from_tile_ir(const std::string& text, const std::string& kernel_name) {
   auto impl = std::make_shared<detail::KernelImpl>();

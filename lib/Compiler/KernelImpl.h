@@ -30,6 +30,10 @@ struct KernelImpl {
   KernelSignature sig;
   /// Guards `ctx`: a Kernel is shared and may be compiled from several threads at once.
   mutable std::mutex mu;
+  /// The tile IR's SHA-256, computed at the first compile (tileIrDigest): the IR never
+  /// changes after tracing, so a Kernel compiled again is not printed and hashed again.
+  mutable std::once_flag digestOnce;
+  mutable std::string digest;
 };
 
 /// The kernel's tile IR in a fresh context of its own (locations kept), so a compile

@@ -136,22 +136,37 @@ std::shared_ptr<CompiledImpl> fromRecord(RuntimeImpl& rt, const Kernel& kernel, 
   return impl;
 }
 
+namespace {
+/// What a cache entry's key hashes, as the entry's header records it (`kiln cache ls`).
+nlohmann::json keyInputsOf(const RuntimeImpl& rt, const std::string& irDigest) {
+  nlohmann::json inputs = rt.keyInputs;
+  inputs["tile_ir_sha256"] = irDigest;
+  return inputs;
+}
+} // namespace
+
 CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
   auto t0 = Clock::now();
-  nlohmann::json inputs = rt.cacheKeyInputs();
-  if (inputs.is_null() || (!rt.memoryCacheOn && !rt.disk)) { // nothing to look up
+  std::call_once(rt.keyInputsOnce, [&rt] {
+    nlohmann::json inputs = rt.cacheKeyInputs();
+    if (inputs.is_null()) return;
+    inputs["kiln"] = kilnVersion(); // includes the build ID: another build of kiln, another key
+    inputs["llvm"] = LLVM_VERSION_STRING;
+    inputs["cache_format"] = 1;
+    rt.keyInputsDigest = sha256Hex(inputs.dump());
+    rt.keyInputs = std::move(inputs);
+  });
+  if (rt.keyInputs.is_null() || (!rt.memoryCacheOn && !rt.disk)) { // nothing to look up
     auto impl = rt.compile(kernel);
     std::lock_guard<std::mutex> lock(rt.cacheMu);
     ++rt.cacheStats.compiles;
     return CompiledKernel(std::shared_ptr<CompiledImpl>(std::move(impl)), CacheInfo{});
   }
-  const std::string ir = kernel.tile_ir();
-  inputs["kiln"] = kilnVersion(); // includes the build ID: another build of kiln, another key
-  inputs["llvm"] = LLVM_VERSION_STRING;
-  inputs["tile_ir_sha256"] = sha256Hex(ir);
-  inputs["cache_format"] = 1;
+  // The key: the runtime's inputs and the IR's digest, each made once (a memory hit then
+  // costs one short hash and a map lookup).
+  const std::string& irDigest = tileIrDigest(kernel);
   CacheInfo info;
-  info.key = sha256Hex(inputs.dump());
+  info.key = sha256Hex(rt.keyInputsDigest + irDigest);
 
   if (rt.memoryCacheOn) {
     RuntimeImpl::MemoryEntry entry;
@@ -221,7 +236,7 @@ CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
                              {"kernel", kernel.name()},
                              {"backend", to_string(rt.backend)},
                              {"target", impl->report.target},
-                             {"key_inputs", inputs},
+                             {"key_inputs", keyInputsOf(rt, irDigest)},
                              {"report", toJson(impl->report)},
                              {"times", toJson(impl->times)},
                              {"meta", impl->cacheMeta},

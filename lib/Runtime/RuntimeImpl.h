@@ -156,11 +156,18 @@ struct RuntimeImpl {
     std::shared_ptr<const CacheRecord> record; ///< null when the backend gave no payload
   };
   std::map<std::string, MemoryEntry> memoryCache;
+  /// cacheKeyInputs() with kiln's and LLVM's versions, made once (a runtime's target and
+  /// options are fixed at create), and the SHA-256 of its text, which every key hashes.
+  std::once_flag keyInputsOnce;
+  nlohmann::json keyInputs;
+  std::string keyInputsDigest;
   CacheStats cacheStats;
   std::unique_ptr<DiskCache> disk;
   bool memoryCacheOn = true;
 };
 
+/// The SHA-256 (hex) of the kernel's tile IR, computed once per Kernel (lib/Compiler/Kernel.cpp).
+const std::string& tileIrDigest(const Kernel& kernel);
 /// kiln's and LLVM's versions (lib/Runtime/CompileCache.cpp).
 std::string kilnVersion();
 std::string llvmVersion();

@@ -1,0 +1,92 @@
+// kiln-bench-host: what kiln costs the host, per call, apart from any kernel's own time:
+//   create_ms        Runtime::create (median of fresh runtimes after the first, which also
+//                    loads the libraries: first_create_ms)
+//   memory_hit_us    Runtime::compile of a Kernel the runtime already compiled (memory hit)
+//   retrace_hit_us   the same, the kernel traced again first (an engine that rebuilds it)
+//   launch_us        CompiledKernel::launch of `add` on 8 x 8, enqueued on a stream (CUDA:
+//                    the host's cost alone, the GPU runs behind; CPU: the run itself)
+// Medians over many calls (a row per backend asked for). Host clock: these are host costs.
+//   kiln-bench-host [--backend cpu|cuda|auto] [--calls N] [--csv FILE]
+#include <kiln/kiln.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double usSince(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+
+/// The median of `calls` timings of f(), after `calls / 10` untimed ones, in µs.
+template <class F>
+double medianUs(int calls, F&& f) {
+  for (int i = 0; i < calls / 10; ++i) f();
+  std::vector<double> t(static_cast<size_t>(calls));
+  for (double& x : t) {
+    auto t0 = Clock::now();
+    f();
+    x = usSince(t0);
+  }
+  std::nth_element(t.begin(), t.begin() + calls / 2, t.end());
+  return t[size_t(calls / 2)];
+}
+} // namespace
+
+int main(int argc, char** argv) try {
+  std::string backend = "auto", csv;
+  int calls = 2000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--backend")) backend = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--calls")) calls = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--csv")) csv = argv[i + 1];
+    else {
+      std::fprintf(stderr, "usage: kiln-bench-host [--backend cpu|cuda|auto] [--calls N] [--csv FILE]\n");
+      return 2;
+    }
+  }
+  if (calls < 10) {
+    std::fprintf(stderr, "kiln-bench-host: --calls must be at least 10\n");
+    return 2;
+  }
+  const kiln::Backend b = kiln::parse_backend(backend);
+  const kiln::RuntimeOptions options{.cache_dir = "off"};
+  auto t0 = Clock::now();
+  kiln::Runtime rt = kiln::Runtime::create(b, options);
+  const double firstCreateMs = usSince(t0) / 1000;
+  const double createMs = medianUs(std::max(10, calls / 100), [&] { kiln::Runtime::create(b, options); }) / 1000;
+
+  const kiln::Kernel k = kiln::catalogue::add(kiln::DType::f32);
+  kiln::CompiledKernel ck = rt.compile(k); // the one compile
+  const double hitUs = medianUs(calls, [&] { rt.compile(k); });
+  const double retraceUs = medianUs(std::max(10, calls / 10), [&] { rt.compile(kiln::catalogue::add(kiln::DType::f32)); });
+  bool allHits = rt.compile(k).cache().outcome == kiln::CacheOutcome::memory;
+
+  kiln::catalogue::Problem p = kiln::catalogue::find("add").problem({8, 8}, kiln::DType::f32, 5);
+  kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(rt, p);
+  void* stream = nullptr; // the default stream
+  const double launchUs = medianUs(calls, [&] { ck.launch(d.views, stream); });
+  rt.synchronize();
+  const bool ok = kiln::catalogue::verify_output(rt, d, p).ok;
+
+  const char* header = "backend,first_create_ms,create_ms,memory_hit_us,retrace_hit_us,launch_us,calls,memory_hits,reference_ok\n";
+  char row[512];
+  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.2f,%.2f,%.2f,%d,%s,%s\n", kiln::to_string(rt.backend()), firstCreateMs,
+                createMs, hitUs, retraceUs, launchUs, calls, allHits ? "true" : "false", ok ? "true" : "false");
+  std::printf("%s%s", header, row);
+  if (!csv.empty()) {
+    std::ifstream probe(csv);
+    const bool fresh = !probe.good() || probe.peek() == std::ifstream::traits_type::eof();
+    std::ofstream out(csv, std::ios::app);
+    if (fresh) out << header;
+    out << row;
+  }
+  return ok && allHits ? 0 : 1;
+} catch (const kiln::Error& e) {
+  std::fprintf(stderr, "kiln-bench-host: %s\n", e.what());
+  return 2;
+}
