@@ -344,6 +344,12 @@ public:
     appendPtxasNotes(r.ptxas_notes, log);
   }
 
+  /// Whether a module with an sm_90a twin is kept as PTX for the driver's whole-program JIT
+  /// (on a GPU, and compiling for deploy), rather than made a cubin by nvJitLink.
+  bool twinsForDriver() const {
+    return state->twinByDriver && (!state->compile_only || state->options.deploy_entries);
+  }
+
   std::unique_ptr<kd::CompiledImpl> compile(const Kernel& kernel) override {
     std::vector<std::pair<int, int>> twinCounts; // registers, spill bytes per twin
     auto out = std::make_unique<CudaKernel>();
@@ -353,7 +359,7 @@ public:
     CompileOptions options = compileOptions();
     // A module the driver JIT-compiles whole (below) leaves its portable fallback to a
     // module of its own, compiled on a thread while the twin loads and runs.
-    options.splitPortable = !state->compile_only && state->twinByDriver;
+    options.splitPortable = twinsForDriver();
     out->code = compileToPtx(kernel, options);
     out->times = out->code.times;
     KernelReport& r = out->report;
@@ -370,9 +376,12 @@ public:
     // relocatable code and drops it (C7504), and a 128 x 256 tile then spills. With a GPU,
     // a module with a twin goes to the driver's JIT (cuModuleLoadDataEx compiles whole
     // programs); the kernel cache keeps its PTX, and the driver caches the machine code.
-    const bool wholeProgram = !out->code.sm90.empty() && !state->compile_only && state->twinByDriver;
+    // (Compiling for deploy without a GPU, the same: those are the entries a GPU runtime
+    // looks up, and its driver compiles them when it loads them.)
+    const bool wholeProgram = !out->code.sm90.empty() && twinsForDriver();
     if (wholeProgram) {
-      r.compiler = "CUDA driver PTX JIT " + formatDriverVersion(state->device.driver_version) +
+      r.compiler = (state->compile_only ? std::string("CUDA driver PTX JIT at load")
+                                        : "CUDA driver PTX JIT " + formatDriverVersion(state->device.driver_version)) +
                    " (whole program, for the sm_90a twin's register split)";
       if (out->code.portable_ptx.valid())
         r.compiler += "; its portable fallback compiled on a second thread, waited for when a launch needs it";
@@ -401,7 +410,20 @@ public:
       out->cacheMeta["sm90"] = twins;
     }
     if (image.empty()) out->binary = out->code.ptx; // what the cache keeps: the driver JITs it
-    if (state->compile_only) return out;
+    if (state->compile_only) {
+      // For deploy: the payload a GPU runtime would keep (below, after its load).
+      if (wholeProgram && (!out->code.more_ptx.empty() || out->code.portable_ptx.valid())) {
+        std::optional<std::string> portable;
+        if (out->code.portable_ptx.valid()) {
+          portable = out->code.portable_ptx.get();
+          if (!portable)
+            throw Error(ErrorKind::CompileFailed, "kernel '" + kernel.name() + "': PTX generation for " +
+                                                      state->arch + " failed for its portable kernel");
+        }
+        out->binary = joinPtxModules({out->binary, out->code.more_ptx, portable}, out->cacheMeta);
+      }
+      return out;
+    }
 
     t0 = std::chrono::steady_clock::now();
     state->context.makeCurrent();
@@ -480,9 +502,13 @@ public:
     std::string ptxCompiler = nvJitLinkAvailable(&why) ? nvJitLinkVersionString()
                               : state->compile_only ? std::string("none")
                                                     : "driver JIT " + formatDriverVersion(state->device.driver_version);
-    // Modules with a twin are the driver's JIT's (see compile()): its version is in the key.
-    if (!state->compile_only && state->twinByDriver && cudaTarget(state->arch).wgmma && state->options.hopper_gemm)
-      ptxCompiler += "; twins: driver JIT " + formatDriverVersion(state->device.driver_version);
+    // Modules with a twin are kept as PTX, for the driver's JIT (see compile()). Not its
+    // version: the entry holds PTX, which any driver of the PTX's ISA loads, so an entry
+    // made for deploy without a GPU (RuntimeOptions::deploy_entries) serves every GPU
+    // machine with the same kiln and toolkit. (A driver too old for the PTX fails the
+    // load, and the entry is then recompiled and replaced.)
+    if (twinsForDriver() && cudaTarget(state->arch).wgmma && state->options.hopper_gemm)
+      ptxCompiler += "; twins: PTX for the driver's JIT";
     nlohmann::json key = {{"backend", "cuda"}, {"arch", state->arch}, {"num_warps", state->options.num_warps},
                           {"hopper_gemm", state->options.hopper_gemm}, {"hopper_tile_n", state->options.hopper_tile_n},
                           {"hopper_stages", state->options.hopper_stages},

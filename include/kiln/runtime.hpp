@@ -33,6 +33,13 @@ struct KILN_API RuntimeOptions {
   /// CUDA: compile to PTX and cubin without a GPU (CI, ahead-of-time checks); launching
   /// is then an error.
   bool compile_only = false;
+  /// With compile_only (CUDA): compile each kernel as a runtime on a GPU of `arch` would, so
+  /// the disk-cache entries written are the very ones such a runtime looks up: a cache made
+  /// at deploy time on a machine without a GPU (`kiln warm`), used on the GPU machines with
+  /// the same kiln build and CUDA toolkit (docs/cache.md). sm_90a kernels with a TMA/wgmma
+  /// twin are then kept as PTX, as on a GPU, for the driver to compile when it loads them,
+  /// so their report gives no register counts (nvJitLink's cubin, the default, does).
+  bool deploy_entries = false;
   /// CUDA target: "sm_90a", "sm_80", ... Default: the device's (Hopper and newer get the
   /// arch-specific 'a' variant), or sm_90a when compiling without a GPU.
   std::string arch;

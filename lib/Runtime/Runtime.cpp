@@ -61,6 +61,10 @@ std::shared_ptr<detail::RuntimeImpl> makeImpl(Backend backend, const RuntimeOpti
 } // namespace
 
 Runtime Runtime::create(Backend backend, const RuntimeOptions& options) {
+  if (options.deploy_entries && !options.compile_only)
+    throw Error(ErrorKind::InvalidArgument,
+                "RuntimeOptions::deploy_entries makes a GPU machine's cache entries on a machine without one: it needs "
+                "compile_only (a runtime on a GPU writes those entries anyway)");
   auto impl = makeImpl(backend, options);
   detail::configureCache(*impl, options);
   return Runtime(std::move(impl));

@@ -392,6 +392,41 @@ TEST_CASE("gpu: a cubin from the disk cache launches and verifies in a new runti
   (void)!std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+TEST_CASE("gpu: entries compiled for deploy without a GPU are disk hits for a runtime on the GPU, and verify",
+          "[gpu][cache]") {
+  // What `kiln warm` does on a build machine: a compile-only runtime for this GPU's arch,
+  // making the entries a runtime on the GPU would. The GPU runtime then compiles nothing.
+  const std::string arch = gpu().fingerprint().target;
+  const std::string dir = "kiln-gpu-deploy-test-" + std::to_string(::getpid());
+  for (const char* name : {"gemm_bias_relu", "softmax"}) {
+    const catalogue::Entry& e = catalogue::find(name);
+    std::string key;
+    {
+      Runtime offline = Runtime::create(Backend::cuda, {.compile_only = true, .deploy_entries = true, .arch = arch,
+                                                        .cache_dir = dir});
+      CompiledKernel made = offline.compile(e.make(DType::bf16));
+      CHECK(made.cache().outcome == CacheOutcome::miss);
+      key = made.cache().key;
+    }
+    Runtime rt = Runtime::create(Backend::cuda, {.cache_dir = dir});
+    CompiledKernel ck = rt.compile(e.make(DType::bf16));
+    INFO(name << " on " << arch << ": " << ck.report().compiler);
+    CHECK(ck.cache().outcome == CacheOutcome::disk);
+    CHECK(ck.cache().key == key);
+    for (std::vector<int64_t> s : e.shape_rank == 3 ? std::vector<std::vector<int64_t>>{{256, 256, 512}, {257, 135, 65}}
+                                                    : std::vector<std::vector<int64_t>>{{7, 1000}, {300, 64}}) {
+      catalogue::Problem p = e.problem(s, DType::bf16, 23);
+      catalogue::DeviceProblem d = catalogue::upload(rt, p);
+      ck.launch(d.views);
+      auto r = catalogue::verify_output(rt, d, p);
+      INFO(str(s) << ": " << ck.launch_path(d.views) << "; " << r.summary());
+      CHECK(r.ok);
+    }
+  }
+  cache::clear(dir);
+  (void)!std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 TEST_CASE("gpu: a kernel's twin is ready first, its portable fallback follows from a second thread, "
           "after a compile and from the disk cache", "[gpu][sm90][cache]") {
   // On sm_90a the twin's module goes to the driver while the portable kernel compiles on a

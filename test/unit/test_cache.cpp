@@ -189,6 +189,36 @@ TEST_CASE("kiln::version() names the build that the runtime's fingerprint and th
   CHECK(v.str() == "kiln " + v.kiln + "\nLLVM/MLIR " + v.llvm + "\nCUDA toolkit " + v.cuda_toolkit);
 }
 
+TEST_CASE("compiled for deploy, an sm_90a kernel with a twin is kept as PTX for the driver, as a GPU runtime keeps it",
+          "[cache][cuda]") {
+  TempDir dir;
+  auto deploy = [&](const std::string& arch) {
+    return Runtime::create(Backend::cuda,
+                           {.compile_only = true, .deploy_entries = true, .arch = arch, .cache_dir = dir.str()});
+  };
+  CompiledKernel made = deploy("sm_90a").compile(catalogue::gemm_bias_relu(DType::bf16));
+  CHECK(made.cache().outcome == CacheOutcome::miss);
+  CHECK_THAT(made.report().compiler, Contains("CUDA driver PTX JIT at load (whole program"));
+  CHECK_THAT(made.report().sm90, Contains("gemm_bias_relu__sm90_n256"));
+  // Not the entry a plain compile-only runtime makes (nvJitLink's cubin, which drops the
+  // twins' register split): another key.
+  const std::string cubinKey = offlineWith(dir.str()).compile(catalogue::gemm_bias_relu(DType::bf16)).cache().key;
+  CHECK(cubinKey != made.cache().key);
+  // Read back whole by the next deploy runtime: every twin's PTX module and the fallback's.
+  CompiledKernel again = deploy("sm_90a").compile(catalogue::gemm_bias_relu(DType::bf16));
+  CHECK(again.cache().outcome == CacheOutcome::disk);
+  CHECK(again.cache().key == made.cache().key);
+  CHECK(again.report().sm90 == made.report().sm90);
+  // Where no twin is made (sm_80), deploy changes nothing: the same cubin, the same key.
+  CHECK(deploy("sm_80").compile(catalogue::softmax(DType::bf16)).cache().key ==
+        offlineWith(dir.str(), 4, "sm_80").compile(catalogue::softmax(DType::bf16)).cache().key);
+}
+
+TEST_CASE("deploy entries without compile_only are refused, naming the option", "[cache][errors]") {
+  CHECK_THROWS_WITH(Runtime::create(Backend::cuda, {.deploy_entries = true, .cache_dir = "off"}),
+                    Contains("RuntimeOptions::deploy_entries") && Contains("needs compile_only"));
+}
+
 TEST_CASE("a truncated cache entry is detected, recompiled and replaced", "[cache][errors]") {
   TempDir dir;
   cpuWith(dir.str()).compile(catalogue::add(DType::f32));

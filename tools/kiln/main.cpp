@@ -13,6 +13,7 @@
 
 #include "bench.hpp"
 #include "tune_cmd.hpp"
+#include "warm.hpp"
 
 #include <execinfo.h>
 #include <unistd.h>
@@ -272,6 +273,14 @@ int main(int argc, char** argv) {
   cacheCmd->add_option("action", cacheAction, "ls | stats | clear")->required()->check(CLI::IsMember({"ls", "stats", "clear"}));
   cacheCmd->add_option("--dir", cacheDirOpt, "the cache directory (default: $KILN_CACHE_DIR or ~/.cache/kiln)");
 
+  auto* warmCmd = app.add_subcommand("warm", "compile a manifest's kernels x dtypes x CUDA archs into the disk cache, "
+                                              "without a GPU (a deploy step; docs/cache.md)");
+  std::string warmManifest, warmDir;
+  int warmThreads = 0;
+  warmCmd->add_option("manifest", warmManifest, "a line per kernel: <kernel> <dtype>[,...] <arch>[,...] [<shape>]")->required();
+  warmCmd->add_option("--dir", warmDir, "the cache directory (default: $KILN_CACHE_DIR or ~/.cache/kiln)");
+  warmCmd->add_option("--threads", warmThreads, "parallel compiles (0: all cores)")->capture_default_str();
+
   auto* report = app.add_subcommand("report", "re-render saved lifecycle reports (JSON from kiln bench / kiln-mlp)");
   std::vector<std::string> reportIn;
   std::string reportCsv, reportHtml, reportTitle = "kiln lifecycle report";
@@ -308,6 +317,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("list")) return cmdList();
     if (app.got_subcommand("compile")) return cmdCompile(ckernel, emit, cdtype, cbackend, arch, output, cshape);
     if (app.got_subcommand("cache")) return cmdCache(cacheAction, cacheDirOpt);
+    if (app.got_subcommand("warm")) return cmdWarm(warmManifest, warmDir, warmThreads);
     if (app.got_subcommand("tune")) {
       dtypeOf(to.dtype);
       return cmdTune(to);
