@@ -113,6 +113,12 @@ struct KILN_API RuntimeOptions {
   std::string cache_dir;
   int64_t cache_max_bytes = int64_t(2) << 30; ///< the disk cache's size limit (LRU eviction)
   bool memory_cache = true;                   ///< reuse kernels this Runtime compiled before
+  /// Read the disk cache, never write it: entries are loaded, a kernel it lacks is compiled
+  /// and kept in memory only, nothing there is refreshed, evicted or replaced (a cache
+  /// shipped with a deploy: `kiln warm`, docs/cache.md). Also in force when
+  /// KILN_CACHE_READ_ONLY=1, or when the directory exists and this process may not write
+  /// it (a read-only mount): then without a warning per compile.
+  bool cache_read_only = false;
 
   bool operator==(const RuntimeOptions&) const = default;
 };

@@ -119,7 +119,9 @@ void configureCache(RuntimeImpl& rt, const RuntimeOptions& options) {
   std::string dir = options.cache_dir;
   if (dir.empty()) dir = cache::default_dir();
   if (dir == "off" || dir.empty()) return;
-  rt.disk = std::make_unique<DiskCache>(dir, options.cache_max_bytes);
+  const char* ro = std::getenv("KILN_CACHE_READ_ONLY");
+  const bool readOnly = options.cache_read_only || (ro && std::string(ro) == "1") || isReadOnlyDir(dir);
+  rt.disk = std::make_unique<DiskCache>(dir, options.cache_max_bytes, readOnly);
 }
 
 // A compiled kernel from a cache record (disk or memory): the backend loads the payload;
@@ -219,7 +221,7 @@ CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
       }
     }
     if (!problem.empty()) {
-      info.note = "corrupt entry replaced: " + problem;
+      info.note = (rt.disk->readOnly() ? "corrupt entry (the read-only cache keeps it): " : "corrupt entry replaced: ") + problem;
       std::lock_guard<std::mutex> lock(rt.cacheMu);
       ++rt.cacheStats.corrupt_entries;
     }
@@ -242,7 +244,11 @@ CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
                              {"meta", impl->cacheMeta},
                              {"created_unix", int64_t(std::time(nullptr))}};
     if (!impl->binary.empty()) record = std::make_shared<const CacheRecord>(CacheRecord{header, impl->binary});
-    if (rt.disk && record) {
+    if (rt.disk && rt.disk->readOnly()) { // by design: neither a failure nor worth a warning
+      const std::string note = "not written to the disk cache: " + rt.disk->dir() + " is read-only";
+      info.note = info.note.empty() ? note : info.note + "; " + note;
+      detail::logDebug("cache: " + kernel.name() + ": " + note);
+    } else if (rt.disk && record) {
       auto w0 = Clock::now();
       std::string error;
       bool ok = rt.disk->write(info.key, header, impl->binary, &error);

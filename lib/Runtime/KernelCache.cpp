@@ -194,17 +194,30 @@ std::optional<CacheRecord> DiskCache::read(const std::string& key, std::string* 
     r.reset();
   }
   if (!r) {
-    detail::logWarn("cache: " + path + ": " + why + "; recompiling and replacing it");
-    ::unlink(path.c_str());
+    if (readOnly_) {
+      detail::logWarn("cache: " + path + ": " + why + "; compiling the kernel here (the read-only cache keeps the entry)");
+    } else {
+      detail::logWarn("cache: " + path + ": " + why + "; recompiling and replacing it");
+      ::unlink(path.c_str());
+    }
     if (problem) *problem = why;
     return std::nullopt;
   }
-  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // last use, for LRU eviction
+  if (!readOnly_) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // last use, for LRU eviction
   return r;
+}
+
+bool isReadOnlyDir(const std::string& dir) {
+  struct stat st;
+  return ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::access(dir.c_str(), W_OK) != 0;
 }
 
 bool DiskCache::write(const std::string& key, nlohmann::json header, const std::string& payload,
                       std::string* error) const {
+  if (readOnly_) {
+    if (error) *error = "the cache directory " + dir_ + " is read-only";
+    return false;
+  }
   const std::string path = pathOf(key);
   const std::string shard = path.substr(0, path.rfind('/'));
   if (!makeDirs(shard)) {
@@ -238,6 +251,7 @@ bool DiskCache::write(const std::string& key, nlohmann::json header, const std::
 }
 
 int64_t DiskCache::evict(const std::string& keep) const {
+  if (readOnly_) return 0;
   // Temporary files older than ten minutes belong to processes that died mid-write.
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);

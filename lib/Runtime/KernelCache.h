@@ -23,8 +23,12 @@ struct CacheRecord {
 
 class DiskCache {
 public:
-  DiskCache(std::string dir, int64_t maxBytes) : dir_(std::move(dir)), maxBytes_(maxBytes) {}
+  /// `readOnly`: entries are read, never written, refreshed or removed (a cache shipped
+  /// with a deploy, or a directory this process may not write: see isReadOnlyDir).
+  DiskCache(std::string dir, int64_t maxBytes, bool readOnly = false)
+      : dir_(std::move(dir)), maxBytes_(maxBytes), readOnly_(readOnly) {}
   const std::string& dir() const { return dir_; }
+  bool readOnly() const { return readOnly_; }
   std::string pathOf(const std::string& key) const; ///< <dir>/<key[0..1]>/<key>.kiln
 
   /// The entry for `key`, or nullopt. A corrupt entry is removed, `*problem` says why, and
@@ -40,7 +44,12 @@ public:
 private:
   std::string dir_;
   int64_t maxBytes_;
+  bool readOnly_;
 };
+
+/// Whether `dir` exists and this process may not write in it (access(2): a read-only mount,
+/// or permissions). A directory that does not exist yet is not read-only: kiln makes it.
+bool isReadOnlyDir(const std::string& dir);
 
 /// Parses an entry file's bytes; nullopt with `*problem` when malformed or not matching
 /// its checksum.

@@ -2,6 +2,7 @@
 // cubins, corrupt entries detected and replaced, the LRU limit, keys, rare shapes.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 
 #include "kiln/cache.hpp"
 #include "../temp_dir.hpp"
+#include "../scoped_env.hpp"
+#include "kiln/log.hpp"
 #include "kiln/catalogue.hpp"
 #include "kiln/runtime.hpp"
 #include "kiln/version.hpp"
@@ -217,6 +220,64 @@ TEST_CASE("compiled for deploy, an sm_90a kernel with a twin is kept as PTX for 
 TEST_CASE("deploy entries without compile_only are refused, naming the option", "[cache][errors]") {
   CHECK_THROWS_WITH(Runtime::create(Backend::cuda, {.deploy_entries = true, .cache_dir = "off"}),
                     Contains("RuntimeOptions::deploy_entries") && Contains("needs compile_only"));
+}
+
+namespace {
+int64_t mtimeOf(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return int64_t(st.st_mtim.tv_sec);
+}
+void ageFile(const std::string& path) { // an hour ago: a refresh would show
+  const struct timespec old[2] = {{std::time(nullptr) - 3600, 0}, {std::time(nullptr) - 3600, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), old, 0) == 0);
+}
+} // namespace
+
+TEST_CASE("a read-only cache serves its entries and writes, refreshes or replaces nothing", "[cache]") {
+  TempDir dir;
+  cpuWith(dir.str()).compile(catalogue::add(DType::f32));
+  const std::string path = onlyEntryPath(dir.str());
+  ageFile(path);
+  const int64_t aged = mtimeOf(path);
+  std::vector<std::string> warnings;
+  set_log_sink([&](LogLevel l, std::string_view m) {
+    if (l >= LogLevel::warn) warnings.emplace_back(m);
+  });
+  struct Restore {
+    ~Restore() { set_log_sink({}); }
+  } restore;
+  auto readOnly = [&] { return Runtime::create(Backend::cpu, {.cache_dir = dir.str(), .cache_read_only = true}); };
+
+  Runtime rt = readOnly();
+  CompiledKernel hit = rt.compile(catalogue::add(DType::f32));
+  CHECK(hit.cache().outcome == CacheOutcome::disk);
+  CHECK(runsRight(rt, hit, {40, 300}, 5));
+  CHECK(mtimeOf(path) == aged); // no LRU refresh
+  CompiledKernel other = rt.compile(catalogue::softmax(DType::f32)); // not in the cache
+  CHECK(other.cache().outcome == CacheOutcome::miss);
+  CHECK_THAT(other.cache().note, Contains("not written to the disk cache: " + dir.str() + " is read-only"));
+  CHECK(runsRight(rt, other, {9, 1000}, 6));
+  CHECK(cache::list(dir.str()).size() == 1);
+  CHECK(rt.cache_stats().write_failures == 0);
+  CHECK(warnings.empty()); // by design, not a failure
+
+  // A corrupt entry: compiled here, the file left as it is, said once.
+  writeAll(path, "not a cache entry at all");
+  CompiledKernel past = readOnly().compile(catalogue::add(DType::f32));
+  CHECK(past.cache().outcome == CacheOutcome::miss);
+  CHECK_THAT(past.cache().note, Contains("the read-only cache keeps it"));
+  CHECK(readAll(path) == "not a cache entry at all");
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains(path) && Contains("the read-only cache keeps the entry"));
+}
+
+TEST_CASE("KILN_CACHE_READ_ONLY=1 makes the disk cache read-only", "[cache]") {
+  TempDir dir;
+  kiln::testing::ScopedEnv ro("KILN_CACHE_READ_ONLY", "1");
+  Runtime rt = cpuWith(dir.str());
+  CHECK_THAT(rt.compile(catalogue::add(DType::f32)).cache().note, Contains("is read-only"));
+  CHECK(cache::list(dir.str()).empty());
 }
 
 TEST_CASE("a truncated cache entry is detected, recompiled and replaced", "[cache][errors]") {

@@ -181,7 +181,9 @@ int cmdRun(const std::string& kernel, const std::string& backend, const std::str
     std::printf("compile: %8.2f ms  (tile passes %.2f, lowering %.2f, codegen+JIT %.2f)\n",
                 r.compile.total_ms(), r.compile.tile_passes_ms, r.compile.lowering_ms,
                 r.compile.codegen_ms);
-  if (c.outcome == kiln::CacheOutcome::miss)
+  if (c.outcome == kiln::CacheOutcome::miss && c.note.find("not written") != std::string::npos)
+    std::printf("cache:   miss, key %.12s; %s\n", c.key.c_str(), c.note.c_str()); // (read-only, or unwritable)
+  else if (c.outcome == kiln::CacheOutcome::miss)
     std::printf("cache:   miss, key %.12s, written in %.2f ms to %s%s%s\n", c.key.c_str(), c.write_ms,
                 rt.cache_dir().empty() ? "(no disk cache)" : rt.cache_dir().c_str(), c.note.empty() ? "" : "; ",
                 c.note.c_str());
