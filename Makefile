@@ -67,8 +67,9 @@ fuzz: build
 	    || exit 1; cd $(CURDIR); \
 	done
 
+# Stripped: the library's debug sections are most of its size (docs/embedding.md).
 install: build
-	cmake --install $(BUILD) --prefix $(or $(PREFIX),$(BUILD)/install)
+	cmake --install $(BUILD) --strip --prefix $(or $(PREFIX),$(BUILD)/install)
 
 clean:
 	rm -rf $(BUILD)

@@ -38,8 +38,10 @@ target_link_libraries(kiln PRIVATE
   MLIRBuiltinToLLVMIRTranslation MLIRSCFToControlFlow MLIRArithTransforms MLIRMathToLLVM
   MLIRMathToLibm MLIRMemRefToLLVM MLIRArithToLLVM MLIRFuncToLLVM MLIRControlFlowToLLVM
   MLIRReconcileUnrealizedCasts MLIRParser MLIRTransforms)
+# --icf=all folds identical functions (LLVM's and MLIR's template instances, mostly): the
+# stripped library 64.6 -> 56.4 MB (docs/embedding.md). LLVM's own release builds link with it.
 target_link_options(kiln PRIVATE
-  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,--as-needed -Wl,--build-id=sha1
+  -Wl,--exclude-libs,ALL -Wl,--gc-sections -Wl,--icf=all -Wl,--as-needed -Wl,--build-id=sha1
   -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/kiln.map)
 set_target_properties(kiln PROPERTIES
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
