@@ -244,6 +244,28 @@ struct KILN_API MemoryStats {
   int64_t peak_bytes = 0; ///< high-water mark since creation or reset_peak_memory()
 };
 
+/// A compile running on a thread of its own (Runtime::compile_async): start a model's
+/// kernels compiling at start-up, wait for each where it is first needed. Move-only.
+/// Destroying one that is still compiling waits for the compile to end (the kernel is in
+/// the runtime's caches all the same).
+class KILN_API PendingKernel {
+public:
+  PendingKernel(PendingKernel&&) noexcept;
+  PendingKernel& operator=(PendingKernel&&) noexcept;
+  ~PendingKernel();
+  /// The compile has ended: get() returns (or throws) at once.
+  bool ready() const;
+  /// Waits for the compile, then gives the kernel, or throws what the compile threw (a
+  /// kiln::Error naming the kernel). Once: a second call throws kiln::Error(InvalidArgument).
+  CompiledKernel get();
+
+private:
+  friend class Runtime;
+  struct State;
+  explicit PendingKernel(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
 /// Where kernels compile and run. `Backend::automatic` picks CUDA when a GPU and its
 /// driver are present and the CPU otherwise, and says which (and why) in describe().
 class KILN_API Runtime {
@@ -256,6 +278,12 @@ public:
   /// Compiles `kernel`, or takes it from the kernel cache (memory, then disk): see
   /// CompiledKernel::cache().
   CompiledKernel compile(const Kernel& kernel) const;
+  /// compile() on a thread of its own; the handle waits for it (PendingKernel::get).
+  PendingKernel compile_async(const Kernel& kernel) const;
+  /// compile() of every kernel, `threads` at a time (0: one per core), the results in the
+  /// order given. If any fails, waits for the others (which stay in the caches), then
+  /// throws the first failure in that order.
+  std::vector<CompiledKernel> compile_all(const std::vector<Kernel>& kernels, int threads = 0) const;
   /// This runtime's cache counters: compiles done, memory and disk hits, writes, corrupt
   /// entries replaced, evictions.
   CacheStats cache_stats() const;

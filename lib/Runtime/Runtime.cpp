@@ -3,6 +3,14 @@
 #include "kiln/error.hpp"
 #include "Runtime/RuntimeImpl.h"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <future>
+#include <optional>
+#include <system_error>
+#include <thread>
+
 namespace kiln {
 
 const char* to_string(Backend b) {
@@ -73,6 +81,63 @@ Runtime Runtime::create(Backend backend, const RuntimeOptions& options) {
 Backend Runtime::backend() const { return impl_->backend; }
 const std::string& Runtime::describe() const { return impl_->description; }
 CompiledKernel Runtime::compile(const Kernel& kernel) const { return detail::compileCached(*impl_, kernel); }
+struct PendingKernel::State {
+  std::future<CompiledKernel> result; // invalid once get() took it
+};
+PendingKernel::PendingKernel(std::unique_ptr<State> state) : state_(std::move(state)) {}
+PendingKernel::PendingKernel(PendingKernel&&) noexcept = default;
+PendingKernel& PendingKernel::operator=(PendingKernel&&) noexcept = default;
+PendingKernel::~PendingKernel() = default; // a std::async future waits for its thread
+bool PendingKernel::ready() const {
+  return state_ && state_->result.valid() &&
+         state_->result.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+CompiledKernel PendingKernel::get() {
+  if (!state_ || !state_->result.valid())
+    throw Error(ErrorKind::InvalidArgument, "PendingKernel::get: the kernel was already taken (get() gives it once)");
+  return state_->result.get();
+}
+
+PendingKernel Runtime::compile_async(const Kernel& kernel) const {
+  auto state = std::make_unique<PendingKernel::State>();
+  try { // the thread holds the runtime and the kernel (shared handles) until it ends
+    state->result = std::async(std::launch::async, [rt = *this, kernel] { return rt.compile(kernel); });
+  } catch (const std::system_error& e) {
+    throw Error(ErrorKind::Runtime, "compile_async('" + kernel.name() + "'): no thread to compile on: " + e.what());
+  }
+  return PendingKernel(std::move(state));
+}
+
+std::vector<CompiledKernel> Runtime::compile_all(const std::vector<Kernel>& kernels, int threads) const {
+  const size_t n = kernels.size();
+  std::vector<std::optional<CompiledKernel>> done(n);
+  std::vector<std::exception_ptr> failed(n);
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        done[i].emplace(compile(kernels[i]));
+      } catch (...) { // kept for its turn below: every kernel gets its compile first
+        failed[i] = std::current_exception();
+      }
+    }
+  };
+  const size_t want = threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  try {
+    for (size_t t = 1; t < std::min(want, n); ++t) pool.emplace_back(worker);
+  } catch (const std::system_error&) { // fewer threads than asked: the ones there (and this one) do it all
+  }
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (size_t i = 0; i < n; ++i)
+    if (failed[i]) std::rethrow_exception(failed[i]);
+  std::vector<CompiledKernel> out;
+  out.reserve(n);
+  for (std::optional<CompiledKernel>& k : done) out.push_back(std::move(*k));
+  return out;
+}
+
 CacheStats Runtime::cache_stats() const {
   std::lock_guard<std::mutex> lock(impl_->cacheMu);
   return impl_->cacheStats;

@@ -319,6 +319,65 @@ TEST_CASE("gpu: kernels run on a caller's stream", "[gpu]") {
   CHECK(catalogue::verify_output(gpu(), d, p).ok);
 }
 
+TEST_CASE("gpu: kiln launches on an engine's stream are captured in a CUDA graph, replayed on new data, and verify",
+          "[gpu][graph]") {
+  // Global capture mode, the strictest (PyTorch's default): any hidden synchronisation or
+  // allocation in a launch would end the capture with an error. Every kernel is compiled
+  // first, never launched before its capture: the shapes take the sm_90a twin (512^3), the
+  // portable fallback (an odd N: its module loads while capturing), a decode twin in
+  // K-clusters (16 x 4096 x 4096) and a row kernel.
+  struct Step {
+    const char* kernel;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<Step> steps = {{"gemm_bias_relu", {512, 512, 512}}, {"gemm_bias_relu", {257, 135, 65}},
+                                   {"gemm", {16, 4096, 4096}}, {"softmax", {33, 3000}}};
+  std::vector<CompiledKernel> kernels;
+  std::vector<catalogue::DeviceProblem> data;
+  for (const Step& s : steps) {
+    kernels.push_back(gpu().compile(catalogue::find(s.kernel).make(DType::bf16)));
+    data.push_back(catalogue::upload(gpu(), catalogue::find(s.kernel).problem(s.shape, DType::bf16, 41)));
+  }
+  cuda::Stream stream(CU_STREAM_NON_BLOCKING);
+  const cuda::Driver& d = cuda::driver();
+  KILN_CU_CHECK(d.cuStreamBeginCapture_v2(stream.get(), CU_STREAM_CAPTURE_MODE_GLOBAL));
+  std::string failure;
+  try {
+    for (size_t i = 0; i < steps.size(); ++i) kernels[i].launch(data[i].views, stream.get());
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  CUgraph graph = nullptr;
+  const CUresult ended = d.cuStreamEndCapture(stream.get(), &graph);
+  INFO("a launch while capturing: " << failure);
+  REQUIRE(failure.empty());
+  REQUIRE(ended == CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  KILN_CU_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
+  // Replays on fresh inputs written into the captured tensors.
+  for (uint64_t seed : {42, 43}) {
+    std::vector<catalogue::Problem> fresh;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      fresh.push_back(catalogue::find(steps[i].kernel).problem(steps[i].shape, DType::bf16, seed));
+      for (size_t a = 0; a < fresh[i].args.size(); ++a) {
+        if (a == fresh[i].output) continue;
+        const TensorView from = fresh[i].args[a].view(), to = data[i].views[a];
+        KILN_CU_CHECK(d.cuMemcpyHtoD_v2(reinterpret_cast<CUdeviceptr>(to.data), from.data,
+                                        size_t(from.numel()) * size_of(from.dtype)));
+      }
+    }
+    KILN_CU_CHECK(d.cuGraphLaunch(exec, stream.get()));
+    stream.synchronize();
+    for (size_t i = 0; i < steps.size(); ++i) {
+      auto r = catalogue::verify_output(gpu(), data[i], fresh[i]);
+      INFO("replay " << seed << ": " << steps[i].kernel << " " << str(steps[i].shape) << ": " << r.summary());
+      CHECK(r.ok);
+    }
+  }
+  KILN_CU_CHECK(d.cuGraphExecDestroy(exec));
+  KILN_CU_CHECK(d.cuGraphDestroy(graph));
+}
+
 TEST_CASE("gpu: a kernel needing more shared memory than the device allows is refused", "[gpu][errors]") {
   // f32 operands take the SIMT dot, which stages A (128x256) and B (256x256) f32 tiles in
   // shared memory at once: 384 KiB, over the H200's 227 KiB per CTA. The compiler refuses it
