@@ -6,7 +6,7 @@ set(KILN_MLIR_SOURCES
   dsl/Builder.cpp backends/cpu/CpuCompiler.cpp backends/cpu/CpuTarget.cpp backends/cuda/CudaCompiler.cpp)
 set(KILN_PLAIN_SOURCES
   lib/Runtime/Runtime.cpp lib/Runtime/GridPlan.cpp
-  lib/Runtime/Error.cpp lib/Runtime/Log.cpp lib/Runtime/Version.cpp lib/Runtime/Files.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
+  lib/Runtime/Error.cpp lib/Runtime/Log.cpp lib/Runtime/Nvtx.cpp lib/Runtime/Version.cpp lib/Runtime/Files.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
   lib/Runtime/Handwritten.cpp backends/cpu/FloatBuiltins.cpp backends/cuda/Nvrtc.cpp lib/Runtime/KernelCache.cpp lib/Runtime/CompileCache.cpp
   backends/cuda/CudaRuntime.cpp backends/cuda/BackgroundModule.cpp backends/cuda/PtxModules.cpp backends/cuda/CacheFlush.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
   backends/cuda/Cublas.cpp backends/cuda/Cudnn.cpp backends/cuda/CudnnGraph.cpp backends/cuda/RaggedOffsets.cpp backends/cuda/Target.cpp backends/cuda/hopper/LaunchPlan.cpp backends/cuda/hopper/Sm90Launch.cpp

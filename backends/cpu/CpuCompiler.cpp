@@ -1,4 +1,5 @@
 #include "CpuCompiler.h"
+#include "Runtime/Nvtx.h"
 #include "Runtime/Throw.h"
 #include "CpuTarget.h"
 #include "FloatBuiltins.h"
@@ -269,6 +270,7 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel, const CpuTar
   auto tm = target.machine();
 
   auto t0 = Clock::now();
+  detail::NvtxRange phase("tile passes", name);
   auto priv = detail::privateCopy(kernel);
   auto& m = priv.module;
   DiagnosticCollector diags(m->getContext());
@@ -276,11 +278,13 @@ std::unique_ptr<detail::CompiledImpl> compile(const Kernel& kernel, const CpuTar
   const double tilePassesMs = detail::msSince(t0);
 
   t0 = Clock::now();
+  phase.next("lowering");
   lowerToLoops(*m, diags, name);
   lowerToLLVMDialect(*m, diags, name);
   const double loweringMs = detail::msSince(t0);
 
   t0 = Clock::now();
+  phase.next("codegen");
   registerTranslations(m->getContext());
   llvm::LLVMContext llctx;
   auto llmod = translateModuleToLLVMIR(*m, llctx, name);

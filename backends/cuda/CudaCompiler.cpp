@@ -1,4 +1,5 @@
 #include "CudaCompiler.h"
+#include "Runtime/Nvtx.h"
 #include "Runtime/Throw.h"
 #include "Target.h"
 #include "hopper/Twins.h"
@@ -285,6 +286,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   out.threads = int64_t(numWarps) * 32;
 
   auto t0 = Clock::now();
+  detail::NvtxRange phase("tile passes", name);
   auto priv = detail::privateCopy(kernel);
   ModuleOp m = *priv.module;
   DiagnosticCollector diags(m.getContext());
@@ -293,8 +295,10 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   out.times.tile_passes_ms = detail::msSince(t0);
 
   t0 = Clock::now();
+  phase.next("lowering");
   lowerToNVVM(m, options, diags, name, stop, dump, out);
   out.times.lowering_ms = detail::msSince(t0);
+  phase.next("codegen");
   if (stop == Stage::mlir || stop == Stage::layouts) return out;
 
   // The twins' and the kernel's module (kiln-split-portable may have moved the kernel to

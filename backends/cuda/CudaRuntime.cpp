@@ -1,4 +1,5 @@
 // The CUDA backend behind kiln::Runtime: compile (PTX -> cubin), load, check, launch.
+#include "Runtime/Nvtx.h"
 #include "CudaCompiler.h"
 #include "BackgroundModule.h"
 #include "Cublas.h"
@@ -369,6 +370,7 @@ public:
     r.grid = out->code.grid.str();
 
     auto t0 = std::chrono::steady_clock::now();
+    kd::NvtxRange phase("assemble", kernel.name());
     std::string why;
     std::vector<char> image;
     // The twin's setmaxnreg (producer down to 24 registers, consumers up to 240) holds only
@@ -426,6 +428,7 @@ public:
     }
 
     t0 = std::chrono::steady_clock::now();
+    phase.next("load");
     state->context.makeCurrent();
     if (out->code.shared_bytes > state->device.max_smem_per_block_optin)
       throw Error(ErrorKind::Unsupported,

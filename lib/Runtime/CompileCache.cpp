@@ -12,6 +12,7 @@
 #include "kiln/cache.hpp"
 #include "kiln/error.hpp"
 #include "Runtime/Log.h"
+#include "Runtime/Nvtx.h"
 #include "Runtime/JsonInt.h"
 #include "Runtime/RuntimeImpl.h"
 #include "llvm/Config/llvm-config.h"
@@ -149,6 +150,7 @@ nlohmann::json keyInputsOf(const RuntimeImpl& rt, const std::string& irDigest) {
 
 CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
   auto t0 = Clock::now();
+  NvtxRange range("compile", kernel.name()); // the backend's phases nest inside
   std::call_once(rt.keyInputsOnce, [&rt] {
     nlohmann::json inputs = rt.cacheKeyInputs();
     if (inputs.is_null()) return;

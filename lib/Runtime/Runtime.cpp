@@ -1,6 +1,7 @@
 #include "kiln/runtime.hpp"
 
 #include "kiln/error.hpp"
+#include "Runtime/Nvtx.h"
 #include "Runtime/RuntimeImpl.h"
 
 #include <algorithm>
@@ -213,9 +214,13 @@ const KernelReport& CompiledKernel::report() const {
   return impl_->report;
 }
 const std::string& CompiledKernel::binary() const { return impl_->binary; }
-void CompiledKernel::launch(const std::vector<TensorView>& args) const { impl_->launch(args, nullptr, true); }
+void CompiledKernel::launch(const std::vector<TensorView>& args) const {
+  detail::NvtxRange range("launch", impl_->sig.name);
+  impl_->launch(args, nullptr, true);
+}
 std::string CompiledKernel::launch_path(const std::vector<TensorView>& args) const { return impl_->launchPath(args); }
 void CompiledKernel::launch(const std::vector<TensorView>& args, void* stream) const {
+  detail::NvtxRange range("launch", impl_->sig.name);
   impl_->launch(args, stream, false);
 }
 
