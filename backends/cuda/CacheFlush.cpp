@@ -64,11 +64,11 @@ L2Flush::L2Flush(int smCount)
   buffer_.fillBytes(0x5A); // defined contents, once; the reads leave them clean in the L2
 }
 
-void L2Flush::run() {
+void L2Flush::run(CUstream stream) {
   CUdeviceptr src = buffer_.ptr(), sink = sink_.ptr();
   uint64_t vectors = kFlushBytes / 16;
   void* params[] = {&src, &vectors, &sink};
-  launchKernel(read_, "kiln_flush_read", {unsigned(blocks_), 1, 1}, {kThreads, 1, 1}, 0, nullptr, params);
+  launchKernel(read_, "kiln_flush_read", {unsigned(blocks_), 1, 1}, {kThreads, 1, 1}, 0, stream, params);
 }
 
 } // namespace kiln::cuda

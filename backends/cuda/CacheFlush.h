@@ -16,10 +16,10 @@ namespace kiln::cuda {
 class L2Flush {
 public:
   explicit L2Flush(int smCount);
-  /// Queues the read on the legacy stream (the profiler's events are on it) and returns:
+  /// Queues the read on `stream` (the profiler's events are on it) and returns:
   /// the GPU is busy for the ~0.15 ms it takes, so the launch queued after it is timed from
   /// the GPU's clock, not the host's enqueue.
-  void run();
+  void run(CUstream stream = nullptr);
 
 private:
   DeviceBuffer buffer_, sink_;

@@ -687,6 +687,60 @@ public:
     return ms;
   }
 
+  std::vector<double> timeStream(const std::function<void(void*)>& run, int reps, int warmup, bool flushCache,
+                                 bool graph) override {
+    needDevice("time kernels");
+    state->context.makeCurrent();
+    std::optional<L2Flush> flush;
+    if (flushCache) flush.emplace(state->device.sm_count);
+    Stream stream(CU_STREAM_NON_BLOCKING);
+    CUstream s = stream.get();
+    const Driver& d = driver();
+    // The graph: run() captured once (global mode: anything in it that synchronises or
+    // allocates ends the capture with an error, which is the point of measuring it).
+    CUgraph captured = nullptr;
+    CUgraphExec exec = nullptr;
+    struct Release { // the graph and its executable, on every way out
+      CUgraph& g;
+      CUgraphExec& e;
+      ~Release() {
+        if (e) detail::logCuFailure(driver().cuGraphExecDestroy(e), "cuGraphExecDestroy", "profile::time_stream");
+        if (g) detail::logCuFailure(driver().cuGraphDestroy(g), "cuGraphDestroy", "profile::time_stream");
+      }
+    } release{captured, exec};
+    if (graph) {
+      run(s); // once outside the capture: lazy loads and first-use allocations happen here
+      KILN_CU_CHECK_CTX(d.cuStreamSynchronize(s), "profile::time_stream: the run before capturing");
+      KILN_CU_CHECK_CTX(d.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), "profile::time_stream: capturing");
+      std::exception_ptr failed;
+      try {
+        run(s);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      const CUresult ended = d.cuStreamEndCapture(s, &captured);
+      if (failed) std::rethrow_exception(failed);
+      KILN_CU_CHECK_CTX(ended, "profile::time_stream: ending the capture (something in the work cannot be captured)");
+      KILN_CU_CHECK_CTX(d.cuGraphInstantiateWithFlags(&exec, captured, 0), "profile::time_stream: instantiating the graph");
+    }
+    auto once = [&] {
+      if (exec) KILN_CU_CHECK_CTX(d.cuGraphLaunch(exec, s), "profile::time_stream: launching the graph");
+      else run(s);
+    };
+    for (int i = 0; i < warmup; ++i) once();
+    std::vector<double> ms;
+    for (int i = 0; i < reps; ++i) {
+      if (flush) flush->run(s);
+      Event a, b;
+      a.record(s);
+      once();
+      b.record(s);
+      b.synchronize();
+      ms.push_back(Event::elapsedMs(a, b));
+    }
+    return ms;
+  }
+
   void gpuGemm(const kd::GpuGemmArgs& g) override {
     needDevice("run cuBLASLt");
     state->context.makeCurrent();

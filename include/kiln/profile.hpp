@@ -67,6 +67,14 @@ struct KILN_API TimingOptions {
 KILN_API std::vector<double> time(const Runtime& rt, const std::function<void()>& run,
                                   const TimingOptions& options = {});
 
+/// As time(), for work enqueued on the stream `run` is given (a CUstream, null on the CPU):
+/// with `graph` (CUDA), `run` is called once as it is, then captured once into a CUDA graph,
+/// and each timed call replays the graph: one launch for all its kernels, as an engine does
+/// for decode. Capture is in global mode: work that synchronises or allocates fails it, and
+/// the error says so. `graph` on the CPU: kiln::Error(Unsupported).
+KILN_API std::vector<double> time_stream(const Runtime& rt, const std::function<void(void* stream)>& run,
+                                         const TimingOptions& options = {}, bool graph = false);
+
 /// Warm latency of `kernel` on `args`: each launch timed alone (CUDA events on the GPU,
 /// the steady clock on the CPU) after warm-up, caches flushed in between, summarised.
 /// The arguments must live on `rt`'s backend (Runtime::upload / allocate).

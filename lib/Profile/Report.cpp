@@ -20,6 +20,13 @@ std::vector<double> time(const Runtime& rt, const std::function<void()>& run, co
   return detail::RuntimeAccess::impl(rt).time(run, o.reps, o.warmup, o.flush_cache);
 }
 
+std::vector<double> time_stream(const Runtime& rt, const std::function<void(void*)>& run, const TimingOptions& o,
+                                bool graph) {
+  if (o.reps < 1 || o.warmup < 0)
+    throw Error(ErrorKind::InvalidArgument, "time_stream: reps must be >= 1 and warmup >= 0");
+  return detail::RuntimeAccess::impl(rt).timeStream(run, o.reps, o.warmup, o.flush_cache, graph);
+}
+
 Stat time_kernel(const Runtime& rt, const CompiledKernel& kernel, const std::vector<TensorView>& args,
                  const TimingOptions& o) {
   if (o.reps < 1 || o.warmup < 0)

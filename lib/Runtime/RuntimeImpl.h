@@ -117,6 +117,15 @@ struct RuntimeImpl {
   /// backend's clock (CUDA events on the GPU, the steady clock on the CPU); with
   /// `flushCache`, the last-level cache is flushed before each timed call.
   virtual std::vector<double> time(const std::function<void()>& run, int reps, int warmup, bool flushCache) = 0;
+  /// profile::time_stream: `run` enqueues on the stream it is given; with `graph`, captured
+  /// once into a CUDA graph that each timed call replays. The CPU: a null stream, no graph.
+  virtual std::vector<double> timeStream(const std::function<void(void*)>& run, int reps, int warmup, bool flushCache,
+                                         bool graph) {
+    if (graph)
+      throwError(ErrorKind::Unsupported, "profile::time_stream: CUDA graphs need a CUDA runtime, and this runtime is '" +
+                                             description + "'");
+    return time([&] { run(nullptr); }, reps, warmup, flushCache);
+  }
   /// compile_cuda: only the CUDA backend compiles CUDA C++.
   virtual std::unique_ptr<HandwrittenImpl> compileCuda(const CudaSource& source) {
     throwError(ErrorKind::Unsupported, "compile_cuda('" + source.name + "'): hand-written CUDA C++ needs a CUDA "

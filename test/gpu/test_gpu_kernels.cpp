@@ -378,6 +378,30 @@ TEST_CASE("gpu: kiln launches on an engine's stream are captured in a CUDA graph
   KILN_CU_CHECK(d.cuGraphDestroy(graph));
 }
 
+TEST_CASE("gpu: time_stream replays work captured in a CUDA graph, and the work is right", "[gpu][graph][profile]") {
+  CompiledKernel gemm = gpu().compile(catalogue::gemm_bias_relu(DType::bf16));
+  CompiledKernel softmax = gpu().compile(catalogue::softmax(DType::bf16));
+  catalogue::Problem pg = catalogue::find("gemm_bias_relu").problem({512, 384, 256}, DType::bf16, 51);
+  catalogue::Problem ps = catalogue::find("softmax").problem({64, 2000}, DType::bf16, 52);
+  catalogue::DeviceProblem dg = catalogue::upload(gpu(), pg), ds = catalogue::upload(gpu(), ps);
+  int calls = 0;
+  auto work = [&](void* s) {
+    ++calls;
+    gemm.launch(dg.views, s);
+    softmax.launch(ds.views, s);
+  };
+  for (bool graph : {false, true}) {
+    calls = 0;
+    std::vector<double> ms = profile::time_stream(gpu(), work, {.reps = 5, .warmup = 2}, graph);
+    INFO((graph ? "graph" : "stream"));
+    CHECK(ms.size() == 5);
+    for (double m : ms) CHECK(m > 0);
+    CHECK(calls == (graph ? 2 : 7)); // a graph: one run as it is, one captured; then replays
+    CHECK(catalogue::verify_output(gpu(), dg, pg).ok);
+    CHECK(catalogue::verify_output(gpu(), ds, ps).ok);
+  }
+}
+
 TEST_CASE("gpu: a kernel needing more shared memory than the device allows is refused", "[gpu][errors]") {
   // f32 operands take the SIMT dot, which stages A (128x256) and B (256x256) f32 tiles in
   // shared memory at once: 384 KiB, over the H200's 227 KiB per CTA. The compiler refuses it

@@ -55,6 +55,21 @@ std::vector<Row> sampleRows() {
 
 } // namespace
 
+TEST_CASE("time_stream gives its work the stream to enqueue on and times each call; graphs are CUDA's",
+          "[profile]") {
+  kiln::Runtime rt = kiln::Runtime::create(kiln::Backend::cpu, {.cache_dir = "off"});
+  int calls = 0;
+  bool nullStream = true;
+  std::vector<double> ms = kiln::profile::time_stream(
+      rt, [&](void* s) { ++calls, nullStream = nullStream && s == nullptr; }, {.reps = 4, .warmup = 2});
+  CHECK(ms.size() == 4);
+  CHECK(calls == 6); // warm-up first
+  CHECK(nullStream); // the CPU has no streams
+  CHECK_THROWS_WITH(kiln::profile::time_stream(rt, [](void*) {}, {}, /*graph=*/true),
+                    Catch::Matchers::Contains("CUDA graphs need a CUDA runtime"));
+  CHECK_THROWS_WITH(kiln::profile::time_stream(rt, [](void*) {}, {.reps = 0}), Catch::Matchers::Contains("reps must be >= 1"));
+}
+
 TEST_CASE("warm timings are summarised by nearest-rank percentiles", "[profile]") {
   auto s = summarize({5, 1, 4, 2, 3, 10, 9, 8, 7, 6});
   REQUIRE(s);
