@@ -12,6 +12,8 @@
 // machine, and a disk hit what a kiln cache shipped to another machine costs there.
 #include <kiln/kiln.hpp>
 
+#include "csv_append.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -75,13 +77,7 @@ int main(int argc, char** argv) try {
                 kiln::to_string(other.cache().outcome), ok ? "true" : "false",
                 rt.describe().substr(0, rt.describe().find(" (")).c_str(), driverCache.c_str());
   std::printf("%s%s", header, row);
-  if (!csv.empty()) {
-    std::ifstream probe(csv);
-    const bool fresh = !probe.good() || probe.peek() == std::ifstream::traits_type::eof();
-    std::ofstream out(csv, std::ios::app);
-    if (fresh) out << header;
-    out << row;
-  }
+  appendCsvRow(csv, header, row);
   return ok ? 0 : 1;
 } catch (const kiln::Error& e) {
   std::fprintf(stderr, "kiln-bench-compile: %s\n", e.what());

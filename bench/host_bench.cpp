@@ -5,9 +5,13 @@
 //   retrace_hit_us   the same, the kernel traced again first (an engine that rebuilds it)
 //   launch_us        CompiledKernel::launch of `add` on 8 x 8, enqueued on a stream (CUDA:
 //                    the host's cost alone, the GPU runs behind; CPU: the run itself)
+//   cublaslt_us      (CUDA) the same for a cuBLASLt matmul call, 8 x 8 x 8 bf16, through
+//                    reference::gpu_gemm_async: what the framework path pays per call
 // Medians over many calls (a row per backend asked for). Host clock: these are host costs.
 //   kiln-bench-host [--backend cpu|cuda|auto] [--calls N] [--csv FILE]
 #include <kiln/kiln.hpp>
+
+#include "csv_append.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -72,19 +76,27 @@ int main(int argc, char** argv) try {
   const double launchUs = medianUs(calls, [&] { ck.launch(d.views, stream); });
   rt.synchronize();
   const bool ok = kiln::catalogue::verify_output(rt, d, p).ok;
-
-  const char* header = "backend,first_create_ms,create_ms,memory_hit_us,retrace_hit_us,launch_us,calls,memory_hits,reference_ok\n";
-  char row[512];
-  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.2f,%.2f,%.2f,%d,%s,%s\n", kiln::to_string(rt.backend()), firstCreateMs,
-                createMs, hitUs, retraceUs, launchUs, calls, allHits ? "true" : "false", ok ? "true" : "false");
-  std::printf("%s%s", header, row);
-  if (!csv.empty()) {
-    std::ifstream probe(csv);
-    const bool fresh = !probe.good() || probe.peek() == std::ifstream::traits_type::eof();
-    std::ofstream out(csv, std::ios::app);
-    if (fresh) out << header;
-    out << row;
+  std::string cublasUs = "not-run";
+  if (rt.backend() == kiln::Backend::cuda) {
+    kiln::DeviceTensor a = rt.allocate(kiln::DType::bf16, {8, 8}), bm = rt.allocate(kiln::DType::bf16, {8, 8}),
+                       c = rt.allocate(kiln::DType::bf16, {8, 8});
+    auto call = [&] {
+      kiln::reference::gpu_gemm_async(rt, a.view(), bm.view(), nullptr, kiln::reference::Epilogue::none, c.view(), nullptr,
+                                      stream);
+    };
+    call(); // its handle and workspace, made once
+    cublasUs = std::to_string(medianUs(calls, call));
+    rt.synchronize();
   }
+
+  const char* header =
+      "backend,first_create_ms,create_ms,memory_hit_us,retrace_hit_us,launch_us,cublaslt_us,calls,memory_hits,reference_ok\n";
+  char row[512];
+  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.2f,%.2f,%.2f,%s,%d,%s,%s\n", kiln::to_string(rt.backend()), firstCreateMs,
+                createMs, hitUs, retraceUs, launchUs, cublasUs.c_str(), calls, allHits ? "true" : "false",
+                ok ? "true" : "false");
+  std::printf("%s%s", header, row);
+  appendCsvRow(csv, header, row);
   return ok && allHits ? 0 : 1;
 } catch (const kiln::Error& e) {
   std::fprintf(stderr, "kiln-bench-host: %s\n", e.what());
