@@ -46,6 +46,7 @@ run() { # name, log, command...
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set),
 # floor (kiln-bench-hbm: the weight read alone beside cuBLASLt; not in the default set),
 # host (kiln-bench-host: create, memory hit and launch costs on the host; not in the default set),
+# warm (a cache made by `kiln warm` here, loaded there read-only: disk hits; not in the default set),
 # decide (verdicts at 1.10x: kiln bench, kiln-mlp, example-decide; not in the default set).
 STEPS=${*:-bench suite gemm cache tune}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -169,6 +170,18 @@ if want floor; then
   # The floor under decode GEMMs: how fast the GPU reads the weight alone, beside cuBLASLt's
   # GEMM on the shape (bench/hbm_floor.cpp). FLOOR_SHAPES: MxNxK entries (default: its own).
   run hbm-floor hbm-floor.log $K/kiln-bench-hbm --csv "$RES/hbm-floor.csv" ${FLOOR_SHAPES:-}
+fi
+if want warm; then
+  # A cache made by `kiln warm` on the build machine (no GPU), used here read-only: every
+  # kernel of scripts/warm-manifest.txt must be a disk hit, run and verify.
+  cp -r /tmp/kiln/warm-cache /tmp/kiln-warm-cache && chmod -R a-w /tmp/kiln-warm-cache
+  warm_run() { # kernel dtype shape
+    KILN_CACHE_DIR=/tmp/kiln-warm-cache KILN_CACHE_READ_ONLY=1 $K/kiln run "$1" --backend=cuda --dtype "$2" --shape "$3"
+  }
+  run warm-gemm-bf16 warm-gemm-bf16.log warm_run gemm_bias_relu bf16 4097x4096x4096
+  run warm-gemm-f16 warm-gemm-f16.log warm_run gemm_bias_relu f16 257x135x65
+  run warm-softmax warm-softmax.log warm_run softmax bf16 33x3000
+  run warm-attention warm-attention.log warm_run attention bf16 1x8x2x512x128
 fi
 if want host; then
   # What kiln costs the host per call (bench/host_bench.cpp): Runtime::create, a memory
@@ -326,6 +339,7 @@ if want cases; then
 fi
 want floor && cat "$RES/hbm-floor.csv"
 want host && cat "$RES/host.csv"
+want warm && grep -H -E "^compile:|reference_ok" "$RES"/warm-*.log
 if want tunetwin; then
   for f in "$RES"/tunetwin-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(chosen|runner-up|default|search cost)" "$f"; done
 fi

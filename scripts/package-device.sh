@@ -11,5 +11,7 @@ mkdir -p "$stage/bin" "$stage/lib" .device
 cp build/bin/kiln build/bin/kiln-gpu-tests build/bin/kiln-cuda-support-tests build/bin/kiln-bench-gemm build/bin/kiln-bench-compile build/bin/kiln-bench-hbm build/bin/kiln-bench-host build/bin/kiln-mlp build/bin/kiln-llama build/bin/example-decide "$stage/bin/"
 cp -P build/lib/libkiln.so* build/lib/kiln-eigen-*.so build/lib/libkiln-fail-dlopen.so "$stage/lib/"
 strip --strip-unneeded "$stage"/bin/* "$stage"/lib/libkiln.so.*.*.*
+# A cache made here without a GPU, for the device to load as shipped (device-run.sh warm).
+build/bin/kiln warm scripts/warm-manifest.txt --dir "$stage/warm-cache" > /dev/null
 tar -C "$stage" -cf - . | xz -T2 -6 > .device/kiln-device.tar.xz
 ls -la .device/kiln-device.tar.xz
