@@ -7,9 +7,14 @@
 //                    the host's cost alone, the GPU runs behind; CPU: the run itself)
 //   cublaslt_us      (CUDA) the same for a cuBLASLt matmul call, 8 x 8 x 8 bf16, through
 //                    reference::gpu_gemm_async: what the framework path pays per call
+//   raw_launch_us    (CUDA) cuLaunchKernel of an empty kernel on the same stream, straight
+//                    through the driver: the floor any launch pays, kiln's included
 // Medians over many calls (a row per backend asked for). Host clock: these are host costs.
 //   kiln-bench-host [--backend cpu|cuda|auto] [--calls N] [--csv FILE]
 #include <kiln/kiln.hpp>
+
+#include <cuda.h> // types only: the driver is opened with dlopen, as kiln does
+#include <dlfcn.h>
 
 #include "csv_append.hpp"
 
@@ -25,6 +30,27 @@
 namespace {
 using Clock = std::chrono::steady_clock;
 double usSince(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+
+/// The host cost of cuLaunchKernel itself: an empty kernel, launched on the default stream of
+/// the context kiln made current. "not-run" when the driver cannot be reached.
+template <class Median>
+std::string rawLaunchUs(Median median) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return "not-run";
+  auto load = reinterpret_cast<decltype(&cuModuleLoadData)>(::dlsym(lib, "cuModuleLoadData"));
+  auto get = reinterpret_cast<decltype(&cuModuleGetFunction)>(::dlsym(lib, "cuModuleGetFunction"));
+  auto launch = reinterpret_cast<decltype(&cuLaunchKernel)>(::dlsym(lib, "cuLaunchKernel"));
+  auto sync = reinterpret_cast<decltype(&cuCtxSynchronize)>(::dlsym(lib, "cuCtxSynchronize"));
+  static const char* ptx = ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry kiln_empty() { ret; }\n";
+  CUmodule m = nullptr;
+  CUfunction f = nullptr;
+  if (!load || !get || !launch || !sync || load(&m, ptx) != CUDA_SUCCESS || get(&f, m, "kiln_empty") != CUDA_SUCCESS)
+    return "not-run";
+  auto once = [&] { launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr); };
+  const std::string us = std::to_string(median(once));
+  sync();
+  return us; // (the module stays loaded: the process ends next)
+}
 
 /// The median of `calls` timings of f(), after `calls / 10` untimed ones, in µs.
 template <class F>
@@ -76,7 +102,7 @@ int main(int argc, char** argv) try {
   const double launchUs = medianUs(calls, [&] { ck.launch(d.views, stream); });
   rt.synchronize();
   const bool ok = kiln::catalogue::verify_output(rt, d, p).ok;
-  std::string cublasUs = "not-run";
+  std::string cublasUs = "not-run", rawUs = "not-run";
   if (rt.backend() == kiln::Backend::cuda) {
     kiln::DeviceTensor a = rt.allocate(kiln::DType::bf16, {8, 8}), bm = rt.allocate(kiln::DType::bf16, {8, 8}),
                        c = rt.allocate(kiln::DType::bf16, {8, 8});
@@ -87,14 +113,16 @@ int main(int argc, char** argv) try {
     call(); // its handle and workspace, made once
     cublasUs = std::to_string(medianUs(calls, call));
     rt.synchronize();
+    rawUs = rawLaunchUs([&](auto&& f) { return medianUs(calls, f); });
   }
 
   const char* header =
-      "backend,first_create_ms,create_ms,memory_hit_us,retrace_hit_us,launch_us,cublaslt_us,calls,memory_hits,reference_ok\n";
+      "backend,first_create_ms,create_ms,memory_hit_us,retrace_hit_us,launch_us,cublaslt_us,raw_launch_us,calls,memory_hits,"
+      "reference_ok\n";
   char row[512];
-  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.2f,%.2f,%.2f,%s,%d,%s,%s\n", kiln::to_string(rt.backend()), firstCreateMs,
-                createMs, hitUs, retraceUs, launchUs, cublasUs.c_str(), calls, allHits ? "true" : "false",
-                ok ? "true" : "false");
+  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.2f,%.2f,%.2f,%s,%s,%d,%s,%s\n", kiln::to_string(rt.backend()),
+                firstCreateMs, createMs, hitUs, retraceUs, launchUs, cublasUs.c_str(), rawUs.c_str(), calls,
+                allHits ? "true" : "false", ok ? "true" : "false");
   std::printf("%s%s", header, row);
   appendCsvRow(csv, header, row);
   return ok && allHits ? 0 : 1;
