@@ -168,38 +168,6 @@ void markTensorMapParams(ModuleOp m, const DeviceCode& code) {
       }
 }
 
-/// One gpu.module from GPU kernels to the LLVM dialect (NVVM): the phase that failed, or
-/// null. Touches nothing outside `gm`, so modules may be lowered on threads of their own.
-const char* lowerModuleToNVVM(gpu::GPUModuleOp gm) {
-  MLIRContext* ctx = gm.getContext();
-  // Math as polynomials in arith ops (accurate to f32 rounding): no libdevice needed. The
-  // index divisions (ceildiv & co.) as plain integer ops; not all of arith-expand, which
-  // would also turn maximumf into two compares and two selects where sm_80+ has max.NaN.
-  RewritePatternSet patterns(ctx);
-  populateMathPolynomialApproximationPatterns(patterns);
-  arith::populateCeilFloorDivExpandOpsPatterns(patterns);
-  if (failed(applyPatternsGreedily(gm, std::move(patterns)))) return "math approximation";
-  // In the sm_90a twin's epilogue, an IEEE f32 division or square root becomes a call
-  // to ptxas's slow-path subroutine, and any call in the function makes ptxas serialise
-  // every wgmma (C7509). div.approx / sqrt.approx (2 ulp) keep the main loop asynchronous.
-  for (auto f : gm.getOps<gpu::GPUFuncOp>())
-    if (f->hasAttr(hopper::kLaunchPlanAttr)) {
-      f.walk([](arith::DivFOp d) { d.setFastmath(d.getFastmath() | arith::FastMathFlags::arcp | arith::FastMathFlags::afn); });
-      f.walk([](math::SqrtOp s) { s.setFastmath(s.getFastmath() | arith::FastMathFlags::afn); });
-    }
-  PassManager loops(ctx, gpu::GPUModuleOp::getOperationName());
-  loops.addPass(createSCFToControlFlowPass());
-  if (failed(loops.run(gm))) return "lowering loops";
-  if (failed(convertToNVVM(gm))) return "lowering to NVVM";
-  PassManager reconcile(ctx, gpu::GPUModuleOp::getOperationName());
-  // NVVM ops with no LLVM intrinsic (wgmma.mma_async, mbarrier.try_wait.parity) become the
-  // inline PTX upstream writes for them.
-  reconcile.addPass(createConvertNVVMToLLVMPass());
-  reconcile.addPass(createReconcileUnrealizedCastsPass());
-  if (failed(reconcile.run(gm))) return "lowering to NVVM";
-  return nullptr;
-}
-
 void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags, const std::string& name,
                  Stage stop, std::string* dump, DeviceCode& code) {
   {
@@ -247,24 +215,40 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     *dump = detail::printOp(m);
     return;
   }
-  // From here each gpu.module is lowered alone (nothing crosses from one to another): with
-  // several (the twins' and the fallback's, split for the driver), one thread each, the
-  // context locking what it uniques, as for their PTX below.
-  auto gms = llvm::to_vector(m.getOps<gpu::GPUModuleOp>());
-  // Every dialect the lowering makes ops of, loaded first: loading one while other threads
-  // use the context would race.
-  m.getContext()->loadDialect<NVVM::NVVMDialect, LLVM::LLVMDialect, nvgpu::NVGPUDialect, vector::VectorDialect,
-                              cf::ControlFlowDialect, arith::ArithDialect, math::MathDialect>();
-  if (gms.size() > 1) m.getContext()->enableMultithreading(true);
-  std::vector<std::future<const char*>> others;
-  for (size_t i = 1; i < gms.size(); ++i)
-    others.push_back(std::async(std::launch::async, [gm = gms[i]] { return lowerModuleToNVVM(gm); }));
-  const char* failure = gms.empty() ? nullptr : lowerModuleToNVVM(gms[0]);
-  for (auto& f : others) { // every thread joined before a failure is thrown
-    const char* why = f.get();
-    if (!failure) failure = why;
+  // Math as polynomials in arith ops (accurate to f32 rounding): no libdevice needed. The
+  // index divisions (ceildiv & co.) as plain integer ops; not all of arith-expand, which
+  // would also turn maximumf into two compares and two selects where sm_80+ has max.NaN.
+  for (auto gm : m.getOps<gpu::GPUModuleOp>()) {
+    RewritePatternSet patterns(m.getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    arith::populateCeilFloorDivExpandOpsPatterns(patterns);
+    if (failed(applyPatternsGreedily(gm, std::move(patterns))))
+      diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': math approximation failed");
+    // In the sm_90a twin's epilogue, an IEEE f32 division or square root becomes a call
+    // to ptxas's slow-path subroutine, and any call in the function makes ptxas serialise
+    // every wgmma (C7509). div.approx / sqrt.approx (2 ulp) keep the main loop asynchronous.
+    for (auto f : gm.getOps<gpu::GPUFuncOp>())
+      if (f->hasAttr(hopper::kLaunchPlanAttr)) {
+        f.walk([](arith::DivFOp d) {
+          d.setFastmath(d.getFastmath() | arith::FastMathFlags::arcp | arith::FastMathFlags::afn);
+        });
+        f.walk([](math::SqrtOp s) { s.setFastmath(s.getFastmath() | arith::FastMathFlags::afn); });
+      }
   }
-  if (failure) diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': " + failure + " failed");
+  PassManager pm(m.getContext());
+  pm.addPass(createSCFToControlFlowPass());
+  if (failed(pm.run(m)))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering loops failed");
+  for (auto gm : m.getOps<gpu::GPUModuleOp>())
+    if (failed(convertToNVVM(gm)))
+      diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to NVVM failed");
+  PassManager reconcile(m.getContext());
+  // NVVM ops with no LLVM intrinsic (wgmma.mma_async, mbarrier.try_wait.parity) become the
+  // inline PTX upstream writes for them.
+  reconcile.addPass(createConvertNVVMToLLVMPass());
+  reconcile.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(reconcile.run(m)))
+    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to NVVM failed");
   markTensorMapParams(m, code);
 }
 
