@@ -412,18 +412,17 @@ public:
       out->cacheMeta["sm90"] = twins;
     }
     if (image.empty()) out->binary = out->code.ptx; // what the cache keeps: the driver JITs it
-    if (state->compile_only) {
-      // For deploy: the payload a GPU runtime would keep (below, after its load).
-      if (wholeProgram && (!out->code.more_ptx.empty() || out->code.portable_ptx.valid())) {
-        std::optional<std::string> portable;
-        if (out->code.portable_ptx.valid()) {
-          portable = out->code.portable_ptx.get();
-          if (!portable)
-            throw Error(ErrorKind::CompileFailed, "kernel '" + kernel.name() + "': PTX generation for " +
-                                                      state->arch + " failed for its portable kernel");
-        }
-        out->binary = joinPtxModules({out->binary, out->code.more_ptx, portable}, out->cacheMeta);
-      }
+    std::function<std::string()> fallback; // the portable kernel's PTX, when LLVM has made it
+    if (out->code.portable_ptx.valid())
+      fallback = [made = out->code.portable_ptx, name = kernel.name(), arch = state->arch] {
+        const std::optional<std::string>& ptx = made.get();
+        if (!ptx)
+          throw Error(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch +
+                                                    " failed for its portable kernel");
+        return *ptx;
+      };
+    if (state->compile_only) { // for deploy, the payload a GPU runtime keeps after its load (below)
+      joinCachedModules(*out, fallback);
       return out;
     }
 
@@ -436,15 +435,6 @@ public:
                       " bytes of shared memory per CTA; " + state->device.name + " allows " +
                       std::to_string(state->device.max_smem_per_block_optin) +
                       " (smaller tiles or fewer pipeline stages need less)");
-    std::function<std::string()> fallback; // the portable kernel's PTX, when LLVM has made it
-    if (out->code.portable_ptx.valid())
-      fallback = [made = out->code.portable_ptx, name = kernel.name(), arch = state->arch] {
-        const std::optional<std::string>& ptx = made.get();
-        if (!ptx)
-          throw Error(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch +
-                                                    " failed for its portable kernel");
-        return *ptx;
-      };
     loadModule(*out, out->binary, image.empty(), kernel.name(), out->code.more_ptx, fallback, /*firstCompile=*/true);
     if (image.empty()) {
       // The driver's JIT compiled it. Its log has ptxas's report, unless the driver found
@@ -473,13 +463,17 @@ public:
     }
     if (r.registers < 0 && out->function) r.registers = queryFunction(out->function).registers;
     out->times.load_ms = kd::msSince(t0);
-    // The cache keeps the other twins' PTX after the first's, then the fallback's (made by
-    // now, as a rule), each at the byte its metadata names.
-    if (!out->code.more_ptx.empty() || fallback)
-      out->binary = joinPtxModules({out->binary, out->code.more_ptx,
-                                    fallback ? std::optional<std::string>(fallback()) : std::nullopt},
-                                   out->cacheMeta);
+    joinCachedModules(*out, fallback); // (the fallback's PTX is made by now, as a rule)
     return out;
+  }
+
+  /// What the cache keeps of a kernel split into modules for the driver: the first twin's
+  /// PTX, the other twins', then the fallback's (waited for), each at the byte its
+  /// metadata names. A kernel of one module keeps its image as it is.
+  static void joinCachedModules(CudaKernel& k, const std::function<std::string()>& fallback) {
+    if (k.code.more_ptx.empty() && !fallback) return;
+    k.binary = joinPtxModules({k.binary, k.code.more_ptx, fallback ? std::optional<std::string>(fallback()) : std::nullopt},
+                              k.cacheMeta);
   }
 
   Fingerprint fingerprint() override {
@@ -670,17 +664,24 @@ public:
   std::vector<double> time(const std::function<void()>& run, int reps, int warmup, bool flushCache) override {
     needDevice("time kernels");
     state->context.makeCurrent();
-    // Between launches, a read of 512 MiB empties the GPU's L2 and leaves it clean (CacheFlush.h).
+    return timeOn(nullptr, run, reps, warmup, flushCache); // the legacy stream, where `run` enqueues
+  }
+
+  /// `once` timed `reps` times with CUDA events on `stream` (where it enqueues), after `warmup`
+  /// untimed calls; with `flushCache`, a read of 512 MiB empties the GPU's L2 and leaves it
+  /// clean before each (CacheFlush.h), ordered before the events on the same stream.
+  std::vector<double> timeOn(CUstream stream, const std::function<void()>& once, int reps, int warmup,
+                             bool flushCache) {
     std::optional<L2Flush> flush;
     if (flushCache) flush.emplace(state->device.sm_count);
-    for (int i = 0; i < warmup; ++i) run();
+    for (int i = 0; i < warmup; ++i) once();
     std::vector<double> ms;
     for (int i = 0; i < reps; ++i) {
-      if (flush) flush->run(); // ordered before the events, on their stream
+      if (flush) flush->run(stream);
       Event a, b;
-      a.record(nullptr);
-      run(); // on the legacy stream, like the events
-      b.record(nullptr);
+      a.record(stream);
+      once();
+      b.record(stream);
       b.synchronize();
       ms.push_back(Event::elapsedMs(a, b));
     }
@@ -691,23 +692,13 @@ public:
                                  bool graph) override {
     needDevice("time kernels");
     state->context.makeCurrent();
-    std::optional<L2Flush> flush;
-    if (flushCache) flush.emplace(state->device.sm_count);
     Stream stream(CU_STREAM_NON_BLOCKING);
     CUstream s = stream.get();
     const Driver& d = driver();
     // The graph: run() captured once (global mode: anything in it that synchronises or
     // allocates ends the capture with an error, which is the point of measuring it).
-    CUgraph captured = nullptr;
-    CUgraphExec exec = nullptr;
-    struct Release { // the graph and its executable, on every way out
-      CUgraph& g;
-      CUgraphExec& e;
-      ~Release() {
-        if (e) detail::logCuFailure(driver().cuGraphExecDestroy(e), "cuGraphExecDestroy", "profile::time_stream");
-        if (g) detail::logCuFailure(driver().cuGraphDestroy(g), "cuGraphDestroy", "profile::time_stream");
-      }
-    } release{captured, exec};
+    Handle<CUgraph, DestroyGraph> captured;
+    Handle<CUgraphExec, DestroyGraphExec> exec;
     if (graph) {
       run(s); // once outside the capture: lazy loads and first-use allocations happen here
       KILN_CU_CHECK_CTX(d.cuStreamSynchronize(s), "profile::time_stream: the run before capturing");
@@ -718,27 +709,16 @@ public:
       } catch (...) {
         failed = std::current_exception();
       }
-      const CUresult ended = d.cuStreamEndCapture(s, &captured);
+      const CUresult ended = d.cuStreamEndCapture(s, captured.out());
       if (failed) std::rethrow_exception(failed);
       KILN_CU_CHECK_CTX(ended, "profile::time_stream: ending the capture (something in the work cannot be captured)");
-      KILN_CU_CHECK_CTX(d.cuGraphInstantiateWithFlags(&exec, captured, 0), "profile::time_stream: instantiating the graph");
+      KILN_CU_CHECK_CTX(d.cuGraphInstantiateWithFlags(exec.out(), captured.get(), 0),
+                        "profile::time_stream: instantiating the graph");
     }
-    auto once = [&] {
-      if (exec) KILN_CU_CHECK_CTX(d.cuGraphLaunch(exec, s), "profile::time_stream: launching the graph");
+    return timeOn(s, [&] {
+      if (exec) KILN_CU_CHECK_CTX(d.cuGraphLaunch(exec.get(), s), "profile::time_stream: launching the graph");
       else run(s);
-    };
-    for (int i = 0; i < warmup; ++i) once();
-    std::vector<double> ms;
-    for (int i = 0; i < reps; ++i) {
-      if (flush) flush->run(s);
-      Event a, b;
-      a.record(s);
-      once();
-      b.record(s);
-      b.synchronize();
-      ms.push_back(Event::elapsedMs(a, b));
-    }
-    return ms;
+    }, reps, warmup, flushCache);
   }
 
   void gpuGemm(const kd::GpuGemmArgs& g) override {

@@ -700,6 +700,17 @@ void DestroyEvent::operator()(CUevent e) const noexcept {
     if (CUresult r = d->cuEventDestroy_v2(e); r != CUDA_SUCCESS) detail::logCuFailure(r, "cuEventDestroy_v2", "~Event");
 }
 
+void DestroyGraph::operator()(CUgraph g) const noexcept {
+  if (const Driver* d = loadedDriverOrNull())
+    if (CUresult r = d->cuGraphDestroy(g); r != CUDA_SUCCESS) detail::logCuFailure(r, "cuGraphDestroy", "a graph's handle");
+}
+
+void DestroyGraphExec::operator()(CUgraphExec e) const noexcept {
+  if (const Driver* d = loadedDriverOrNull())
+    if (CUresult r = d->cuGraphExecDestroy(e); r != CUDA_SUCCESS)
+      detail::logCuFailure(r, "cuGraphExecDestroy", "a graph's handle");
+}
+
 void Event::record(CUstream stream) const { KILN_CU_CALL(cuEventRecord, event_.get(), stream); }
 
 void Event::synchronize() const { KILN_CU_CALL(cuEventSynchronize, event_.get()); }

@@ -177,6 +177,8 @@ struct UnloadModule { void operator()(CUmodule m) const noexcept; };
 struct FreeDeviceMemory { void operator()(CUdeviceptr p) const noexcept; };
 struct DestroyStream { void operator()(CUstream s) const noexcept; };
 struct DestroyEvent { void operator()(CUevent e) const noexcept; };
+struct DestroyGraph { void operator()(CUgraph g) const noexcept; };
+struct DestroyGraphExec { void operator()(CUgraphExec e) const noexcept; };
 
 /// The arch string kiln compiles for. Rule: compute capability 9.0 and newer (Hopper,
 /// Blackwell, ...) get the 'a' suffix, which enables the arch-specific features kiln's

@@ -140,11 +140,6 @@ std::shared_ptr<CompiledImpl> fromRecord(RuntimeImpl& rt, const Kernel& kernel, 
 }
 
 namespace {
-/// What becomes of an entry that cannot be used, for the warning that names it.
-const char* unusableEntry(const DiskCache& disk) {
-  return disk.readOnly() ? "; compiling the kernel here (the read-only cache keeps the entry)"
-                         : "; recompiling and replacing it";
-}
 /// What a cache entry's key hashes, as the entry's header records it (`kiln cache ls`).
 nlohmann::json keyInputsOf(const RuntimeImpl& rt, const std::string& irDigest) {
   nlohmann::json inputs = rt.keyInputs;
@@ -219,11 +214,11 @@ CompiledKernel compileCached(RuntimeImpl& rt, const Kernel& kernel) {
         record = std::make_shared<const CacheRecord>(std::move(*rec));
       } catch (const Error& e) { // a valid file the loader still refuses: treat as corrupt
         problem = std::string("the entry does not load: ") + e.what();
-        detail::logWarn("cache: " + rt.disk->pathOf(info.key) + ": " + problem + unusableEntry(*rt.disk));
+        detail::logWarn("cache: " + rt.disk->pathOf(info.key) + ": " + problem + rt.disk->unusableEntry());
         impl.reset();
       } catch (const nlohmann::json::exception& e) {
         problem = std::string("the entry's metadata is malformed: ") + e.what();
-        detail::logWarn("cache: " + rt.disk->pathOf(info.key) + ": " + problem + unusableEntry(*rt.disk));
+        detail::logWarn("cache: " + rt.disk->pathOf(info.key) + ": " + problem + rt.disk->unusableEntry());
         impl.reset();
       }
     }

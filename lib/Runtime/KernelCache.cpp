@@ -194,12 +194,8 @@ std::optional<CacheRecord> DiskCache::read(const std::string& key, std::string* 
     r.reset();
   }
   if (!r) {
-    if (readOnly_) {
-      detail::logWarn("cache: " + path + ": " + why + "; compiling the kernel here (the read-only cache keeps the entry)");
-    } else {
-      detail::logWarn("cache: " + path + ": " + why + "; recompiling and replacing it");
-      ::unlink(path.c_str());
-    }
+    detail::logWarn("cache: " + path + ": " + why + unusableEntry());
+    if (!readOnly_) ::unlink(path.c_str());
     if (problem) *problem = why;
     return std::nullopt;
   }

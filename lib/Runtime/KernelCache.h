@@ -29,6 +29,11 @@ public:
       : dir_(std::move(dir)), maxBytes_(maxBytes), readOnly_(readOnly) {}
   const std::string& dir() const { return dir_; }
   bool readOnly() const { return readOnly_; }
+  /// What becomes of an entry that cannot be used, for the warning that names it:
+  /// "; recompiling and replacing it", or, read-only, that the entry is kept.
+  const char* unusableEntry() const {
+    return readOnly_ ? "; compiling the kernel here (the read-only cache keeps the entry)" : "; recompiling and replacing it";
+  }
   std::string pathOf(const std::string& key) const; ///< <dir>/<key[0..1]>/<key>.kiln
 
   /// The entry for `key`, or nullopt. A corrupt entry is removed, `*problem` says why, and

@@ -123,8 +123,6 @@ void set_log_sink(LogSink sink) { instance().sink->route(std::move(sink)); }
 
 namespace detail {
 
-bool logs(LogLevel level) { return level != LogLevel::off && instance().logger.should_log(toSpd(level)); }
-
 void log(LogLevel level, std::string_view message) noexcept {
   try {
     Logger& l = instance();

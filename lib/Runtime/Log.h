@@ -9,8 +9,6 @@
 
 namespace kiln::detail {
 
-/// Whether a message at `level` would be written: test it before building an expensive one.
-bool logs(LogLevel level);
 /// Writes `message` (one line, no "kiln:" prefix, no newline) at `level`. Never throws.
 void log(LogLevel level, std::string_view message) noexcept;
 inline void logWarn(std::string_view message) noexcept { log(LogLevel::warn, message); }

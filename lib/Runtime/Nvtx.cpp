@@ -15,8 +15,6 @@ nvtxDomainHandle_t domain() {
 }
 } // namespace
 
-bool nvtxAttached() { return domain() != nullptr; }
-
 void NvtxRange::push(std::string_view what, std::string_view kernel) {
   kernel_ = kernel;
   const nvtxDomainHandle_t d = domain();

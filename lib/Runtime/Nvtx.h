@@ -8,9 +8,6 @@
 
 namespace kiln::detail {
 
-/// Whether a tool (Nsight Systems, or any NVTX injection library) is listening.
-bool nvtxAttached();
-
 /// A range pushed when made and popped when it ends or is destroyed; next() ends it and
 /// pushes the following phase, for phases that run one after another.
 class NvtxRange {

@@ -2,15 +2,13 @@
 
 #include "kiln/error.hpp"
 #include "Runtime/Nvtx.h"
+#include "Runtime/ParallelFor.h"
 #include "Runtime/RuntimeImpl.h"
 
-#include <algorithm>
-#include <atomic>
 #include <exception>
 #include <future>
 #include <optional>
 #include <system_error>
-#include <thread>
 
 namespace kiln {
 
@@ -113,24 +111,13 @@ std::vector<CompiledKernel> Runtime::compile_all(const std::vector<Kernel>& kern
   const size_t n = kernels.size();
   std::vector<std::optional<CompiledKernel>> done(n);
   std::vector<std::exception_ptr> failed(n);
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      try {
-        done[i].emplace(compile(kernels[i]));
-      } catch (...) { // kept for its turn below: every kernel gets its compile first
-        failed[i] = std::current_exception();
-      }
+  detail::parallelFor(n, threads, [&](size_t i) {
+    try {
+      done[i].emplace(compile(kernels[i]));
+    } catch (...) { // kept for its turn below: every kernel gets its compile first
+      failed[i] = std::current_exception();
     }
-  };
-  const size_t want = threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  try {
-    for (size_t t = 1; t < std::min(want, n); ++t) pool.emplace_back(worker);
-  } catch (const std::system_error&) { // fewer threads than asked: the ones there (and this one) do it all
-  }
-  worker();
-  for (std::thread& t : pool) t.join();
+  });
   for (size_t i = 0; i < n; ++i)
     if (failed[i]) std::rethrow_exception(failed[i]);
   std::vector<CompiledKernel> out;

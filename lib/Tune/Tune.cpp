@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cerrno>
 #include <cstdio>
@@ -17,13 +16,13 @@
 #include <mutex>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "kiln/error.hpp"
 #include "kiln/files.hpp"
 #include "kiln/verify.hpp"
+#include "Runtime/ParallelFor.h"
 #include "Tune/Database.h"
 
 namespace kiln::tune {
@@ -316,38 +315,24 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
   result.candidates.resize(n);
   std::vector<Compiled> compiled(n);
   Progress progress(options.progress);
-  int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::min<int>(threads, int(n));
-  std::atomic<size_t> next{0};
   auto c0 = Clock::now();
-  auto worker = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      Candidate& cand = result.candidates[i];
-      cand.config = space.configs[i];
-      const Runtime& rt = runtimeFor(cand.config); // made above: no insertion here
-      auto t0 = Clock::now();
-      try { // anything a candidate throws is its own failure, never the process's
-        compiled[i].kernel.emplace(rt.compile(make(cand.config)));
-        compiled[i].rt = &rt;
-        cand.compiled = true;
-        cand.cache = compiled[i].kernel->cache().outcome;
-        cand.report = compiled[i].kernel->report();
-      } catch (const std::exception& e) {
-        cand.error = "does not compile: " + firstLine(e.what());
-      }
-      cand.compile_ms = msSince(t0);
-      progress.step("compiling", int(n));
+  kiln::detail::parallelFor(n, options.threads, [&](size_t i) {
+    Candidate& cand = result.candidates[i];
+    cand.config = space.configs[i];
+    const Runtime& rt = runtimeFor(cand.config); // made above: no insertion here
+    auto t0 = Clock::now();
+    try { // anything a candidate throws is its own failure, never the process's
+      compiled[i].kernel.emplace(rt.compile(make(cand.config)));
+      compiled[i].rt = &rt;
+      cand.compiled = true;
+      cand.cache = compiled[i].kernel->cache().outcome;
+      cand.report = compiled[i].kernel->report();
+    } catch (const std::exception& e) {
+      cand.error = "does not compile: " + firstLine(e.what());
     }
-  };
-  struct Pool { // joined on every way out, a failed thread start included
-    std::vector<std::thread> threads;
-    ~Pool() {
-      for (auto& t : threads)
-        if (t.joinable()) t.join();
-    }
-  } pool;
-  for (int t = 0; t < threads; ++t) pool.threads.emplace_back(worker);
-  for (auto& t : pool.threads) t.join();
+    cand.compile_ms = msSince(t0);
+    progress.step("compiling", int(n));
+  });
   result.compile_ms = msSince(c0);
 
   // Verify, then time, one candidate at a time.

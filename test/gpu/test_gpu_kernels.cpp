@@ -347,13 +347,13 @@ TEST_CASE("gpu: kiln launches on an engine's stream are captured in a CUDA graph
   } catch (const Error& e) {
     failure = e.what();
   }
-  CUgraph graph = nullptr;
-  const CUresult ended = d.cuStreamEndCapture(stream.get(), &graph);
+  cuda::Handle<CUgraph, cuda::DestroyGraph> graph;
+  const CUresult ended = d.cuStreamEndCapture(stream.get(), graph.out());
   INFO("a launch while capturing: " << failure);
   REQUIRE(failure.empty());
   REQUIRE(ended == CUDA_SUCCESS);
-  CUgraphExec exec = nullptr;
-  KILN_CU_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
+  cuda::Handle<CUgraphExec, cuda::DestroyGraphExec> exec;
+  KILN_CU_CHECK(d.cuGraphInstantiateWithFlags(exec.out(), graph.get(), 0));
   // Replays on fresh inputs written into the captured tensors.
   for (uint64_t seed : {42, 43}) {
     std::vector<catalogue::Problem> fresh;
@@ -366,7 +366,7 @@ TEST_CASE("gpu: kiln launches on an engine's stream are captured in a CUDA graph
                                         size_t(from.numel()) * size_of(from.dtype)));
       }
     }
-    KILN_CU_CHECK(d.cuGraphLaunch(exec, stream.get()));
+    KILN_CU_CHECK(d.cuGraphLaunch(exec.get(), stream.get()));
     stream.synchronize();
     for (size_t i = 0; i < steps.size(); ++i) {
       auto r = catalogue::verify_output(gpu(), data[i], fresh[i]);
@@ -374,8 +374,6 @@ TEST_CASE("gpu: kiln launches on an engine's stream are captured in a CUDA graph
       CHECK(r.ok);
     }
   }
-  KILN_CU_CHECK(d.cuGraphExecDestroy(exec));
-  KILN_CU_CHECK(d.cuGraphDestroy(graph));
 }
 
 TEST_CASE("gpu: time_stream replays work captured in a CUDA graph, and the work is right", "[gpu][graph][profile]") {
