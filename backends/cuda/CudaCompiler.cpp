@@ -1,5 +1,6 @@
 #include "CudaCompiler.h"
 #include "Runtime/Nvtx.h"
+#include "Runtime/ParallelFor.h"
 #include "Runtime/Throw.h"
 #include "Target.h"
 #include "hopper/Twins.h"
@@ -355,18 +356,14 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
                          return toPtx(portable);
                        }).share();
   }
-  std::vector<std::future<std::optional<std::string>>> more; // the other twins' modules
-  for (size_t i = 1; i + 1 < gms.size(); ++i)
-    more.push_back(std::async(std::launch::async, [gm = gms[i]]() mutable { return toPtx(gm); }));
-  std::optional<std::string> twins = toPtx(gms[0]);
-  bool made = twins.has_value();
-  for (auto& f : more) {
-    std::optional<std::string> ptx = f.get(); // every thread joined before the module can go
-    made = made && ptx;
-    if (ptx) out.more_ptx.push_back(std::move(*ptx));
-  }
-  if (!made) diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
-  out.ptx = std::move(*twins);
+  // The twins' modules (or the one module), options.threads at a time; every thread is
+  // joined before the module can go.
+  std::vector<std::optional<std::string>> made(std::max<size_t>(gms.size() - (owner ? 1 : 0), 1));
+  detail::parallelFor(made.size(), options.threads, [&](size_t i) { made[i] = toPtx(gms[i]); });
+  for (const std::optional<std::string>& ptx : made)
+    if (!ptx) diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");
+  out.ptx = std::move(*made[0]);
+  for (size_t i = 1; i < made.size(); ++i) out.more_ptx.push_back(std::move(*made[i]));
   out.times.codegen_ms = detail::msSince(t0);
   return out;
 }

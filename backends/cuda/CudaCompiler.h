@@ -53,6 +53,9 @@ struct CompileOptions {
   /// made on a second thread while the caller goes on with the twins'. Not in the cache
   /// key: the code is the same.
   bool splitPortable = false;
+  /// The most threads LLVM's code generation of the twins' modules uses (0: one per core;
+  /// the portable kernel's, with splitPortable, has a thread of its own). Not in the key.
+  int threads = 0;
 };
 
 /// Compiles `kernel` to PTX. When `stop` is Stage::mlir or Stage::llvm, returns that

@@ -299,7 +299,7 @@ public:
   std::shared_ptr<CudaState> state;
 
   CompileOptions compileOptions() const {
-    return {state->arch,
+    CompileOptions o{state->arch,
             state->options.num_warps,
             state->options.hopper_gemm,
             state->options.hopper_tile_n,
@@ -310,6 +310,8 @@ public:
             state->options.hopper_raster,
             state->hopperDecodeRows,
             state->hopperWideRows};
+    o.threads = state->options.compile_threads;
+    return o;
   }
 
   /// KernelReport::sm90 for `code`.
@@ -588,18 +590,25 @@ public:
   // is compiled from that PTX on a thread of its own, started first.
   // (A first compile hands it to nvJitLink, a cache hit to the driver, whose own disk cache
   // then answers in later processes: BackgroundModule::Compiler.)
-  // With `more` (PTX), the twins past the first are in modules of their own, one each,
-  // loaded in turn (the driver's JIT compiles one module at a time whatever the threads:
-  // H200, 2026-12-03, nine modules on nine threads took as long as one module of nine).
+  // With `more` (PTX), the twins past the first are in modules of their own, one each
+  // (LLVM made them on threads of their own); the driver's JIT gets them joined into one
+  // module, which its split compile spreads over compile_threads (separate modules it
+  // compiles one at a time whatever the threads: H200, 2026-12-03, nine modules on nine
+  // threads took as long as one module of nine), or, where they cannot be joined, in turn.
   void loadModule(CudaKernel& k, const std::string& image, bool isPtx, const std::string& name,
                   const std::vector<std::string>& more = {}, const std::function<std::string()>& portablePtx = {},
                   bool firstCompile = false) {
+    const int jitThreads = state->options.compile_threads;
     if (portablePtx)
       k.portable = BackgroundModule([s = state] { s->context.makeCurrent(); }, portablePtx, state->arch, name,
                                     k.code.shared_bytes,
-                                    firstCompile ? BackgroundModule::Compiler::NvJitLink : BackgroundModule::Compiler::Driver);
-    k.module = isPtx ? Module(image, name) : Module(std::vector<char>(image.begin(), image.end()), name);
-    for (const std::string& ptx : more) k.moreModules.push_back(Module(ptx, name));
+                                    firstCompile ? BackgroundModule::Compiler::NvJitLink : BackgroundModule::Compiler::Driver,
+                                    jitThreads);
+    std::optional<std::string> joined = isPtx && !more.empty() ? joinForJit(image, more) : std::nullopt;
+    if (joined) k.module = Module(*joined, name, jitThreads);
+    else k.module = isPtx ? Module(image, name, jitThreads) : Module(std::vector<char>(image.begin(), image.end()), name);
+    if (!joined)
+      for (const std::string& ptx : more) k.moreModules.push_back(Module(ptx, name, jitThreads));
     if (!k.moreModules.empty() && k.moreModules.size() + 1 != k.code.sm90.size())
       throw Error(ErrorKind::InvalidArgument, "kernel '" + name + "': " + std::to_string(k.moreModules.size() + 1) +
                                                   " twin modules for " + std::to_string(k.code.sm90.size()) + " twins");

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -436,35 +437,45 @@ std::string trimLog(const char* buf) {
 }
 } // namespace
 
-Module::Module(const void* image, std::string label) : label_(std::move(label)) { load(image); }
+Module::Module(const void* image, std::string label, int jitThreads) : label_(std::move(label)) {
+  load(image, jitThreads);
+}
 
-Module::Module(const std::vector<char>& image, std::string label) : label_(std::move(label)) {
+Module::Module(const std::vector<char>& image, std::string label, int jitThreads) : label_(std::move(label)) {
   if (image.empty())
     throw Error(ErrorKind::InvalidArgument, "module '" + label_ + "': empty image");
   if (isElfOrFatbin(image)) {
-    load(image.data());
+    load(image.data(), 1);
   } else {
     std::string text(image.begin(), image.end()); // PTX: the driver needs a NUL
-    load(text.c_str());
+    load(text.c_str(), jitThreads);
   }
 }
 
-Module::Module(const std::string& ptx, std::string label) : label_(std::move(label)) {
-  load(ptx.c_str());
+Module::Module(const std::string& ptx, std::string label, int jitThreads) : label_(std::move(label)) {
+  load(ptx.c_str(), jitThreads);
 }
 
-void Module::load(const void* image) {
+void Module::load(const void* image, int jitThreads) {
   const Driver& d = driver();
   constexpr unsigned kLogSize = 16384;
   std::vector<char> info(kLogSize, '\0'), err(kLogSize, '\0');
+  auto word = [](uintptr_t v) { return reinterpret_cast<void*>(v); };
   CUjit_option opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                          CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                         CU_JIT_LOG_VERBOSE};
-  void* vals[] = {info.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(kLogSize - 1)),
-                  err.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(kLogSize - 1)),
-                  reinterpret_cast<void*>(static_cast<uintptr_t>(1))};
+                         CU_JIT_LOG_VERBOSE, CU_JIT_SPLIT_COMPILE};
+  void* vals[] = {info.data(), word(kLogSize - 1), err.data(), word(kLogSize - 1), word(1),
+                  word(uintptr_t(std::max(jitThreads, 0)))};
+  // The split is the last option: left out where it would change nothing (one thread),
+  // and where a driver older than the option refuses it (then its JIT runs on one).
+  unsigned count = jitThreads == 1 ? 5 : 6;
   CUmodule loaded = nullptr;
-  const CUresult r = d.cuModuleLoadDataEx(&loaded, image, 5, opts, vals);
+  CUresult r = d.cuModuleLoadDataEx(&loaded, image, count, opts, vals);
+  if (r == CUDA_ERROR_INVALID_VALUE && count == 6) {
+    std::fill(info.begin(), info.end(), '\0');
+    std::fill(err.begin(), err.end(), '\0');
+    r = d.cuModuleLoadDataEx(&loaded, image, 5, opts, vals);
+  }
   jit_log_ = trimLog(info.data());
   if (r == CUDA_SUCCESS) module_ = Handle<CUmodule, UnloadModule>(loaded);
   if (r != CUDA_SUCCESS) {

@@ -242,14 +242,16 @@ private:
 
 /// A loaded module. The image is a cubin (ELF), a fatbin, or NUL-terminated PTX (which the
 /// driver JIT-compiles: the fallback when nvJitLink is absent). A context must be current.
+/// `jitThreads`: the threads the driver's JIT may use on PTX (CU_JIT_SPLIT_COMPILE; 0: one
+/// per CPU, 1: one, the driver's default); a driver that does not know the option JITs on one.
 class Module {
 public:
   Module() = default;
   /// `label` names the module in errors (usually the kernel's name).
-  Module(const void* image, std::string label);
+  Module(const void* image, std::string label, int jitThreads = 1);
   /// A cubin/fatbin, or PTX text (copied and NUL-terminated when it is not ELF/fatbin).
-  Module(const std::vector<char>& image, std::string label);
-  Module(const std::string& ptx, std::string label);
+  Module(const std::vector<char>& image, std::string label, int jitThreads = 1);
+  Module(const std::string& ptx, std::string label, int jitThreads = 1);
 
   CUmodule get() const { return module_.get(); }
   const std::string& label() const { return label_; }
@@ -261,7 +263,7 @@ public:
   CUfunction getFunction(const std::string& name) const;
 
 private:
-  void load(const void* image);
+  void load(const void* image, int jitThreads);
   Handle<CUmodule, UnloadModule> module_;
   std::string label_;
   std::string jit_log_;

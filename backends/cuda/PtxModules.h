@@ -30,4 +30,14 @@ std::string joinPtxModules(const PtxModules& modules, nlohmann::json& meta);
 PtxModules splitPtxModules(const std::string& payload, const nlohmann::json& meta, bool isPtx,
                            const std::string& kernel);
 
+/// The twins' modules as one PTX module, for one driver JIT whose split compile (its
+/// threads) spreads the entries over the cores: separate modules are JIT-compiled one at a
+/// time whatever the threads, and a module of one entry gains nothing from the split.
+/// `first` whole, then each further module's entries and declarations, less its header
+/// (which must equal first's) and the module-scope declarations `first` already has
+/// (`kiln_sm90_smem`). Nothing when a module holds what this join does not know to be
+/// safe to merge (another header, a declaration of its own, a .func, text after the last
+/// statement): the caller then loads the modules one by one.
+std::optional<std::string> joinForJit(const std::string& first, const std::vector<std::string>& more);
+
 } // namespace kiln::cuda

@@ -44,6 +44,12 @@ struct KILN_API RuntimeOptions {
   /// arch-specific 'a' variant), or sm_90a when compiling without a GPU.
   std::string arch;
   int num_warps = 4;         ///< CUDA: warps per CTA
+  /// The most threads one compile works on at once (0: one per CPU core): LLVM making the
+  /// PTX of a kernel's modules (an sm_90a kernel has one per twin), and on a GPU the CUDA
+  /// driver's PTX JIT (CU_JIT_SPLIT_COMPILE: the machine code is the same, made sooner).
+  /// 1 does each on one thread. An engine that compiles while it serves can keep kiln to a
+  /// few cores; each of compile_all's threads may use this many.
+  int compile_threads = 0;
   /// CUDA sm_90a: give a GEMM-shaped kernel (a k-loop of dot on A and B tiles, then an
   /// elementwise epilogue), and an attention-shaped one (docs/cuda.md), a TMA + wgmma twin
   /// that runs whenever the arguments allow (KernelReport::sm90 says which kernel it is and

@@ -72,6 +72,9 @@ Runtime Runtime::create(Backend backend, const RuntimeOptions& options) {
     throw Error(ErrorKind::InvalidArgument,
                 "RuntimeOptions::deploy_entries makes a GPU machine's cache entries on a machine without one: it needs "
                 "compile_only (a runtime on a GPU writes those entries anyway)");
+  if (options.compile_threads < 0)
+    throw Error(ErrorKind::InvalidArgument, "RuntimeOptions::compile_threads must be 0 (one per CPU core) or more, got " +
+                                                std::to_string(options.compile_threads));
   auto impl = makeImpl(backend, options);
   detail::configureCache(*impl, options);
   return Runtime(std::move(impl));

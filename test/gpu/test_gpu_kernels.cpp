@@ -542,6 +542,55 @@ TEST_CASE("gpu: a kernel's twin is ready first, its portable fallback follows fr
   (void)!std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+TEST_CASE("gpu: a kernel's twins load as one module whose JIT spreads over compile_threads: one thread makes the "
+          "same machine code, and the JIT writes nothing to stderr", "[gpu][sm90]") {
+  if (gpu().fingerprint().target != "sm_90a") {
+    WARN("not run: the twins are sm_90a's, and this GPU is " << gpu().fingerprint().target);
+    return;
+  }
+  std::string reports[2];
+  for (int threads : {1, 0}) {
+    Runtime rt = Runtime::create(Backend::cuda, {.compile_threads = threads, .cache_dir = "off"});
+    // fd 2 to a file while the driver compiles: its split compile must log where the
+    // report reads, not on the engine's stderr.
+    char path[] = "/tmp/kiln-jit-stderr-XXXXXX";
+    const int file = ::mkstemp(path);
+    REQUIRE(file >= 0);
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    ::dup2(file, 2);
+    std::optional<CompiledKernel> ck;
+    try {
+      ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
+    } catch (...) {
+      ::dup2(saved, 2);
+      throw;
+    }
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    std::string written(size_t(::lseek(file, 0, SEEK_END)), '\0');
+    (void)!::pread(file, written.data(), written.size(), 0);
+    ::close(file);
+    ::unlink(path);
+    INFO("compile_threads " << threads << ", stderr: " << written);
+    CHECK(written.empty());
+    reports[threads == 1 ? 0 : 1] = ck->report().sm90;
+    CHECK_THAT(ck->report().sm90, Contains("gemm_bias_relu__sm90_n256") && Contains("registers"));
+    for (std::vector<int64_t> s : {std::vector<int64_t>{256, 256, 512}, {64, 1024, 512}, {1000, 1000, 1000}}) {
+      catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 23);
+      catalogue::DeviceProblem d = catalogue::upload(rt, p);
+      INFO(str(s) << ": " << ck->launch_path(d.views));
+      CHECK(ck->launch_path(d.views).rfind("sm_90a twin", 0) == 0);
+      ck->launch(d.views);
+      auto r = catalogue::verify_output(rt, d, p);
+      INFO(r.summary());
+      CHECK(r.ok);
+    }
+  }
+  CHECK(reports[0] == reports[1]); // registers and spill bytes of every twin
+}
+
 TEST_CASE("gpu: a kernel using exactly 48 KiB of dynamic shared memory launches", "[gpu]") {
   // 4 stages x (96x32 + 32x64) bf16, rows padded by 8 elements for ldmatrix (pitches 40 and
   // 72) = 49152 bytes: the size that failed to launch before every kernel opted in to its

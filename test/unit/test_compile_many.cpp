@@ -3,11 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/runtime.hpp"
+#include "../temp_dir.hpp"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
@@ -83,4 +87,27 @@ TEST_CASE("compile_async gives a failed compile's error from get(), and a pendin
   CHECK_THROWS_WITH(bad.get(), Contains("broken_two_grids"));
   { PendingKernel dropped = rt.compile_async(catalogue::gemm(DType::f32)); } // waits, then drops the result
   CHECK(rt.compile(catalogue::gemm(DType::f32)).cache().outcome == CacheOutcome::memory);
+}
+
+TEST_CASE("compile_threads bounds the threads of one compile and changes none of its code", "[runtime][cuda]") {
+  CHECK_THROWS_WITH(Runtime::create(Backend::cpu, {.compile_threads = -1, .cache_dir = "off"}),
+                    Contains("RuntimeOptions::compile_threads") && Contains("got -1"));
+  // The entry a GPU runtime would keep: the twins' PTX modules (LLVM makes one per thread)
+  // and the fallback's. One thread or one per core, the same bytes under the same key.
+  auto entry = [](int threads) {
+    testing::TempDir dir;
+    Runtime rt = Runtime::create(Backend::cuda, {.compile_only = true, .deploy_entries = true, .arch = "sm_90a",
+                                                 .compile_threads = threads, .cache_dir = dir.str()});
+    const std::string key = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).cache().key;
+    std::ifstream in(dir.str() + "/" + key.substr(0, 2) + "/" + key + ".kiln", std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    std::smatch m;
+    const std::string text = bytes.str();
+    REQUIRE(std::regex_search(text, m, std::regex("\"payload_sha256\":\"([0-9a-f]{64})\"")));
+    return std::pair{key, m[1].str()};
+  };
+  const auto one = entry(1);
+  CHECK(entry(0) == one);
+  CHECK(entry(3) == one);
 }
