@@ -2,6 +2,8 @@
 // tile IR and its lowerings use, not registerAllDialects (a 4x smaller binary).
 #include "Transforms/Passes.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -9,7 +11,8 @@ int main(int argc, char** argv) {
   mlir::DialectRegistry registry;
   registry.insert<kiln::tile::TileDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::scf::SCFDialect, mlir::memref::MemRefDialect, mlir::math::MathDialect,
-                  mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect>();
+                  mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect,
+                  mlir::nvgpu::NVGPUDialect, mlir::vector::VectorDialect, mlir::cf::ControlFlowDialect>();
   kiln::registerKilnPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
