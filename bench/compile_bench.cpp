@@ -5,6 +5,7 @@
 //   a second cold compile of another kernel (gemm_bias_gelu: the libraries are loaded by now).
 // Run it twice on one empty directory: the first row is cold, the second a disk hit.
 //   kiln-bench-compile --dir DIR [--csv FILE] [--backend cuda|cpu] [--driver-cache off|on]
+//                      [--compile-threads N]   (RuntimeOptions::compile_threads; 0: one per core)
 // The CUDA driver keeps JIT-compiled PTX in a disk cache of its own (~/.nv/ComputeCache):
 // a module kiln hands to the driver's JIT (one with an sm_90a twin) compiles again in ~1 ms
 // in any later process on that machine. So by default this process turns that cache off
@@ -28,20 +29,30 @@ double msSince(Clock::time_point t0) { return std::chrono::duration<double, std:
 
 int main(int argc, char** argv) try {
   std::string dir, csv, backend = "auto", driverCache = "off";
+  int threads = 0;
+  bool threadsOk = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
     else if (!std::strcmp(argv[i], "--csv")) csv = argv[i + 1];
     else if (!std::strcmp(argv[i], "--backend")) backend = argv[i + 1];
     else if (!std::strcmp(argv[i], "--driver-cache")) driverCache = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--compile-threads")) {
+      char* end = nullptr;
+      const long n = std::strtol(argv[i + 1], &end, 10);
+      threadsOk = *argv[i + 1] && !*end && n >= 0 && n <= 1024;
+      threads = int(n);
+    }
   }
-  if (dir.empty() || (driverCache != "off" && driverCache != "on")) {
-    std::fprintf(stderr, "usage: kiln-bench-compile --dir DIR [--csv FILE] [--backend cuda|cpu] [--driver-cache off|on]\n");
+  if (dir.empty() || (driverCache != "off" && driverCache != "on") || !threadsOk) {
+    std::fprintf(stderr, "usage: kiln-bench-compile --dir DIR [--csv FILE] [--backend cuda|cpu] [--driver-cache off|on] "
+                         "[--compile-threads N]\n");
     return 2;
   }
   // Read when the driver loads, which is in Runtime::create.
   if (driverCache == "off") setenv("CUDA_CACHE_DISABLE", "1", 1);
   auto t0 = Clock::now();
-  kiln::Runtime rt = kiln::Runtime::create(kiln::parse_backend(backend), {.cache_dir = dir});
+  kiln::Runtime rt =
+      kiln::Runtime::create(kiln::parse_backend(backend), {.compile_threads = threads, .cache_dir = dir});
   const double importMs = msSince(t0);
   t0 = Clock::now();
   kiln::Kernel k = kiln::catalogue::gemm_bias_relu(kiln::DType::bf16);
@@ -67,15 +78,15 @@ int main(int argc, char** argv) try {
   const char* header =
       "outcome,import_ms,trace_ms,compile_call_ms,tile_passes_ms,lowering_ms,codegen_ms,assemble_ms,load_ms,"
       "cache_lookup_ms,cache_load_ms,cache_write_ms,memory_hit_ms,memory_outcome,second_kernel_ms,second_outcome,"
-      "reference_ok,device,driver_jit_cache\n";
+      "reference_ok,device,driver_jit_cache,compile_threads\n";
   char row[1024];
   const bool hit = c.outcome == kiln::CacheOutcome::disk;
-  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%.3f,%s,%s,\"%s\",%s\n",
+  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%.3f,%s,%s,\"%s\",%s,%d\n",
                 kiln::to_string(c.outcome), importMs, traceMs, compileMs, hit ? 0 : t.tile_passes_ms,
                 hit ? 0 : t.lowering_ms, hit ? 0 : t.codegen_ms, hit ? 0 : t.assemble_ms, hit ? 0 : t.load_ms,
                 c.lookup_ms, c.load_ms, c.write_ms, memoryMs, kiln::to_string(again.cache().outcome), secondMs,
                 kiln::to_string(other.cache().outcome), ok ? "true" : "false",
-                rt.describe().substr(0, rt.describe().find(" (")).c_str(), driverCache.c_str());
+                rt.describe().substr(0, rt.describe().find(" (")).c_str(), driverCache.c_str(), threads);
   std::printf("%s%s", header, row);
   appendCsvRow(csv, header, row);
   return ok ? 0 : 1;

@@ -137,6 +137,46 @@ LogicalResult convertToNVVM(gpu::GPUModuleOp gm) {
   return applyPartialConversion(gm, target, std::move(patterns));
 }
 
+/// Math as polynomials in arith ops (accurate to f32 rounding): no libdevice needed. The
+/// index divisions (ceildiv & co.) as plain integer ops; not all of arith-expand, which
+/// would also turn maximumf into two compares and two selects where sm_80+ has max.NaN.
+struct ApproximateMath : PassWrapper<ApproximateMath, OperationPass<gpu::GPUModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ApproximateMath)
+  StringRef getArgument() const override { return "kiln-approximate-math"; }
+  void runOnOperation() override {
+    gpu::GPUModuleOp gm = getOperation();
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    arith::populateCeilFloorDivExpandOpsPatterns(patterns);
+    if (failed(applyPatternsGreedily(gm, std::move(patterns)))) {
+      gm.emitError("math approximation failed");
+      return signalPassFailure();
+    }
+    // In the sm_90a twin's epilogue, an IEEE f32 division or square root becomes a call
+    // to ptxas's slow-path subroutine, and any call in the function makes ptxas serialise
+    // every wgmma (C7509). div.approx / sqrt.approx (2 ulp) keep the main loop asynchronous.
+    for (auto f : gm.getOps<gpu::GPUFuncOp>())
+      if (f->hasAttr(hopper::kLaunchPlanAttr)) {
+        f.walk([](arith::DivFOp d) {
+          d.setFastmath(d.getFastmath() | arith::FastMathFlags::arcp | arith::FastMathFlags::afn);
+        });
+        f.walk([](math::SqrtOp s) { s.setFastmath(s.getFastmath() | arith::FastMathFlags::afn); });
+      }
+  }
+};
+
+/// convertToNVVM as a pass over one gpu.module.
+struct ConvertToNVVM : PassWrapper<ConvertToNVVM, OperationPass<gpu::GPUModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ConvertToNVVM)
+  StringRef getArgument() const override { return "kiln-convert-to-nvvm"; }
+  void getDependentDialects(DialectRegistry& registry) const override {
+    registry.insert<NVVM::NVVMDialect, LLVM::LLVMDialect, nvgpu::NVGPUDialect, vector::VectorDialect>();
+  }
+  void runOnOperation() override {
+    if (failed(convertToNVVM(getOperation()))) signalPassFailure();
+  }
+};
+
 /// Records the sm_90a twin's launch plan (or why there is none) before lowering erases
 /// the tile kernel.
 void readSm90Plan(ModuleOp m, DeviceCode& out) {
@@ -201,8 +241,11 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     KilnLowerToGPUOptions opts;
     opts.numWarps = o.numWarps;
     pm.addPass(kiln::createKilnLowerToGPU(opts));
-    pm.addPass(detail::createCanonicalizer());
-    pm.addPass(createCSEPass());
+    // Each kernel (the portable one, every twin) on a thread of its own: gpu.func is
+    // isolated from above, and the module holds nothing else to simplify.
+    OpPassManager& kernels = pm.nest<gpu::GPUModuleOp>().nest<gpu::GPUFuncOp>();
+    kernels.addPass(detail::createCanonicalizer());
+    kernels.addPass(createCSEPass());
     if (o.splitPortable) {
       KilnSplitPortableOptions split;
       split.twinModules = true; // LLVM makes each twin's PTX on a thread of its own
@@ -216,39 +259,18 @@ void lowerToNVVM(ModuleOp m, const CompileOptions& o, DiagnosticCollector& diags
     *dump = detail::printOp(m);
     return;
   }
-  // Math as polynomials in arith ops (accurate to f32 rounding): no libdevice needed. The
-  // index divisions (ceildiv & co.) as plain integer ops; not all of arith-expand, which
-  // would also turn maximumf into two compares and two selects where sm_80+ has max.NaN.
-  for (auto gm : m.getOps<gpu::GPUModuleOp>()) {
-    RewritePatternSet patterns(m.getContext());
-    populateMathPolynomialApproximationPatterns(patterns);
-    arith::populateCeilFloorDivExpandOpsPatterns(patterns);
-    if (failed(applyPatternsGreedily(gm, std::move(patterns))))
-      diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': math approximation failed");
-    // In the sm_90a twin's epilogue, an IEEE f32 division or square root becomes a call
-    // to ptxas's slow-path subroutine, and any call in the function makes ptxas serialise
-    // every wgmma (C7509). div.approx / sqrt.approx (2 ulp) keep the main loop asynchronous.
-    for (auto f : gm.getOps<gpu::GPUFuncOp>())
-      if (f->hasAttr(hopper::kLaunchPlanAttr)) {
-        f.walk([](arith::DivFOp d) {
-          d.setFastmath(d.getFastmath() | arith::FastMathFlags::arcp | arith::FastMathFlags::afn);
-        });
-        f.walk([](math::SqrtOp s) { s.setFastmath(s.getFastmath() | arith::FastMathFlags::afn); });
-      }
-  }
+  // From here on each gpu.module (a twin's, or the fallback's) on a thread of its own: the
+  // steps below touch nothing outside the module they run on.
   PassManager pm(m.getContext());
-  pm.addPass(createSCFToControlFlowPass());
-  if (failed(pm.run(m)))
-    diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering loops failed");
-  for (auto gm : m.getOps<gpu::GPUModuleOp>())
-    if (failed(convertToNVVM(gm)))
-      diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to NVVM failed");
-  PassManager reconcile(m.getContext());
+  OpPassManager& modules = pm.nest<gpu::GPUModuleOp>();
+  modules.addPass(std::make_unique<ApproximateMath>());
+  modules.addPass(createSCFToControlFlowPass());
+  modules.addPass(std::make_unique<ConvertToNVVM>());
   // NVVM ops with no LLVM intrinsic (wgmma.mma_async, mbarrier.try_wait.parity) become the
   // inline PTX upstream writes for them.
-  reconcile.addPass(createConvertNVVMToLLVMPass());
-  reconcile.addPass(createReconcileUnrealizedCastsPass());
-  if (failed(reconcile.run(m)))
+  modules.addPass(createConvertNVVMToLLVMPass());
+  modules.addPass(createReconcileUnrealizedCastsPass());
+  if (failed(pm.run(m)))
     diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': lowering to NVVM failed");
   markTensorMapParams(m, code);
 }
@@ -290,6 +312,7 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
   detail::NvtxRange phase("tile passes", name);
   auto priv = detail::privateCopy(kernel);
   ModuleOp m = *priv.module;
+  detail::shareCompilerThreads(*m.getContext(), options.threads);
   DiagnosticCollector diags(m.getContext());
   detail::runTilePasses(m, diags, name);
   out.grid = gridPlan(m, name);

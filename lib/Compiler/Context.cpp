@@ -25,7 +25,12 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <mutex>
 
 namespace kiln::detail {
 
@@ -52,6 +57,23 @@ std::shared_ptr<mlir::MLIRContext> makeContext() {
   auto ctx = std::make_shared<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
   ctx->loadDialect<tile::TileDialect, mlir::arith::ArithDialect>();
   return ctx;
+}
+
+void shareCompilerThreads(mlir::MLIRContext& ctx, int threads) {
+  const unsigned n = threads > 0 ? unsigned(threads) : llvm::hardware_concurrency().compute_thread_count();
+  if (n <= 1) return;
+  // One pool per size asked for, made at first use, its threads started as work comes; the
+  // pools go at exit, idle (a compile holds its runtime, which the engine destroys first).
+  static std::mutex mu;
+  static std::map<unsigned, std::unique_ptr<llvm::DefaultThreadPool>> pools;
+  llvm::ThreadPoolInterface* pool;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    std::unique_ptr<llvm::DefaultThreadPool>& p = pools[n];
+    if (!p) p = std::make_unique<llvm::DefaultThreadPool>(llvm::hardware_concurrency(n));
+    pool = p.get();
+  }
+  ctx.setThreadPool(*pool);
 }
 
 DiagnosticCollector::DiagnosticCollector(mlir::MLIRContext* ctx) : ctx_(ctx) {

@@ -20,9 +20,15 @@
 
 namespace kiln::detail {
 
-/// A context with every dialect kiln's pipelines use loaded, threading off (start-up
-/// cost matters more than parallel passes for one small kernel).
+/// A context with every dialect kiln's pipelines use loaded, threading off: a compile
+/// that has work for several threads lends it a shared pool (shareCompilerThreads).
 std::shared_ptr<mlir::MLIRContext> makeContext();
+
+/// Lets the pass manager run `ctx`'s nested passes (each gpu.module, each gpu.func of a
+/// kernel's twins) on up to `threads` threads (0: one per core) of a pool shared by every
+/// compile that asks for as many (MLIR's way for a context per compile). `ctx` must be
+/// fresh from makeContext (threading off); with 1 it stays so.
+void shareCompilerThreads(mlir::MLIRContext& ctx, int threads);
 
 struct KernelImpl {
   std::shared_ptr<mlir::MLIRContext> ctx;
