@@ -10,8 +10,7 @@ namespace {
 std::shared_ptr<const BackgroundModule::Loaded> build(const std::function<void()>& enter,
                                                       const std::function<std::string()>& source,
                                                       const std::string& arch, const std::string& name,
-                                                      int64_t sharedBytes, BackgroundModule::Compiler compiler,
-                                                      int jitThreads) {
+                                                      int64_t sharedBytes, BackgroundModule::Compiler compiler) {
   auto out = std::make_shared<BackgroundModule::Loaded>();
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -27,7 +26,7 @@ std::shared_ptr<const BackgroundModule::Loaded> build(const std::function<void()
       out->spill_bytes = cubin.spillBytes();
       appendPtxasNotes(out->notes, cubin.info_log);
     } else {
-      out->module = Module(ptx, name, jitThreads);
+      out->module = Module(ptx, name);
       out->compiler = why.empty() ? "the CUDA driver's PTX JIT" : "the CUDA driver's PTX JIT (nvJitLink unavailable: " + why + ")";
     }
     out->function = out->module.getFunction(name);
@@ -46,10 +45,10 @@ std::shared_ptr<const BackgroundModule::Loaded> build(const std::function<void()
 } // namespace
 
 BackgroundModule::BackgroundModule(std::function<void()> enter, std::function<std::string()> ptx, std::string arch,
-                                   std::string name, int64_t sharedBytes, Compiler compiler, int jitThreads)
+                                   std::string name, int64_t sharedBytes, Compiler compiler)
     : job_(std::async(std::launch::async, [enter = std::move(enter), ptx = std::move(ptx), arch = std::move(arch),
-                                           name = std::move(name), sharedBytes, compiler, jitThreads] {
-        return build(enter, ptx, arch, name, sharedBytes, compiler, jitThreads);
+                                           name = std::move(name), sharedBytes, compiler] {
+        return build(enter, ptx, arch, name, sharedBytes, compiler);
       }).share()) {}
 
 const BackgroundModule::Loaded& BackgroundModule::wait() const { return *job_.get(); }

@@ -37,9 +37,8 @@ public:
   /// memory; it may wait for the PTX, or throw) for `arch` on a new thread, which first
   /// calls `enter` (makes the CUDA context current; what these capture lives as long as
   /// the thread). NvJitLink falls back to the driver where nvJitLink is missing.
-  /// `jitThreads`: the driver JIT's split compile (Module).
   BackgroundModule(std::function<void()> enter, std::function<std::string()> ptx, std::string arch,
-                   std::string name, int64_t sharedBytes, Compiler compiler, int jitThreads);
+                   std::string name, int64_t sharedBytes, Compiler compiler);
   explicit operator bool() const { return job_.valid(); }
   /// Waits for the thread; what it made. Never throws: a failed compile is `error`.
   const Loaded& wait() const;

@@ -379,9 +379,9 @@ DeviceCode compileToPtx(const Kernel& kernel, const CompileOptions& options, Sta
                          return toPtx(portable);
                        }).share();
   }
-  // The twins' modules (or the one module), options.threads at a time; every thread is
-  // joined before the module can go.
-  std::vector<std::optional<std::string>> made(std::max<size_t>(gms.size() - (owner ? 1 : 0), 1));
+  // The twins' modules (or the one module; the fallback's, last, is its thread's),
+  // options.threads at a time; every thread is joined before the module can go.
+  std::vector<std::optional<std::string>> made(owner ? gms.size() - 1 : gms.size());
   detail::parallelFor(made.size(), options.threads, [&](size_t i) { made[i] = toPtx(gms[i]); });
   for (const std::optional<std::string>& ptx : made)
     if (!ptx) diags.fail(ErrorKind::CompileFailed, "kernel '" + name + "': PTX generation for " + arch + " failed");

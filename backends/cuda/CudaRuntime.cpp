@@ -598,17 +598,18 @@ public:
   void loadModule(CudaKernel& k, const std::string& image, bool isPtx, const std::string& name,
                   const std::vector<std::string>& more = {}, const std::function<std::string()>& portablePtx = {},
                   bool firstCompile = false) {
-    const int jitThreads = state->options.compile_threads;
+    // (The fallback's module holds one entry, which a split compile cannot spread.)
     if (portablePtx)
       k.portable = BackgroundModule([s = state] { s->context.makeCurrent(); }, portablePtx, state->arch, name,
                                     k.code.shared_bytes,
-                                    firstCompile ? BackgroundModule::Compiler::NvJitLink : BackgroundModule::Compiler::Driver,
-                                    jitThreads);
-    std::optional<std::string> joined = isPtx && !more.empty() ? joinForJit(image, more) : std::nullopt;
-    if (joined) k.module = Module(*joined, name, jitThreads);
-    else k.module = isPtx ? Module(image, name, jitThreads) : Module(std::vector<char>(image.begin(), image.end()), name);
-    if (!joined)
+                                    firstCompile ? BackgroundModule::Compiler::NvJitLink : BackgroundModule::Compiler::Driver);
+    const int jitThreads = state->options.compile_threads;
+    if (std::optional<std::string> joined = isPtx && !more.empty() ? joinForJit(image, more) : std::nullopt) {
+      k.module = Module(*joined, name, jitThreads);
+    } else {
+      k.module = isPtx ? Module(image, name, jitThreads) : Module(std::vector<char>(image.begin(), image.end()), name);
       for (const std::string& ptx : more) k.moreModules.push_back(Module(ptx, name, jitThreads));
+    }
     if (!k.moreModules.empty() && k.moreModules.size() + 1 != k.code.sm90.size())
       throw Error(ErrorKind::InvalidArgument, "kernel '" + name + "': " + std::to_string(k.moreModules.size() + 1) +
                                                   " twin modules for " + std::to_string(k.code.sm90.size()) + " twins");

@@ -89,7 +89,7 @@ TEST_CASE("compile_async gives a failed compile's error from get(), and a pendin
   CHECK(rt.compile(catalogue::gemm(DType::f32)).cache().outcome == CacheOutcome::memory);
 }
 
-TEST_CASE("compile_threads bounds the threads of one compile and changes none of its code", "[runtime][cuda]") {
+TEST_CASE("compile_threads changes none of a compile's code, and a negative count is refused", "[runtime][cuda]") {
   CHECK_THROWS_WITH(Runtime::create(Backend::cpu, {.compile_threads = -1, .cache_dir = "off"}),
                     Contains("RuntimeOptions::compile_threads") && Contains("got -1"));
   // The entry a GPU runtime would keep: the twins' PTX modules (LLVM makes one per thread)

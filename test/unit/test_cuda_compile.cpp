@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../scoped_env.hpp"
+#include "../whole_program.hpp"
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
@@ -21,33 +22,13 @@
 
 using namespace kiln;
 using kiln::testing::ScopedEnv;
+using kiln::testing::wholeProgramLog;
 using Catch::Matchers::Contains;
 
 namespace {
 
 Runtime offline(const std::string& arch, int warps = 4) {
   return Runtime::create(Backend::cuda, {.compile_only = true, .arch = arch, .num_warps = warps});
-}
-
-/// What the toolkit's ptxas says (-v) when it compiles `ptx` as a whole program for
-/// sm_90a, as the driver's JIT does for a module with a twin on a GPU.
-std::string wholeProgramLog(const std::string& ptx) {
-  char path[] = "/tmp/kiln-twin-XXXXXX";
-  int fd = ::mkstemp(path);
-  REQUIRE(fd >= 0);
-  ::close(fd);
-  std::ofstream(path) << ptx;
-  std::string cmd = std::string(KILN_PTXAS) + " -arch=sm_90a -O3 -v " + path + " -o /dev/null 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string log;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) log.append(buf, n);
-  int rc = ::pclose(p);
-  std::remove(path);
-  INFO(log);
-  REQUIRE(rc == 0);
-  return log;
 }
 
 /// The spill bytes (stores + loads) of `entry` in a whole-program compile (wholeProgramLog);

@@ -22,6 +22,7 @@
 #include "DynamicLibrary.h"
 #include "NvJitLink.h"
 #include "PtxModules.h"
+#include "../whole_program.hpp"
 #include "kiln/error.hpp"
 
 using namespace kiln;
@@ -758,17 +759,7 @@ TEST_CASE("A kernel's twin modules join into one module for the driver's JIT: on
   CHECK(occurrences(*joined, "setp.ne.b32 p, 1, 0;") == 3); // each body whole
   CHECK(joined->find("mov.u32 \t%r1, 256;") > joined->find(".entry k__sm90_dec("));
   // ptxas (whole program, as the driver's JIT) takes it as one module and compiles all three.
-  const std::string path = "/tmp/kiln-join-" + std::to_string(::getpid()) + ".ptx";
-  { std::ofstream(path) << *joined; }
-  const std::string cmd = std::string(KILN_PTXAS) + " -arch=sm_90a -v " + path + " -o /dev/null 2>&1";
-  std::string log;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) log += buf;
-    CHECK(::pclose(p) == 0);
-  }
-  std::remove(path.c_str());
-  INFO(log);
+  const std::string log = kiln::testing::wholeProgramLog(*joined);
   for (const char* entry : {"k__sm90", "k__sm90x2", "k__sm90_dec"})
     CHECK(occurrences(log, std::string("Compiling entry function '") + entry + "'") == 1);
 }
