@@ -9,6 +9,12 @@
 //                    reference::gpu_gemm_async: what the framework path pays per call
 //   raw_launch_us    (CUDA) cuLaunchKernel of an empty kernel on the same stream, straight
 //                    through the driver: the floor any launch pays, kiln's included
+//   gemm_launch_us   (CUDA) CompiledKernel::launch of `gemm` bf16 512 x 512 x 512 (on sm_90a
+//                    its twin: tensor maps encoded, cuLaunchKernelEx), as launch_us
+//   ctx_set_us, pointer_query_us, tensor_map_us
+//                    (CUDA) the driver calls a launch makes, each alone: cuCtxSetCurrent,
+//                    cuPointerGetAttributes (3 attributes, one tensor), cuTensorMapEncodeTiled
+//                    (a 2-D bf16 map, 128B swizzle): where a launch's time over the floor goes
 // Medians over many calls (a row per backend asked for). Host clock: these are host costs.
 //   kiln-bench-host [--backend cpu|cuda|auto] [--calls N] [--csv FILE]
 #include <kiln/kiln.hpp>
@@ -19,6 +25,7 @@
 #include "csv_append.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +57,43 @@ std::string rawLaunchUs(Median median) {
   const std::string us = std::to_string(median(once));
   sync();
   return us; // (the module stays loaded: the process ends next)
+}
+
+/// The host cost of the driver calls kiln's launch makes besides the launch itself, each
+/// alone, on `ptr` (device memory of at least 512 x 512 bf16) in the current context:
+/// {ctx_set_us, pointer_query_us, tensor_map_us}, "not-run" where a call is missing.
+template <class Median>
+std::array<std::string, 3> driverCallUs(void* ptr, Median median) {
+  std::array<std::string, 3> out = {"not-run", "not-run", "not-run"};
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return out;
+  auto getCtx = reinterpret_cast<decltype(&cuCtxGetCurrent)>(::dlsym(lib, "cuCtxGetCurrent"));
+  auto setCtx = reinterpret_cast<decltype(&cuCtxSetCurrent)>(::dlsym(lib, "cuCtxSetCurrent"));
+  auto attrs = reinterpret_cast<decltype(&cuPointerGetAttributes)>(::dlsym(lib, "cuPointerGetAttributes"));
+  auto encode = reinterpret_cast<decltype(&cuTensorMapEncodeTiled)>(::dlsym(lib, "cuTensorMapEncodeTiled"));
+  CUcontext ctx = nullptr;
+  if (getCtx && setCtx && getCtx(&ctx) == CUDA_SUCCESS && ctx)
+    out[0] = std::to_string(median([&] { setCtx(ctx); }));
+  if (attrs) {
+    int ordinal = -1;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void* data[] = {&ordinal, &start, &size};
+    out[1] = std::to_string(median([&] { attrs(3, which, data, reinterpret_cast<CUdeviceptr>(ptr)); }));
+  }
+  if (encode) {
+    CUtensorMap map;
+    cuuint64_t dims[2] = {512, 512}, pitch[1] = {512 * 2};
+    cuuint32_t box[2] = {64, 128}, unit[2] = {1, 1};
+    auto once = [&] {
+      return encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dims, pitch, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    };
+    if (once() == CUDA_SUCCESS) out[2] = std::to_string(median(once));
+  }
+  return out;
 }
 
 /// The median of `calls` timings of f(), after `calls / 10` untimed ones, in µs.
@@ -102,8 +146,21 @@ int main(int argc, char** argv) try {
   const double launchUs = medianUs(calls, [&] { ck.launch(d.views, stream); });
   rt.synchronize();
   const bool ok = kiln::catalogue::verify_output(rt, d, p).ok;
-  std::string cublasUs = "not-run", rawUs = "not-run";
+  std::string cublasUs = "not-run", rawUs = "not-run", gemmUs = "not-run";
+  std::array<std::string, 3> driverUs = {"not-run", "not-run", "not-run"};
+  bool gemmOk = true;
   if (rt.backend() == kiln::Backend::cuda) {
+    // A GEMM's launch: on sm_90a its twin (tensor maps encoded per launch), else the
+    // portable kernel. Said on stderr, with the path it took.
+    const kiln::catalogue::Entry& gemm = kiln::catalogue::find("gemm");
+    kiln::catalogue::Problem gp = gemm.problem({512, 512, 512}, kiln::DType::bf16, 7);
+    kiln::CompiledKernel gk = rt.compile(kiln::catalogue::kernel_for(gemm, kiln::DType::bf16, {512, 512, 512}));
+    kiln::catalogue::DeviceProblem gd = kiln::catalogue::upload(rt, gp);
+    gemmUs = std::to_string(medianUs(calls, [&] { gk.launch(gd.views, stream); }));
+    rt.synchronize();
+    gemmOk = kiln::catalogue::verify_output(rt, gd, gp).ok;
+    std::fprintf(stderr, "gemm 512^3 bf16: %s, %s\n", gk.launch_path(gd.views).c_str(), gemmOk ? "verified" : "WRONG");
+    driverUs = driverCallUs(gd.views[0].data, [&](auto&& f) { return medianUs(calls, f); });
     kiln::DeviceTensor a = rt.allocate(kiln::DType::bf16, {8, 8}), bm = rt.allocate(kiln::DType::bf16, {8, 8}),
                        c = rt.allocate(kiln::DType::bf16, {8, 8});
     auto call = [&] {
@@ -118,14 +175,15 @@ int main(int argc, char** argv) try {
 
   const char* header =
       "backend,first_create_ms,create_ms,memory_hit_us,retrace_hit_us,launch_us,cublaslt_us,raw_launch_us,calls,memory_hits,"
-      "reference_ok\n";
+      "reference_ok,gemm_launch_us,ctx_set_us,pointer_query_us,tensor_map_us\n";
   char row[512];
-  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.2f,%.2f,%.2f,%s,%s,%d,%s,%s\n", kiln::to_string(rt.backend()),
+  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.2f,%.2f,%.2f,%s,%s,%d,%s,%s,%s,%s,%s,%s\n", kiln::to_string(rt.backend()),
                 firstCreateMs, createMs, hitUs, retraceUs, launchUs, cublasUs.c_str(), rawUs.c_str(), calls,
-                allHits ? "true" : "false", ok ? "true" : "false");
+                allHits ? "true" : "false", ok && gemmOk ? "true" : "false", gemmUs.c_str(), driverUs[0].c_str(),
+                driverUs[1].c_str(), driverUs[2].c_str());
   std::printf("%s%s", header, row);
   appendCsvRow(csv, header, row);
-  return ok && allHits ? 0 : 1;
+  return ok && gemmOk && allHits ? 0 : 1;
 } catch (const kiln::Error& e) {
   std::fprintf(stderr, "kiln-bench-host: %s\n", e.what());
   return 2;

@@ -47,6 +47,9 @@ struct CudaState {
   std::string arch;
   /// KILN_HOPPER_PERSISTENT=off: launch the sm_90a twin with one CTA per tile (A/B runs).
   bool hopperPersistent = true;
+  /// KILN_HOPPER_MAP_CACHE=off: encode every tensor map at every launch (A/B runs of the
+  /// kernels' TensorMapCache).
+  bool keepTensorMaps = true;
   /// The decode twins beside kiln's tiles: of 16, 32, ... up to this many rows
   /// (KILN_HOPPER_DECODE=off: none, for A/B runs; =16|32|48|64: up to that many; in the
   /// cache key where not the default).
@@ -101,24 +104,26 @@ struct CudaState {
 // `who` ("kernel 'gemm': argument 'A'") must be memory of the runtime's device, aligned to
 // its element size, and lie inside memory CUDA has allocated: a view larger than its
 // allocation would fault the kernel, and a fault leaves the engine's whole context unusable.
-void checkDevicePointer(const CudaState& state, const TensorView& v, int64_t span, const std::string& who) {
+// `who()` makes that name, called only for a message: a launch checks every argument.
+template <class Who>
+void checkDevicePointer(const CudaState& state, const TensorView& v, int64_t span, const Who& who) {
   if (span == 0) return;
   auto p = reinterpret_cast<CUdeviceptr>(v.data);
   const PointerInfo at = pointerInfo(p);
   if (at.ordinal != state.device.ordinal)
     throw Error(ErrorKind::InvalidArgument,
-                who + " is not memory of CUDA device " + std::to_string(state.device.ordinal) +
+                who() + " is not memory of CUDA device " + std::to_string(state.device.ordinal) +
                     (at.ordinal < 0 ? " (a host pointer, or not allocated by CUDA)" : " (it is on device " + std::to_string(at.ordinal) + ")"));
   if (p % size_of(v.dtype) != 0)
     throw Error(ErrorKind::InvalidArgument,
-                who + " is misaligned: its address must be a multiple of " + std::to_string(size_of(v.dtype)) + " bytes");
+                who() + " is misaligned: its address must be a multiple of " + std::to_string(size_of(v.dtype)) + " bytes");
   const uint64_t end = uint64_t(p) + uint64_t(span); // one past the view's last byte
   if (at.size == 0 || end <= uint64_t(at.start) + at.size) return;
   // Past the allocation the first byte lies in. Memory an engine maps itself (cuMemMap) can
   // continue in a neighbouring allocation: the last byte then decides.
   if (pointerInfo(CUdeviceptr(end - 1)).ordinal == state.device.ordinal) return;
   throw Error(ErrorKind::InvalidArgument,
-              who + " (" + v.describe() + ", " + std::to_string(span) + " bytes from its first element to its last) " +
+              who() + " (" + v.describe() + ", " + std::to_string(span) + " bytes from its first element to its last) " +
                   "ends " + std::to_string(end - (uint64_t(at.start) + at.size)) +
                   " bytes past the device allocation it starts in (" + std::to_string(at.size) + " bytes at " +
                   std::to_string(uint64_t(at.start)) + "): its dims or strides claim more memory than was allocated");
@@ -130,7 +135,7 @@ void checkDevicePointer(const CudaState& state, const TensorView& v, const std::
   if (!span)
     throw Error(ErrorKind::InvalidArgument,
                 who + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
-  checkDevicePointer(state, v, *span, who);
+  checkDevicePointer(state, v, *span, [&] { return who; });
 }
 
 /// KernelReport::compiler's note when the driver's JIT found the machine code in its own
@@ -180,8 +185,11 @@ public:
   /// (`why` says why not).
   int twinFor(const std::vector<TensorView>& args, std::string* why, hopper::Split* work) const {
     if (sm90.empty()) return -1;
-    return hopper::choose(code.sm90, args, state->launchConfig(), why, work);
+    return choices.choose(code.sm90, args, state->launchConfig(), why, work);
   }
+  /// The twins' plans and the runtime's launch config are fixed once loaded: choices stay right.
+  mutable hopper::ChoiceCache choices;
+  hopper::TensorMapCache tensorMaps;
 
   void launch(const std::vector<TensorView>& args, void* stream, bool wait) override {
     if (state->compile_only)
@@ -191,7 +199,8 @@ public:
     kd::Bindings bound = kd::checkLaunchArgs(sig, args, &spans);
     state->context.makeCurrent(); // pointer queries need it too (an engine's worker thread may have none)
     for (size_t i = 0; i < args.size(); ++i)
-      checkDevicePointer(*state, args[i], spans[i], "kernel '" + sig.name + "': argument '" + sig.args[i].name + "'");
+      checkDevicePointer(*state, args[i], spans[i],
+                         [&] { return "kernel '" + sig.name + "': argument '" + sig.args[i].name + "'"; });
     std::vector<int64_t> grid = code.grid.evaluate(bound, sig.name);
     while (grid.size() < 3) grid.push_back(1);
     for (int64_t g : grid)
@@ -201,7 +210,8 @@ public:
     hopper::Split work;
     if (int t = twinFor(args, &why, &work); t >= 0) {
       hopper::launch(sm90[size_t(t)], code.sm90[size_t(t)], args, s, sig.name, work,
-                     [&](size_t bytes) { return state->splitKWorkspace(s, bytes); });
+                     [&](size_t bytes) { return state->splitKWorkspace(s, bytes); },
+                     state->keepTensorMaps ? &tensorMaps : nullptr);
     } else {
       // The portable kernel's grid (the twin's is 1-D and checked by applies()).
       const int64_t limits[3] = {(1ll << 31) - 1, 65535, 65535};
@@ -882,6 +892,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   };
   if (auto v = env("KILN_HOPPER_GEMM", {"on", "off"}); v && options.hopper_gemm) state->options.hopper_gemm = *v == "on";
   if (const char* e = std::getenv("KILN_HOPPER_PERSISTENT")) state->hopperPersistent = std::string(e) != "off";
+  if (auto v = env("KILN_HOPPER_MAP_CACHE", {"on", "off"})) state->keepTensorMaps = *v == "on";
   if (auto v = env("KILN_HOPPER_DECODE", {"on", "off", "16", "32", "48", "64"}))
     state->hopperDecodeRows = *v == "off" ? 0 : *v == "on" ? hopper::kDecodeRows : std::stoi(*v);
   if (auto v = env("KILN_HOPPER_WIDE", {"on", "off"})) state->hopperWideRows = *v == "off" ? 0 : hopper::kWideRows;

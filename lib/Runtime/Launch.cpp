@@ -22,17 +22,31 @@ struct Range {
 /// stride, must each step past everything the smaller ones reach (sufficient, and what
 /// every row-major, column-major or padded layout satisfies).
 bool overlapsItself(const TensorView& v) {
-  const std::vector<int64_t> st = v.effective_strides();
-  std::vector<size_t> order;
+  const StridesOf st(v);
+  size_t inlineOrder[8];
+  std::vector<size_t> heapOrder(v.dims.size() > 8 ? v.dims.size() : 0);
+  size_t* order = heapOrder.empty() ? inlineOrder : heapOrder.data();
+  size_t n = 0;
   for (size_t d = 0; d < v.dims.size(); ++d)
-    if (v.dims[d] > 1) order.push_back(d);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return st[a] < st[b]; });
+    if (v.dims[d] > 1) order[n++] = d;
+  std::sort(order, order + n, [&](size_t a, size_t b) { return st[a] < st[b]; });
   int64_t reach = 0; // the largest offset the dims so far reach
-  for (size_t d : order) {
+  for (size_t k = 0; k < n; ++k) {
+    const size_t d = order[k];
     if (st[d] <= reach) return true;
     reach += (v.dims[d] - 1) * st[d];
   }
   return false;
+}
+
+/// "argument 'A' dim 1": where `symbol` is first bound in `sig` (checkLaunchArgs binds the
+/// first use it meets, in this order).
+std::string firstUse(const KernelSignature& sig, const std::string& symbol) {
+  for (const ArgSpec& spec : sig.args)
+    for (size_t d = 0; d < spec.dims.size(); ++d)
+      if (spec.dims[d].is_symbol() && spec.dims[d].symbol == symbol)
+        return "argument '" + spec.name + "' dim " + std::to_string(d);
+  return "?";
 }
 
 bool sameView(const TensorView& a, const TensorView& b) {
@@ -46,11 +60,11 @@ void checkOutputsApart(const KernelSignature& sig, const std::vector<TensorView>
                        const std::vector<Range>& ranges) {
   for (size_t o = 0; o < args.size(); ++o) {
     if (!sig.args[o].output) continue;
-    const std::string out = "output '" + sig.args[o].name + "'";
     const Range& ro = ranges[o];
     if (ro.empty) continue;
+    const auto out = [&] { return "output '" + sig.args[o].name + "'"; }; // for a message only
     if (overlapsItself(args[o]))
-      bad(sig, out + " overlaps itself (" + args[o].describe() + "): its strides give different elements the same memory");
+      bad(sig, out() + " overlaps itself (" + args[o].describe() + "): its strides give different elements the same memory");
     for (size_t i = 0; i < args.size(); ++i) {
       const Range& ri = ranges[i];
       if (i == o || ri.empty || ri.last < ro.first || ro.last < ri.first) continue;
@@ -60,13 +74,13 @@ void checkOutputsApart(const KernelSignature& sig, const std::vector<TensorView>
       const bool same = sameView(args[i], args[o]);
       if (declared && same) continue; // in place, as the kernel allows
       const std::string them = (other.output ? "output '" : "input '") + other.name + "'";
-      bad(sig, out + " overlaps " + them + " in memory (" + args[o].describe() + " at " +
+      bad(sig, out() + " overlaps " + them + " in memory (" + args[o].describe() + " at " +
                    std::to_string(ro.first) + " against " + args[i].describe() + " at " + std::to_string(ri.first) +
                    "): " +
-                   (other.contracted ? "a contraction reads " + them + " while " + out + " is written"
+                   (other.contracted ? "a contraction reads " + them + " while " + out() + " is written"
                     : declared       ? "only the very same view of an input may be written in place"
                     : other.output   ? "two outputs may not share memory"
-                                     : "the kernel does not declare that " + out + " may be written in place over " +
+                                     : "the kernel does not declare that " + out() + " may be written in place over " +
                                          them + " (dsl::Builder::allow_in_place)"));
     }
   }
@@ -96,59 +110,77 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
   if (args.size() != sig.args.size())
     bad(sig, "expects " + std::to_string(sig.args.size()) + " arguments (" + sig.str() +
                  "), got " + std::to_string(args.size()));
+  // Every launch runs this: the names in messages are made only when one is thrown.
   Bindings bound;
-  if (spans) spans->clear();
+  if (spans) spans->clear(), spans->reserve(args.size());
   std::vector<Range> ranges(args.size());
-  std::map<std::string, std::string> boundBy; // symbol -> "argument 'A' dim 1"
   for (size_t i = 0; i < args.size(); ++i) {
     const ArgSpec& spec = sig.args[i];
     const TensorView& v = args[i];
-    std::string who = "argument '" + spec.name + "'";
+    const auto who = [&] { return "argument '" + spec.name + "'"; };
     if (v.rank() != static_cast<int64_t>(spec.dims.size()))
-      bad(sig, who + " must have rank " + std::to_string(spec.dims.size()) + " (" +
+      bad(sig, who() + " must have rank " + std::to_string(spec.dims.size()) + " (" +
                    spec.str() + "), got rank " + std::to_string(v.rank()));
     if (v.dtype != spec.dtype)
-      bad(sig, who + " must be " + to_string(spec.dtype) + ", got " + to_string(v.dtype));
+      bad(sig, who() + " must be " + to_string(spec.dtype) + ", got " + to_string(v.dtype));
     if (!v.strides.empty() && v.strides.size() != v.dims.size())
-      bad(sig, who + " has " + std::to_string(v.strides.size()) + " strides for " +
+      bad(sig, who() + " has " + std::to_string(v.strides.size()) + " strides for " +
                    std::to_string(v.dims.size()) + " dims");
     for (size_t d = 0; d < v.dims.size(); ++d)
-      if (v.dims[d] < 0) bad(sig, who + " dim " + std::to_string(d) + " is negative (" + std::to_string(v.dims[d]) + ")");
+      if (v.dims[d] < 0) bad(sig, who() + " dim " + std::to_string(d) + " is negative (" + std::to_string(v.dims[d]) + ")");
     // Every size and offset the kernel computes from this view, in elements and in bytes,
     // fits in int64: the element count, and the span from the first element to the last.
     const bool empty = std::find(v.dims.begin(), v.dims.end(), 0) != v.dims.end();
     const std::optional<int64_t> span = spanBytes(v);
     if (!span)
-      bad(sig, who + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
+      bad(sig, who() + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
     const int64_t bytes = *span;
     if (spans) spans->push_back(bytes);
     if (!empty) {
       const auto first = reinterpret_cast<uintptr_t>(v.data);
       ranges[i] = {first, first + uintptr_t(bytes) - 1, false};
     }
-    std::vector<int64_t> strides = v.effective_strides();
+    const StridesOf strides(v);
     for (size_t d = 0; d < spec.dims.size(); ++d) {
-      std::string where = who + " dim " + std::to_string(d);
+      const auto where = [&, d] { return who() + " dim " + std::to_string(d); };
       int64_t extent = v.dims[d];
       const DimSpec& ds = spec.dims[d];
       if (!ds.is_symbol() && extent != ds.extent)
-        bad(sig, where + " must be " + std::to_string(ds.extent) + ", got " +
+        bad(sig, where() + " must be " + std::to_string(ds.extent) + ", got " +
                      std::to_string(extent));
       if (ds.is_symbol()) {
         auto [it, fresh] = bound.emplace(ds.symbol, extent);
-        if (fresh) boundBy[ds.symbol] = where;
-        else if (it->second != extent)
-          bad(sig, where + " is " + std::to_string(extent) + " but " + ds.symbol + " = " +
-                       std::to_string(it->second) + " (from " + boundBy[ds.symbol] + ")");
+        if (!fresh && it->second != extent)
+          bad(sig, where() + " is " + std::to_string(extent) + " but " + ds.symbol + " = " +
+                       std::to_string(it->second) + " (from " + firstUse(sig, ds.symbol) + ")");
       }
       if (!empty && (strides[d] < 0 || (strides[d] == 0 && extent > 1)))
-        bad(sig, where + " has stride " + std::to_string(strides[d]) +
+        bad(sig, where() + " has stride " + std::to_string(strides[d]) +
                      ": strides must be positive (0 only for a dim of extent 1)");
     }
-    if (v.data == nullptr && !empty) bad(sig, who + " has null data");
+    if (v.data == nullptr && !empty) bad(sig, who() + " has null data");
   }
   checkOutputsApart(sig, args, ranges);
   return bound;
+}
+
+StridesOf::StridesOf(const TensorView& v) {
+  const size_t rank = v.dims.size();
+  if (!v.strides.empty()) {
+    data_ = v.strides.data();
+    return;
+  }
+  int64_t* out = rank <= kInline ? inline_ : (heap_.resize(rank), heap_.data());
+  int64_t s = 1;
+  for (size_t d = rank; d-- > 0;) {
+    out[d] = s;
+    if (d > 0 && __builtin_mul_overflow(s, v.dims[d], &s)) { // effective_strides() says so
+      heap_ = v.effective_strides();
+      out = heap_.data();
+      break;
+    }
+  }
+  data_ = out;
 }
 
 PackedArgs packMemrefArgs(const std::vector<TensorView>& args) {
@@ -162,8 +194,10 @@ PackedArgs packMemrefArgs(const std::vector<TensorView>& args) {
     p.words.push_back(ptr);
     p.words.push_back(0);
     for (int64_t d : a.dims) p.words.push_back(d);
-    for (int64_t s : a.effective_strides()) p.words.push_back(s);
+    const StridesOf strides(a);
+    for (size_t d = 0; d < a.dims.size(); ++d) p.words.push_back(strides[d]);
   }
+  p.ptrs.reserve(n);
   for (int64_t& w : p.words) p.ptrs.push_back(&w);
   return p;
 }

@@ -13,6 +13,24 @@ namespace kiln::detail {
 /// Symbol values bound at launch: "M" -> 129.
 using Bindings = std::map<std::string, int64_t>;
 
+/// A view's strides (row-major where it gives none), made without allocating up to rank 8:
+/// every launch reads each argument's strides, and TensorView::effective_strides() copies
+/// them into a vector. Refers to `v`, which must outlive it; not copyable (it may point
+/// into itself).
+class StridesOf {
+public:
+  explicit StridesOf(const TensorView& v);
+  StridesOf(const StridesOf&) = delete;
+  StridesOf& operator=(const StridesOf&) = delete;
+  int64_t operator[](size_t d) const { return data_[d]; }
+
+private:
+  static constexpr size_t kInline = 8;
+  int64_t inline_[kInline];
+  std::vector<int64_t> heap_; // past kInline dims, or the strides as effective_strides() gives them
+  const int64_t* data_ = nullptr;
+};
+
 /// The bytes from `v`'s first element to just past its last (0 when it has no elements), or
 /// nullopt when that does not fit in int64: its dims or strides are too large. Strides are
 /// taken as given (checkLaunchArgs refuses negative ones separately).

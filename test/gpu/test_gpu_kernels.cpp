@@ -1310,6 +1310,38 @@ TEST_CASE("gpu: the twin reads and writes through padded row strides, odd N incl
   }
 }
 
+TEST_CASE("gpu: launches of one kernel over different buffers of one shape each read and write their own, and verify",
+          "[gpu][sm90][launch]") {
+  // A launch keeps the tensor maps it encoded and the twin it chose for the next launch of
+  // equal views: buffers at other addresses must get maps of their own (a map kept for the
+  // first problem's would read its A and B and write its C, leaving these outputs poisoned).
+  const catalogue::Entry& entry = catalogue::find("gemm_bias_relu");
+  CompiledKernel ck = gpu().compile(catalogue::gemm_bias_relu(DType::bf16));
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{256, 256, 128}, {16, 512, 256}}) {
+    std::vector<catalogue::Problem> problems;
+    std::vector<catalogue::DeviceProblem> buffers;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      problems.push_back(entry.problem(shape, DType::bf16, seed));
+      problems.back().poison_outputs();
+      buffers.push_back(catalogue::upload(gpu(), problems.back()));
+    }
+    for (int round = 0; round < 2; ++round) // the second round in reverse: every map already kept
+      for (size_t n = 0; n < problems.size(); ++n) {
+        const size_t i = round == 0 ? n : problems.size() - 1 - n;
+        INFO(str(shape) << ", round " << round << ", problem " << i << ": " << ck.launch_path(buffers[i].views));
+        if (gpu().fingerprint().target == "sm_90a") CHECK(ck.launch_path(buffers[i].views).rfind("sm_90a twin", 0) == 0);
+        if (round == 1) { // a poisoned output again, in new buffers (the freed addresses may come back)
+          problems[i].poison_outputs();
+          buffers[i] = catalogue::upload(gpu(), problems[i]);
+        }
+        ck.launch(buffers[i].views);
+        const verify::Report r = catalogue::verify_output(gpu(), buffers[i], problems[i]);
+        INFO(r.summary());
+        CHECK(r.ok);
+      }
+  }
+}
+
 TEST_CASE("gpu: a bf16 GEMM with an f32 output is right through the twin", "[gpu][sm90]") {
   Kernel k = test::bf16Gemm("to_f32", {}, DType::f32);
   CompiledKernel ck = gpu().compile(k);

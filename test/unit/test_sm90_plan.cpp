@@ -2,6 +2,9 @@
 // whether the twin runs (hopper/Sm90Launch.h): internal, so compiled into this binary.
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <cstring>
+
 #include "hopper/LaunchPlan.h"
 #include "hopper/Sm90Launch.h"
 #include "hopper/Twins.h"
@@ -434,6 +437,94 @@ TEST_CASE("a launch takes the smallest decode twin that holds C's rows, split al
   CHECK(split(dec, args(4, 2048, 4096), {132}).cluster == 2);
   dec.clusterSlots = {0, 0, 30, 0, 20};
   CHECK(split(dec, args(4, 2048, 4096), {132}).cluster == 0);
+}
+
+TEST_CASE("a kernel's remembered twin choices are the ones choose() makes, for every shape, stride and alignment it meets",
+          "[sm90]") {
+  LaunchPlan narrow = splitKPlan(), wide = splitKPlan(256), low = splitKPlan(), dec = decodePlan(), dec32 = decodePlan(32);
+  low.tileM = 64;
+  low.gridDims[0].tile = 64;
+  const std::vector<LaunchPlan> twins = {narrow, wide, low, dec, dec32};
+  const LaunchConfig config{132, SplitK::Auto};
+  // Shapes a decode loop and a prefill meet, more of them than the cache keeps, and views
+  // that differ from one another only in a stride or in the address's alignment.
+  std::vector<std::vector<TensorView>> launches;
+  for (auto [M, N, K] : std::vector<std::array<int64_t, 3>>{{16, 4096, 4096}, {4096, 4096, 4096}, {1000, 1000, 1000},
+                                                            {128, 12288, 4096}, {17, 4096, 4096}, {33, 4096, 4096},
+                                                            {4, 2048, 4096}, {2048, 8192, 2048}, {65, 4096, 4096},
+                                                            {64, 64, 33}, {1, 8, 8}})
+    launches.push_back(args(M, N, K));
+  std::vector<TensorView> padded = args(1000, 1000, 1000);
+  padded[0].strides = {1008, 1}; // A's rows padded: still TMA's rules
+  launches.push_back(padded);
+  padded[0].strides = {1001, 1}; // a pitch TMA cannot read: the portable kernel
+  launches.push_back(padded);
+  std::vector<TensorView> shifted = args(4096, 4096, 4096);
+  shifted[1].data = gMemory + 256 + 8; // B 8 bytes off 16: the portable kernel
+  launches.push_back(shifted);
+  shifted[1].data = gMemory + 256 + 16; // 16 bytes off: the twin again
+  launches.push_back(shifted);
+  std::vector<TensorView> wideViews = args(256, 256, 256); // more key words than are kept
+  for (TensorView& v : wideViews) v.strides = v.dims.size() == 2 ? std::vector<int64_t>{v.dims[1], 1} : std::vector<int64_t>{1};
+  wideViews.insert(wideViews.end(), 4, view(1024, {1, 1, 1, 1}, {1, 1, 1, 1}));
+  launches.push_back(wideViews);
+
+  ChoiceCache cache;
+  for (int pass = 0; pass < 3; ++pass) // first asked, then remembered (or replaced and asked again)
+    for (size_t i = 0; i < launches.size(); ++i) {
+      const std::vector<TensorView>& a = launches[pass == 1 ? launches.size() - 1 - i : i];
+      std::string whyFresh, whyCached;
+      Split fresh, cached;
+      const int expect = choose(twins, a, config, &whyFresh, &fresh);
+      INFO("pass " << pass << ", launch " << i);
+      CHECK(cache.choose(twins, a, config, &whyCached, &cached) == expect);
+      CHECK(whyCached == whyFresh);
+      CHECK(cached.ctas == fresh.ctas);
+      CHECK(cached.cluster == fresh.cluster);
+      CHECK(cached.splits == fresh.splits);
+      CHECK(cached.splitTiles == fresh.splitTiles);
+      CHECK(cached.cost == fresh.cost);
+    }
+  // The alignment and stride cases above do reach both answers.
+  std::string why;
+  CHECK(choose(twins, launches[launches.size() - 4], config, &why) == -1);
+  CHECK(choose(twins, launches[launches.size() - 3], config, &why) == -1);
+  CHECK(choose(twins, launches[launches.size() - 2], config, &why) >= 0);
+}
+
+TEST_CASE("a kept tensor map is found only under its own key, and the oldest goes first when the cache is full", "[sm90]") {
+  TensorMapCache cache;
+  auto keyOf = [](uint64_t address) {
+    TensorMapCache::Key k{};
+    k[0] = address, k[1] = 10, k[2] = 2, k[3] = 4096, k[4] = 64;
+    return k;
+  };
+  auto mapOf = [](unsigned char fill) {
+    CUtensorMap m;
+    std::memset(&m, fill, sizeof m);
+    return m;
+  };
+  CUtensorMap out = mapOf(0);
+  CHECK_FALSE(cache.find(keyOf(0x1000), &out));
+  const CUtensorMap a = mapOf(0xA1);
+  cache.keep(keyOf(0x1000), &a);
+  REQUIRE(cache.find(keyOf(0x1000), &out));
+  CHECK(std::memcmp(&out, &a, sizeof a) == 0);
+  TensorMapCache::Key other = keyOf(0x1000);
+  other[5] = 128; // one more word differs (a pitch)
+  CHECK_FALSE(cache.find(other, &out));
+  CHECK_FALSE(cache.find(keyOf(0x1010), &out)); // another address
+  // Sixteen more maps push the first out; the last sixteen stay.
+  for (unsigned char i = 1; i <= 16; ++i) {
+    const CUtensorMap m = mapOf(i);
+    cache.keep(keyOf(0x1000 + 0x100 * i), &m);
+  }
+  CHECK_FALSE(cache.find(keyOf(0x1000), &out));
+  for (unsigned char i = 1; i <= 16; ++i) {
+    REQUIRE(cache.find(keyOf(0x1000 + 0x100 * i), &out));
+    const CUtensorMap m = mapOf(i);
+    CHECK(std::memcmp(&out, &m, sizeof m) == 0);
+  }
 }
 
 TEST_CASE("C of up to twice a decode twin's rows takes it in two rows of tiles, only where they fill one round", "[sm90]") {

@@ -400,16 +400,88 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
   return best;
 }
 
+namespace {
+/// ChoiceCache's key for `args` into `key`: per argument its rank, dims, strides (a count,
+/// then the strides as given: none means row-major) and address modulo 16. The number of
+/// words, or 0 where they do not fit.
+size_t choiceKey(const std::vector<TensorView>& args, int64_t* key, size_t capacity) {
+  size_t n = 0;
+  auto put = [&](int64_t w) {
+    if (n < capacity) key[n] = w;
+    ++n;
+  };
+  for (const TensorView& v : args) {
+    put(int64_t(v.dims.size()));
+    for (int64_t d : v.dims) put(d);
+    put(int64_t(v.strides.size()));
+    for (int64_t s : v.strides) put(s);
+    put(int64_t(reinterpret_cast<uintptr_t>(v.data) % 16));
+  }
+  return n <= capacity ? n : 0;
+}
+} // namespace
+
+int ChoiceCache::choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args,
+                        const LaunchConfig& config, std::string* why, Split* work) {
+  std::array<int64_t, kKeyWords> key;
+  const size_t words = choiceKey(args, key.data(), kKeyWords);
+  if (words > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Entry& e : entries_)
+      if (e.words == words && std::equal(key.begin(), key.begin() + long(words), e.key.begin())) {
+        if (why) *why = e.why;
+        if (work) *work = e.work;
+        return e.twin;
+      }
+  }
+  std::string whyNot;
+  Split s;
+  const int twin = hopper::choose(twins, args, config, &whyNot, &s);
+  if (words > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = entries_[next_];
+    next_ = (next_ + 1) % kEntries;
+    e.words = words, e.key = key, e.twin = twin, e.work = s, e.why = whyNot;
+  }
+  if (why) *why = std::move(whyNot);
+  if (work) *work = s;
+  return twin;
+}
+
+bool TensorMapCache::find(const Key& key, void* map) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Entry& e : entries_)
+    if (e.used && e.key == key) {
+      std::memcpy(map, &e.map, sizeof e.map);
+      return true;
+    }
+  return false;
+}
+
+void TensorMapCache::keep(const Key& key, const void* map) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = entries_[next_];
+  next_ = (next_ + 1) % kEntries;
+  e.used = true, e.key = key;
+  std::memcpy(&e.map, map, sizeof e.map);
+}
+
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
-            const std::string& kernelName, const Split& work, const WorkspaceFn& workspace) {
+            const std::string& kernelName, const Split& work, const WorkspaceFn& workspace, TensorMapCache* maps) {
   if (work.ctas <= 0) return; // a grid of no programs (packed sequences, none of them)
   // One slot per parameter, sized and aligned for a tensor map (the largest and the most
-  // aligned); the driver reads each through its pointer in `params`.
+  // aligned); the driver reads each through its pointer in `params`. On the stack for the
+  // parameter counts kiln's plans have (a launch should not allocate).
   struct alignas(alignof(CUtensorMap)) Slot {
     unsigned char bytes[sizeof(CUtensorMap)];
   };
-  std::vector<Slot> slots(plan.params.size());
-  std::vector<void*> params(plan.params.size());
+  constexpr size_t kInline = 16;
+  Slot inlineSlots[kInline];
+  void* inlineParams[kInline];
+  std::vector<Slot> heapSlots(plan.params.size() > kInline ? plan.params.size() : 0);
+  std::vector<void*> heapParams(heapSlots.size());
+  Slot* slots = heapSlots.empty() ? inlineSlots : heapSlots.data();
+  void** params = heapParams.empty() ? inlineParams : heapParams.data();
   for (size_t i = 0; i < plan.params.size(); ++i) {
     const LaunchParam& p = plan.params[i];
     const TensorView& v = args[size_t(p.arg)];
@@ -429,6 +501,14 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
       // Folded heads: Q's map (attention's first parameter) reads the T rows of f heads.
       if (i == 0 && work.fold > 1) box[1] = cuuint32_t(v.dims[2]), box[2] = cuuint32_t(work.fold);
       auto type = v.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+      TensorMapCache::Key key{}; // every input of the encoding below that varies
+      size_t k = 0;
+      key[k++] = uint64_t(reinterpret_cast<uintptr_t>(v.data));
+      key[k++] = uint64_t(type);
+      key[k++] = uint64_t(rank);
+      for (size_t d = 0; d < rank; ++d) key[k++] = dims[d], key[k++] = box[d];
+      for (size_t d = 0; d + 1 < rank; ++d) key[k++] = pitch[d];
+      if (maps && maps->find(key, slot)) break;
       KILN_CU_CHECK_CTX(cuda::driver().cuTensorMapEncodeTiled(static_cast<CUtensorMap*>(slot), type, cuuint32_t(rank), v.data, dims,
                                                               pitch, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                                               CU_TENSOR_MAP_SWIZZLE_128B,
@@ -436,6 +516,7 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
                                                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                         "kernel '" + kernelName + "': encoding the tensor map of argument " + std::to_string(p.arg) +
                             " (" + v.describe() + ")");
+      if (maps) maps->keep(key, slot);
       break;
     }
     case LaunchParam::Pointer: {
@@ -474,7 +555,7 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
   }
   const std::array<unsigned, 3> grid = {unsigned(work.ctas), 1, 1}, block = {unsigned(plan.threads), 1, 1};
   cuda::launchKernelEx(f, kernelName, grid, block, unsigned(work.cluster > 0 ? work.cluster : plan.cluster),
-                       unsigned(plan.sharedBytes), stream, params.data());
+                       unsigned(plan.sharedBytes), stream, params);
 }
 
 } // namespace kiln::hopper

@@ -2,7 +2,9 @@
 // Internal: launching a kernel's sm_90a twin from its LaunchPlan (plain C++ over the
 // driver table; no MLIR).
 #include <cstdint>
+#include <array>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -104,14 +106,66 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
 int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
            std::string* why, Split* work = nullptr);
 
+/// choose() for a kernel's launches, remembering its last few answers: choose() weighs every
+/// twin (about 0.5 µs for a GEMM's 13 on a 2-core build host), and an engine launches the
+/// same shapes again and again. An answer is reused only for arguments equal in everything
+/// choose() reads: each one's dims, its strides as given, and its address modulo 16 (the
+/// most alignment any rule asks); the twins and the config must stay as they were at the
+/// first call (a kernel's are fixed once loaded). Safe to call from several threads.
+class ChoiceCache {
+public:
+  int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
+             std::string* why, Split* work);
+
+private:
+  static constexpr size_t kKeyWords = 40; // 4-D views of six arguments fit; longer keys are not kept
+  static constexpr size_t kEntries = 8;   // shapes kept, the oldest replaced
+  struct Entry {
+    size_t words = 0; // 0: empty
+    std::array<int64_t, kKeyWords> key{};
+    int twin = -1;
+    Split work;
+    std::string why;
+  };
+  std::mutex mu_;
+  std::array<Entry, kEntries> entries_;
+  size_t next_ = 0;
+};
+
+/// The tensor maps a kernel's launches encoded, for its next launches over the same views:
+/// a map is a function of its inputs alone (the view's address, type, extents and pitches,
+/// and the box; the rest is fixed), so one kept for equal inputs is the map the driver would
+/// encode again (cuTensorMapEncodeTiled, per map and launch otherwise). Safe to call from
+/// several threads.
+class TensorMapCache {
+public:
+  static constexpr size_t kKeyWords = 20; // address, type, rank, 5 extents, 4 pitches, 5 box sides, 3 spare
+  using Key = std::array<uint64_t, kKeyWords>;
+  /// Copies the map kept for `key` into `map` (sizeof(CUtensorMap) bytes); false if none.
+  bool find(const Key& key, void* map);
+  void keep(const Key& key, const void* map);
+
+private:
+  static constexpr size_t kEntries = 16; // a GEMM's three maps for five shapes
+  struct Entry {
+    bool used = false;
+    Key key{};
+    CUtensorMap map;
+  };
+  std::mutex mu_;
+  std::array<Entry, kEntries> entries_;
+  size_t next_ = 0;
+};
+
 /// Device memory of at least `bytes` for this launch's stream: the split-K workspace
 /// (its first kSplitKCounterBytes zero before the first use).
 using WorkspaceFn = std::function<CUdeviceptr(size_t bytes)>;
 
-/// Encodes the tensor maps, packs the parameters and launches `f` on `stream` divided as
-/// `work` (split()'s for these arguments) says; a split-K launch takes its workspace from
-/// `workspace`.
+/// Encodes the tensor maps (or finds them in `maps`, where given), packs the parameters and
+/// launches `f` on `stream` divided as `work` (split()'s for these arguments) says; a
+/// split-K launch takes its workspace from `workspace`.
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,
-            const std::string& kernelName, const Split& work, const WorkspaceFn& workspace);
+            const std::string& kernelName, const Split& work, const WorkspaceFn& workspace,
+            TensorMapCache* maps = nullptr);
 
 } // namespace kiln::hopper
