@@ -15,6 +15,10 @@
 //                    (CUDA) the driver calls a launch makes, each alone: cuCtxSetCurrent,
 //                    cuPointerGetAttributes (3 attributes, one tensor), cuTensorMapEncodeTiled
 //                    (a 2-D bf16 map, 128B swizzle): where a launch's time over the floor goes
+//   driver_init_ms, create_after_driver_ms
+//                    (CUDA) in a fresh process of its own: an engine's CUDA start-up (cuInit,
+//                    the primary context retained and made current), then Runtime::create
+//                    in that process: what kiln adds where the engine's CUDA is up already
 // Medians over many calls (a row per backend asked for). Host clock: these are host costs.
 //   kiln-bench-host [--backend cpu|cuda|auto] [--calls N] [--csv FILE]
 #include <kiln/kiln.hpp>
@@ -32,6 +36,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -97,6 +102,41 @@ std::array<std::string, 3> driverCallUs(void* ptr, Median median) {
 }
 
 /// The median of `calls` timings of f(), after `calls / 10` untimed ones, in µs.
+/// The child process of driver_init_ms: starts CUDA as an engine would, then kiln; prints
+/// "<driver ms> <create ms>" (or "not-run not-run"). Returns the exit status.
+int driverFirstChild() {
+  auto t0 = Clock::now();
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto init = lib ? reinterpret_cast<decltype(&cuInit)>(::dlsym(lib, "cuInit")) : nullptr;
+  auto get = lib ? reinterpret_cast<decltype(&cuDeviceGet)>(::dlsym(lib, "cuDeviceGet")) : nullptr;
+  auto retain = lib ? reinterpret_cast<decltype(&cuDevicePrimaryCtxRetain)>(::dlsym(lib, "cuDevicePrimaryCtxRetain")) : nullptr;
+  auto set = lib ? reinterpret_cast<decltype(&cuCtxSetCurrent)>(::dlsym(lib, "cuCtxSetCurrent")) : nullptr;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  if (!init || !get || !retain || !set || init(0) != CUDA_SUCCESS || get(&dev, 0) != CUDA_SUCCESS ||
+      retain(&ctx, dev) != CUDA_SUCCESS || set(ctx) != CUDA_SUCCESS) {
+    std::printf("not-run not-run\n");
+    return 0;
+  }
+  const double driverMs = usSince(t0) / 1000;
+  t0 = Clock::now();
+  kiln::Runtime rt = kiln::Runtime::create(kiln::Backend::cuda, kiln::RuntimeOptions{.cache_dir = "off"});
+  std::printf("%.3f %.3f\n", driverMs, usSince(t0) / 1000);
+  return 0;
+}
+
+/// driver_init_ms and create_after_driver_ms, from a child process (this program again).
+std::pair<std::string, std::string> driverFirst(const char* self) {
+  std::pair<std::string, std::string> out = {"not-run", "not-run"};
+  const std::string command = std::string("'") + self + "' --driver-first-child 1";
+  FILE* child = ::popen(command.c_str(), "r");
+  if (!child) return out;
+  char a[64] = {0}, b[64] = {0};
+  if (std::fscanf(child, "%63s %63s", a, b) == 2) out = {a, b};
+  ::pclose(child);
+  return out;
+}
+
 template <class F>
 double medianUs(int calls, F&& f) {
   for (int i = 0; i < calls / 10; ++i) f();
@@ -118,6 +158,7 @@ int main(int argc, char** argv) try {
     if (!std::strcmp(argv[i], "--backend")) backend = argv[i + 1];
     else if (!std::strcmp(argv[i], "--calls")) calls = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--csv")) csv = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--driver-first-child")) return driverFirstChild();
     else {
       std::fprintf(stderr, "usage: kiln-bench-host [--backend cpu|cuda|auto] [--calls N] [--csv FILE]\n");
       return 2;
@@ -148,8 +189,10 @@ int main(int argc, char** argv) try {
   const bool ok = kiln::catalogue::verify_output(rt, d, p).ok;
   std::string cublasUs = "not-run", rawUs = "not-run", gemmUs = "not-run";
   std::array<std::string, 3> driverUs = {"not-run", "not-run", "not-run"};
+  std::pair<std::string, std::string> driverFirstMs = {"not-run", "not-run"};
   bool gemmOk = true;
   if (rt.backend() == kiln::Backend::cuda) {
+    driverFirstMs = driverFirst("/proc/self/exe");
     // A GEMM's launch: on sm_90a its twin (tensor maps encoded per launch), else the
     // portable kernel. Said on stderr, with the path it took.
     const kiln::catalogue::Entry& gemm = kiln::catalogue::find("gemm");
@@ -175,12 +218,12 @@ int main(int argc, char** argv) try {
 
   const char* header =
       "backend,first_create_ms,create_ms,memory_hit_us,retrace_hit_us,launch_us,cublaslt_us,raw_launch_us,calls,memory_hits,"
-      "reference_ok,gemm_launch_us,ctx_set_us,pointer_query_us,tensor_map_us\n";
+      "reference_ok,gemm_launch_us,ctx_set_us,pointer_query_us,tensor_map_us,driver_init_ms,create_after_driver_ms\n";
   char row[512];
-  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.2f,%.2f,%.2f,%s,%s,%d,%s,%s,%s,%s,%s,%s\n", kiln::to_string(rt.backend()),
+  std::snprintf(row, sizeof row, "%s,%.3f,%.3f,%.2f,%.2f,%.2f,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s\n", kiln::to_string(rt.backend()),
                 firstCreateMs, createMs, hitUs, retraceUs, launchUs, cublasUs.c_str(), rawUs.c_str(), calls,
                 allHits ? "true" : "false", ok && gemmOk ? "true" : "false", gemmUs.c_str(), driverUs[0].c_str(),
-                driverUs[1].c_str(), driverUs[2].c_str());
+                driverUs[1].c_str(), driverUs[2].c_str(), driverFirstMs.first.c_str(), driverFirstMs.second.c_str());
   std::printf("%s%s", header, row);
   appendCsvRow(csv, header, row);
   return ok && gemmOk && allHits ? 0 : 1;
