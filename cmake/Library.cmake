@@ -8,7 +8,7 @@ set(KILN_PLAIN_SOURCES
   lib/Runtime/Runtime.cpp lib/Runtime/GridPlan.cpp
   lib/Runtime/Error.cpp lib/Runtime/Log.cpp lib/Runtime/Nvtx.cpp lib/Runtime/Version.cpp lib/Runtime/Files.cpp lib/Runtime/DType.cpp lib/Runtime/Tensor.cpp lib/Runtime/Launch.cpp
   lib/Runtime/Handwritten.cpp backends/cpu/FloatBuiltins.cpp backends/cuda/Nvrtc.cpp lib/Runtime/KernelCache.cpp lib/Runtime/CompileCache.cpp
-  backends/cuda/CudaRuntime.cpp backends/cuda/BackgroundModule.cpp backends/cuda/PtxModules.cpp backends/cuda/CacheFlush.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp
+  backends/cuda/CudaRuntime.cpp backends/cuda/BackgroundModule.cpp backends/cuda/PtxModules.cpp backends/cuda/CacheFlush.cpp backends/cuda/Driver.cpp backends/cuda/NvJitLink.cpp backends/cuda/Ptxas.cpp
   backends/cuda/Cublas.cpp backends/cuda/Cudnn.cpp backends/cuda/CudnnGraph.cpp backends/cuda/RaggedOffsets.cpp backends/cuda/Target.cpp backends/cuda/hopper/LaunchPlan.cpp backends/cuda/hopper/Sm90Launch.cpp
   lib/Verify/Compare.cpp lib/Verify/Reference.cpp lib/Profile/Report.cpp lib/Profile/Verdict.cpp lib/Verify/GpuReference.cpp
   lib/Catalogue/Catalogue.cpp lib/Catalogue/Kernels.cpp lib/Catalogue/Handwritten.cpp
@@ -26,6 +26,12 @@ add_library(kiln SHARED ${KILN_MLIR_SOURCES} ${KILN_PLAIN_SOURCES})
 add_library(kiln::kiln ALIAS kiln)
 set_source_files_properties(${KILN_MLIR_SOURCES} PROPERTIES COMPILE_OPTIONS "${KILN_MLIR_CXX_FLAGS}")
 target_compile_definitions(kiln PRIVATE KILN_BUILDING_LIBRARY KILN_VERSION="${PROJECT_VERSION}")
+# The toolkit's ptxas, where deploy compiles look first for it (backends/cuda/Ptxas.h); a
+# machine without it falls back to PATH, then to PTX entries.
+find_program(KILN_TOOLKIT_PTXAS_PROGRAM ptxas HINTS ${CUDAToolkit_BIN_DIR})
+if(KILN_TOOLKIT_PTXAS_PROGRAM)
+  target_compile_definitions(kiln PRIVATE KILN_TOOLKIT_PTXAS="${KILN_TOOLKIT_PTXAS_PROGRAM}")
+endif()
 target_include_directories(kiln
   PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
   PRIVATE ${KILN_INTERNAL_INCLUDES} ${CMAKE_BINARY_DIR}/generated ${CMAKE_SOURCE_DIR}/backends/cpu ${CMAKE_SOURCE_DIR}/backends/cuda

@@ -7,6 +7,7 @@
 #include "Driver.h"
 #include "NvJitLink.h"
 #include "PtxModules.h"
+#include "Ptxas.h"
 #include "Target.h"
 #include "Nvrtc.h"
 #include "hopper/Sm90Launch.h"
@@ -50,6 +51,11 @@ struct CudaState {
   /// KILN_HOPPER_MAP_CACHE=off: encode every tensor map at every launch (A/B runs of the
   /// kernels' TensorMapCache).
   bool keepTensorMaps = true;
+  /// Compiling for deploy: the toolkit's ptxas (KILN_PTXAS; of nvJitLink's release), which
+  /// makes the machine code of a kernel with twins ahead of time; none: its entry stays PTX
+  /// (`ptxasWhy` says why).
+  std::optional<PtxasTool> ptxas;
+  std::string ptxasWhy;
   /// The decode twins beside kiln's tiles: of 16, 32, ... up to this many rows
   /// (KILN_HOPPER_DECODE=off: none, for A/B runs; =16|32|48|64: up to that many; in the
   /// cache key where not the default).
@@ -399,6 +405,7 @@ public:
                    " (whole program, for the sm_90a twin's register split)";
       if (out->code.portable_ptx.valid())
         r.compiler += "; its portable fallback compiled on a second thread, waited for when a launch needs it";
+      if (state->compile_only && !state->ptxas) r.compiler += "; no machine code ahead of time: " + state->ptxasWhy;
     } else if (nvJitLinkAvailable(&why)) {
       CubinResult cubin = ptxToCubin(out->code.ptx, state->arch, kernel.name());
       image = std::move(cubin.cubin);
@@ -433,7 +440,11 @@ public:
                                                     " failed for its portable kernel");
         return *ptx;
       };
-    if (state->compile_only) { // for deploy, the payload a GPU runtime keeps after its load (below)
+    if (state->compile_only) { // for deploy: machine code where ptxas can make it, else what a GPU runtime keeps (below)
+      if (wholeProgram && state->ptxas) {
+        if (machineCodeAhead(*out, fallback, kernel.name())) return out;
+        r.compiler += "; no machine code ahead of time: its PTX modules do not join into one for ptxas";
+      }
       joinCachedModules(*out, fallback);
       return out;
     }
@@ -477,6 +488,37 @@ public:
     out->times.load_ms = kd::msSince(t0);
     joinCachedModules(*out, fallback); // (the fallback's PTX is made by now, as a rule)
     return out;
+  }
+
+  /// Compiling for deploy with the toolkit's ptxas: the twins' modules and the portable
+  /// fallback's joined into one and compiled as a whole program (as the driver's JIT would on
+  /// the GPU: the twins keep their register split), so the entry holds machine code a GPU
+  /// runtime loads in milliseconds instead of JIT-compiling its PTX (about a second for a
+  /// GEMM's). False, leaving the entry PTX, where the modules cannot be joined.
+  bool machineCodeAhead(CudaKernel& k, const std::function<std::string()>& fallback, const std::string& name) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::string> more = k.code.more_ptx;
+    if (fallback) more.push_back(fallback());
+    std::optional<std::string> joined = joinForJit(k.binary, more);
+    if (!joined) return false;
+    // On one thread: ptxas's split compile lays the ELF out by its thread count, and a deploy
+    // entry should be the same bytes whatever the machine and compile_threads (kiln warm
+    // compiles its kernels side by side instead).
+    CubinResult c = ptxasCompile(*state->ptxas, *joined, state->arch, name, /*threads=*/1);
+    KernelReport& r = k.report;
+    r.compiler = c.compiler + " ahead of time (whole program, for the sm_90a twin's register split; " +
+                 "machine code a GPU runtime loads without a JIT)";
+    r.registers = c.registers;
+    r.spill_bytes = c.spillBytes();
+    r.ptxas_notes.clear();
+    addNotes(r, c.info_log);
+    std::vector<std::pair<int, int>> counts;
+    for (const hopper::LaunchPlan& plan : k.code.sm90) counts.push_back(countsIn(c.info_log, plan.entry));
+    r.sm90 = describeSm90(k.code, counts);
+    k.binary.assign(c.cubin.begin(), c.cubin.end());
+    k.cacheMeta["payload"] = "cubin";
+    k.times.assemble_ms += kd::msSince(t0);
+    return true;
   }
 
   /// What the cache keeps of a kernel split into modules for the driver: the first twin's
@@ -925,6 +967,18 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (options.compile_only) {
     state->arch = options.arch.empty() ? cuda::kDefaultOfflineArch : options.arch;
     cuda::checkArch(state->arch);
+    if (options.deploy_entries) {
+      const char* setting = std::getenv("KILN_PTXAS");
+      state->ptxas = cuda::findPtxas(setting ? setting : "", &state->ptxasWhy);
+      // Its machine code must be what the entry's key names: nvJitLink's release.
+      std::string why;
+      const std::string linker = cuda::nvJitLinkAvailable(&why) ? cuda::nvJitLinkVersionString() : "";
+      if (state->ptxas && linker != "nvJitLink " + state->ptxas->release) {
+        state->ptxasWhy = "ptxas " + state->ptxas->release + " (" + state->ptxas->path + ") is not of " +
+                          (linker.empty() ? "nvJitLink's release (nvJitLink: " + why + ")" : linker + "'s release");
+        state->ptxas.reset();
+      }
+    }
     rt->description = "cuda compile-only (" + state->arch + ", no device)";
     return rt;
   }

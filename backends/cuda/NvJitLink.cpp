@@ -170,7 +170,10 @@ bool parsePtxasInfo(const std::string& log, const std::string& kernelName, Cubin
   bool fromPtxas = false, fromLink = false;
   CubinResult link;
   while (std::getline(in, line)) {
-    const bool ptxasLine = line.rfind("ptxas", 0) == 0;
+    // (ptxas run as a program prints the "bytes stack frame" line indented, without the
+    // "ptxas         ." prefix nvJitLink's log gives it.)
+    const bool ptxasLine = line.rfind("ptxas", 0) == 0 ||
+                           (!properties.empty() && line.rfind("    ", 0) == 0 && line.find(" bytes stack frame") != std::string::npos);
     if (ptxasLine) {
       if (auto p = line.find("Compiling entry function '"); p != std::string::npos) {
         const auto b = p + std::strlen("Compiling entry function '");

@@ -17,10 +17,16 @@ out=$("$kiln" warm "$dir/manifest.txt" --dir "$dir/cache" 2>&1) || fail "warm fa
 echo "$out"
 [ "$(grep -c ' compiled$' <<<"$out")" = 4 ] || fail "expected 4 kernels compiled"
 grep -q "^4 of 4 in the cache at $dir/cache$" <<<"$out" || fail "no summary line"
+grep -q "^machine code: 4 of 4$" <<<"$out" || fail "not all machine code (the sm_90a twins by the toolkit's ptxas): $out"
 ls=$("$kiln" cache ls --dir "$dir/cache") || fail "cache ls failed"
 [ "$(grep -c ' ok$' <<<"$ls")" = 4 ] || fail "expected 4 valid entries: $ls"
 out=$("$kiln" warm "$dir/manifest.txt" --dir "$dir/cache" 2>&1) || fail "second warm failed: $out"
 [ "$(grep -c ' already cached$' <<<"$out")" = 4 ] || fail "the second run compiled again: $out"
+
+# Without ptxas the sm_90a GEMM is PTX for the GPU's driver, and the summary says so.
+out=$(KILN_PTXAS=off "$kiln" warm "$dir/manifest.txt" --dir "$dir/ptx-cache" 2>&1) || fail "warm without ptxas failed: $out"
+grep -q "^machine code: 3 of 4; the others PTX, compiled by the GPU's driver at load (KILN_PTXAS=off)$" <<<"$out" ||
+  fail "the PTX entry is not said: $out"
 
 printf 'gemm bf16 sm_90a\ngem bf16 sm_90a\n' > "$dir/typo.txt"
 out=$("$kiln" warm "$dir/typo.txt" --dir "$dir/typo-cache" 2>&1); rc=$?

@@ -192,7 +192,24 @@ TEST_CASE("kiln::version() names the build that the runtime's fingerprint and th
   CHECK(v.str() == "kiln " + v.kiln + "\nLLVM/MLIR " + v.llvm + "\nCUDA toolkit " + v.cuda_toolkit);
 }
 
-TEST_CASE("compiled for deploy, an sm_90a kernel with a twin is kept as PTX for the driver, as a GPU runtime keeps it",
+namespace {
+/// The payload of the entry of `key` in `dir` (after its first line, its JSON header and a newline).
+std::string payloadOf(const std::string& dir, const std::string& key) {
+  const std::string file = readAll(dir + "/" + key.substr(0, 2) + "/" + key + ".kiln");
+  const size_t eol = file.find('\n');
+  REQUIRE(eol != std::string::npos);
+  std::istringstream header(file.substr(0, eol));
+  std::string magic;
+  size_t jsonBytes = 0;
+  header >> magic >> jsonBytes;
+  REQUIRE(eol + 2 + jsonBytes <= file.size());
+  return file.substr(eol + 2 + jsonBytes);
+}
+bool isElf(const std::string& bytes) { return bytes.compare(0, 4, "\x7f" "ELF") == 0; }
+} // namespace
+
+TEST_CASE("compiled for deploy, an sm_90a kernel with twins is machine code from the toolkit's ptxas, as the driver "
+          "would make it on the GPU, and PTX for the driver without ptxas",
           "[cache][cuda]") {
   TempDir dir;
   auto deploy = [&](const std::string& arch) {
@@ -201,13 +218,26 @@ TEST_CASE("compiled for deploy, an sm_90a kernel with a twin is kept as PTX for 
   };
   CompiledKernel made = deploy("sm_90a").compile(catalogue::gemm_bias_relu(DType::bf16));
   CHECK(made.cache().outcome == CacheOutcome::miss);
-  CHECK_THAT(made.report().compiler, Contains("CUDA driver PTX JIT at load (whole program"));
-  CHECK_THAT(made.report().sm90, Contains("gemm_bias_relu__sm90_n256"));
+  CHECK_THAT(made.report().compiler, Contains("ptxas") && Contains("ahead of time (whole program"));
+  // Every twin and the portable kernel in one cubin, the twins' register split kept: no spills.
+  CHECK(isElf(payloadOf(dir.str(), made.cache().key)));
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string& twins = made.report().sm90;
+  CHECK_THAT(twins, Contains("gemm_bias_relu__sm90_n256"));
+  CHECK(count(twins, " spill bytes") == count(twins, "__sm90")); // ptxas's report of every twin
+  CHECK(count(twins, ", 0 spill bytes") == count(twins, " spill bytes"));
+  CHECK(made.report().ptxas_notes.find("setmaxnreg") == std::string::npos);
+  CHECK(made.report().spill_bytes == 0);
+  CHECK(made.report().registers > 0);
   // Not the entry a plain compile-only runtime makes (nvJitLink's cubin, which drops the
   // twins' register split): another key.
   const std::string cubinKey = offlineWith(dir.str()).compile(catalogue::gemm_bias_relu(DType::bf16)).cache().key;
   CHECK(cubinKey != made.cache().key);
-  // Read back whole by the next deploy runtime: every twin's PTX module and the fallback's.
+  // Read back by the next deploy runtime.
   CompiledKernel again = deploy("sm_90a").compile(catalogue::gemm_bias_relu(DType::bf16));
   CHECK(again.cache().outcome == CacheOutcome::disk);
   CHECK(again.cache().key == made.cache().key);
@@ -215,6 +245,35 @@ TEST_CASE("compiled for deploy, an sm_90a kernel with a twin is kept as PTX for 
   // Where no twin is made (sm_80), deploy changes nothing: the same cubin, the same key.
   CHECK(deploy("sm_80").compile(catalogue::softmax(DType::bf16)).cache().key ==
         offlineWith(dir.str(), 4, "sm_80").compile(catalogue::softmax(DType::bf16)).cache().key);
+
+  // Without ptxas: the PTX modules a GPU runtime keeps after its driver's JIT, under the same
+  // key (a GPU runtime finds either), read back whole: every twin's module and the fallback's.
+  TempDir ptxDir;
+  kiln::testing::ScopedEnv off("KILN_PTXAS", "off");
+  auto deployPtx = [&] {
+    return Runtime::create(Backend::cuda,
+                           {.compile_only = true, .deploy_entries = true, .arch = "sm_90a", .cache_dir = ptxDir.str()});
+  };
+  CompiledKernel ptx = deployPtx().compile(catalogue::gemm_bias_relu(DType::bf16));
+  CHECK(ptx.cache().key == made.cache().key);
+  CHECK_THAT(ptx.report().compiler,
+             Contains("CUDA driver PTX JIT at load (whole program") && Contains("no machine code ahead of time: KILN_PTXAS=off"));
+  const std::string payload = payloadOf(ptxDir.str(), ptx.cache().key);
+  CHECK_FALSE(isElf(payload));
+  CHECK_THAT(payload, Contains(".entry gemm_bias_relu__sm90_n256(") && Contains(".entry gemm_bias_relu("));
+  CompiledKernel ptxAgain = deployPtx().compile(catalogue::gemm_bias_relu(DType::bf16));
+  CHECK(ptxAgain.cache().outcome == CacheOutcome::disk);
+  CHECK(ptxAgain.report().sm90 == ptx.report().sm90);
+}
+
+TEST_CASE("a KILN_PTXAS that does not run as ptxas is refused when a deploy runtime is made, naming it",
+          "[cache][cuda][errors]") {
+  kiln::testing::ScopedEnv bogus("KILN_PTXAS", "/nonexistent/bin/ptxas");
+  CHECK_THROWS_WITH(Runtime::create(Backend::cuda, {.compile_only = true, .deploy_entries = true, .arch = "sm_90a",
+                                                     .cache_dir = "off"}),
+                    Contains("KILN_PTXAS is '/nonexistent/bin/ptxas', which does not run as ptxas"));
+  // Not read where nothing is compiled for deploy.
+  CHECK_NOTHROW(Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .cache_dir = "off"}));
 }
 
 TEST_CASE("deploy entries without compile_only are refused, naming the option", "[cache][errors]") {

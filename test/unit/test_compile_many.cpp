@@ -92,8 +92,9 @@ TEST_CASE("compile_async gives a failed compile's error from get(), and a pendin
 TEST_CASE("compile_threads changes none of a compile's code, and a negative count is refused", "[runtime][cuda]") {
   CHECK_THROWS_WITH(Runtime::create(Backend::cpu, {.compile_threads = -1, .cache_dir = "off"}),
                     Contains("RuntimeOptions::compile_threads") && Contains("got -1"));
-  // The entry a GPU runtime would keep: the twins' PTX modules (LLVM makes one per thread)
-  // and the fallback's. One thread or one per core, the same bytes under the same key.
+  // A deploy entry: the twins' PTX modules (LLVM makes one per thread) and the fallback's,
+  // compiled by the toolkit's ptxas (on one thread: its split compile lays the cubin out by
+  // its thread count). One thread or one per core, the same bytes under the same key.
   auto entry = [](int threads) {
     testing::TempDir dir;
     Runtime rt = Runtime::create(Backend::cuda, {.compile_only = true, .deploy_entries = true, .arch = "sm_90a",

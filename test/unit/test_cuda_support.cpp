@@ -22,6 +22,7 @@
 #include "DynamicLibrary.h"
 #include "NvJitLink.h"
 #include "PtxModules.h"
+#include "Ptxas.h"
 #include "../whole_program.hpp"
 #include "kiln/error.hpp"
 
@@ -412,6 +413,69 @@ TEST_CASE("The report parser picks the requested kernel and falls back to nvJitL
   CubinResult other;
   CHECK_FALSE(parsePtxasInfo(summaryOnly, "k2", other));
   CHECK(other.registers == -1);
+
+  // ptxas run as a program (-v) indents the stack-frame line instead of prefixing it.
+  const std::string program =
+      "ptxas info    : Compiling entry function 'a' for 'sm_90a'\n"
+      "ptxas info    : Function properties for a\n"
+      "    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers\n"
+      "ptxas info    : Compiling entry function 'b' for 'sm_90a'\n"
+      "ptxas info    : Function properties for b\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 96 registers, used 1 barriers, 1024 bytes smem\n";
+  CubinResult pa, pb;
+  REQUIRE(parsePtxasInfo(program, "a", pa));
+  CHECK(pa.registers == 168);
+  CHECK(pa.stack_bytes == 16);
+  CHECK(pa.spillBytes() == 20);
+  REQUIRE(parsePtxasInfo(program, "b", pb));
+  CHECK(pb.registers == 96);
+  CHECK(pb.spillBytes() == 0);
+  CHECK(pb.shared_bytes == 1024);
+}
+
+TEST_CASE("the ptxas a deploy compile uses: off is none, a named program that is not ptxas is refused by name, "
+          "the toolkit's is found with its release",
+          "[cuda][ptxas]") {
+  std::string why;
+  CHECK_FALSE(findPtxas("off", &why));
+  CHECK(why == "KILN_PTXAS=off");
+  CHECK_THROWS_WITH(findPtxas("/nonexistent/ptxas", &why),
+                    Contains("KILN_PTXAS is '/nonexistent/ptxas', which does not run as ptxas (no such executable file)"));
+  CHECK_THROWS_WITH(findPtxas("/bin/true", &why), Contains("KILN_PTXAS is '/bin/true'") &&
+                                                      Contains("does not name a ptxas release"));
+  const std::optional<PtxasTool> named = findPtxas(KILN_PTXAS, &why);
+  REQUIRE(named);
+  CHECK(named->path == KILN_PTXAS);
+  CHECK_THAT(named->release, Catch::Matchers::Matches("[0-9]+\\.[0-9]+"));
+  CHECK("nvJitLink " + named->release == nvJitLinkVersionString()); // one toolkit
+}
+
+TEST_CASE("ptxas compiles a module as a whole program into a cubin with its report, and a failure carries its "
+          "message", "[cuda][ptxas]") {
+  std::string why;
+  const std::optional<PtxasTool> tool = findPtxas(KILN_PTXAS, &why);
+  REQUIRE(tool);
+  const std::string ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                          ".visible .entry k(.param .u64 p) { .reg .b64 %rd<2>; .reg .b32 %r<2>;\n"
+                          "  ld.param.u64 %rd1, [p]; mov.u32 %r1, 7; st.global.u32 [%rd1], %r1; ret; }\n";
+  for (int threads : {1, 0}) {
+    const CubinResult c = ptxasCompile(*tool, ptx, "sm_90a", "k", threads);
+    REQUIRE(c.cubin.size() > 4);
+    CHECK(std::memcmp(c.cubin.data(), "\x7f" "ELF", 4) == 0);
+    CHECK(c.compiler == "ptxas " + tool->release);
+    CHECK(c.registers > 0);
+    CHECK(c.spillBytes() == 0);
+  }
+  const std::string broken = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k() { bogus.op; }\n";
+  try {
+    ptxasCompile(*tool, broken, "sm_90a", "k", 1);
+    FAIL("a broken module compiled");
+  } catch (const kiln::Error& e) {
+    CHECK(e.kind() == kiln::ErrorKind::CompileFailed);
+    CHECK_THAT(e.what(), Contains("compiling kernel 'k' for sm_90a failed") && Contains("bogus"));
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ struct Item {
   std::vector<int64_t> shape; // empty: the entry's own kernel
   // Filled by the compile:
   std::string outcome, key, error;
+  std::string ptxWhy; // held as PTX for the GPU's driver to compile at load: why ("" when machine code)
   double ms = 0;
 };
 
@@ -115,6 +116,13 @@ int cmdWarm(const std::string& manifest, const std::string& dir, int threads) {
         kiln::CompiledKernel ck = rt.compile(k);
         const kiln::CacheInfo& c = ck.cache();
         it.key = c.key;
+        // The report says how the entry's code is held: machine code (nvJitLink's, or the
+        // toolkit's ptxas's for a kernel with sm_90a twins), or PTX the GPU's driver compiles.
+        const std::string& compiler = ck.report().compiler;
+        if (compiler.find("JIT at load") != std::string::npos) {
+          const auto why = compiler.find("no machine code ahead of time: ");
+          it.ptxWhy = why == std::string::npos ? "kept as PTX" : compiler.substr(why + 31);
+        }
         it.outcome = c.outcome == kiln::CacheOutcome::disk ? "already cached"
                      : c.note.empty()                      ? "compiled"
                                                            : "compiled, " + c.note;
@@ -134,9 +142,17 @@ int cmdWarm(const std::string& manifest, const std::string& dir, int threads) {
   for (int t = 0; t < n; ++t) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();
 
-  size_t failed = 0;
-  for (const Item& it : items) failed += !it.error.empty();
+  size_t failed = 0, ptx = 0;
+  std::string ptxWhy;
+  for (const Item& it : items) {
+    failed += !it.error.empty();
+    if (it.error.empty() && !it.ptxWhy.empty()) ++ptx, ptxWhy = it.ptxWhy;
+  }
   std::printf("%zu of %zu in the cache at %s%s\n", items.size() - failed, items.size(), where.c_str(),
               failed ? "; the others failed (above)" : "");
+  // What a GPU machine then pays to load them: machine code loads in milliseconds, PTX is
+  // compiled by its driver at the first load (about a second for a GEMM with its twins).
+  std::printf("machine code: %zu of %zu%s\n", items.size() - failed - ptx, items.size() - failed,
+              ptx ? ("; the others PTX, compiled by the GPU's driver at load (" + ptxWhy + ")").c_str() : "");
   return failed ? 2 : 0;
 }
