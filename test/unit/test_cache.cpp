@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "kiln/cache.hpp"
@@ -220,7 +221,9 @@ TEST_CASE("compiled for deploy, an sm_90a kernel with twins is machine code from
   CHECK(made.cache().outcome == CacheOutcome::miss);
   CHECK_THAT(made.report().compiler, Contains("ptxas") && Contains("ahead of time (whole program"));
   // Every twin and the portable kernel in one cubin, the twins' register split kept: no spills.
-  CHECK(isElf(payloadOf(dir.str(), made.cache().key)));
+  const std::string cubin = payloadOf(dir.str(), made.cache().key);
+  CHECK(isElf(cubin));
+  CHECK(cubin.find(std::string(".text.gemm_bias_relu") + '\0') != std::string::npos); // the portable kernel's code
   auto count = [](const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -229,6 +232,11 @@ TEST_CASE("compiled for deploy, an sm_90a kernel with twins is machine code from
   const std::string& twins = made.report().sm90;
   CHECK_THAT(twins, Contains("gemm_bias_relu__sm90_n256"));
   CHECK(count(twins, " spill bytes") == count(twins, "__sm90")); // ptxas's report of every twin
+  const std::regex twinName("(gemm_bias_relu__sm90[a-z0-9_]*): ");
+  size_t twinsInCubin = 0;
+  for (auto it = std::sregex_iterator(twins.begin(), twins.end(), twinName); it != std::sregex_iterator(); ++it)
+    twinsInCubin += cubin.find(".text." + (*it)[1].str() + '\0') != std::string::npos; // each twin's code
+  CHECK(twinsInCubin == count(twins, "__sm90"));
   CHECK(count(twins, ", 0 spill bytes") == count(twins, " spill bytes"));
   CHECK(made.report().ptxas_notes.find("setmaxnreg") == std::string::npos);
   CHECK(made.report().spill_bytes == 0);
