@@ -1,4 +1,5 @@
 // The CUDA backend behind kiln::Runtime: compile (PTX -> cubin), load, check, launch.
+#include "Runtime/Log.h"
 #include "Runtime/Nvtx.h"
 #include "CudaCompiler.h"
 #include "BackgroundModule.h"
@@ -441,10 +442,7 @@ public:
         return *ptx;
       };
     if (state->compile_only) { // for deploy: machine code where ptxas can make it, else what a GPU runtime keeps (below)
-      if (wholeProgram && state->ptxas) {
-        if (machineCodeAhead(*out, fallback, kernel.name())) return out;
-        r.compiler += "; no machine code ahead of time: its PTX modules do not join into one for ptxas";
-      }
+      if (wholeProgram && state->ptxas && machineCodeAhead(*out, fallback, kernel.name())) return out;
       joinCachedModules(*out, fallback);
       return out;
     }
@@ -500,11 +498,21 @@ public:
     std::vector<std::string> more = k.code.more_ptx;
     if (fallback) more.push_back(fallback());
     std::optional<std::string> joined = joinForJit(k.binary, more);
-    if (!joined) return false;
+    if (!joined) {
+      k.report.compiler += "; no machine code ahead of time: its PTX modules do not join into one for ptxas";
+      return false;
+    }
     // On one thread: ptxas's split compile lays the ELF out by its thread count, and a deploy
     // entry should be the same bytes whatever the machine and compile_threads (kiln warm
     // compiles its kernels side by side instead).
-    CubinResult c = ptxasCompile(*state->ptxas, *joined, state->arch, name, /*threads=*/1);
+    CubinResult c;
+    try {
+      c = ptxasCompile(*state->ptxas, *joined, state->arch, name, /*threads=*/1);
+    } catch (const Error& e) { // the PTX entry still serves: the GPU's driver compiles it
+      kd::logWarn("kernel '" + name + "': kept as PTX for the GPU's driver: " + e.what());
+      k.report.compiler += "; no machine code ahead of time: " + std::string(e.what());
+      return false;
+    }
     KernelReport& r = k.report;
     r.compiler = c.compiler + " ahead of time (whole program, for the sm_90a twin's register split; " +
                  "machine code a GPU runtime loads without a JIT)";
@@ -968,16 +976,12 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     state->arch = options.arch.empty() ? cuda::kDefaultOfflineArch : options.arch;
     cuda::checkArch(state->arch);
     if (options.deploy_entries) {
-      const char* setting = std::getenv("KILN_PTXAS");
-      state->ptxas = cuda::findPtxas(setting ? setting : "", &state->ptxasWhy);
       // Its machine code must be what the entry's key names: nvJitLink's release.
       std::string why;
       const std::string linker = cuda::nvJitLinkAvailable(&why) ? cuda::nvJitLinkVersionString() : "";
-      if (state->ptxas && linker != "nvJitLink " + state->ptxas->release) {
-        state->ptxasWhy = "ptxas " + state->ptxas->release + " (" + state->ptxas->path + ") is not of " +
-                          (linker.empty() ? "nvJitLink's release (nvJitLink: " + why + ")" : linker + "'s release");
-        state->ptxas.reset();
-      }
+      const std::string release = linker.rfind("nvJitLink ", 0) == 0 ? linker.substr(10) : "";
+      const char* setting = std::getenv("KILN_PTXAS");
+      state->ptxas = cuda::findPtxas(setting ? setting : "", release, &state->ptxasWhy);
     }
     rt->description = "cuda compile-only (" + state->arch + ", no device)";
     return rt;

@@ -56,6 +56,9 @@ int runTo(const std::vector<std::string>& argv, const std::string& logPath, std:
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3); // none of the engine's files
+#endif
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -102,20 +105,33 @@ bool executable(const std::string& path) { return !path.empty() && ::access(path
 
 } // namespace
 
-std::optional<PtxasTool> findPtxas(const std::string& setting, std::string* why) {
+std::optional<PtxasTool> findPtxas(const std::string& setting, const std::string& release, std::string* why) {
   if (setting == "off") {
     *why = "KILN_PTXAS=off";
     return std::nullopt;
   }
   if (!setting.empty()) { // asked for by name: it runs, or the runtime says why not
-    std::string problem;
-    const std::string release = executable(setting) ? releaseOf(setting, &problem) : "";
-    if (release.empty())
+    std::string problem, found;
+    try {
+      if (executable(setting)) found = releaseOf(setting, &problem);
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+    if (found.empty())
       throw Error(ErrorKind::InvalidArgument,
                   "KILN_PTXAS is '" + setting + "', which does not run as ptxas (" +
                       (problem.empty() ? "no such executable file" : problem) +
                       "); name the CUDA toolkit's ptxas, or 'off' to keep deploy entries as PTX");
-    return PtxasTool{setting, release};
+    if (found != release)
+      throw Error(ErrorKind::InvalidArgument,
+                  "KILN_PTXAS is '" + setting + "', ptxas " + found + ", but kiln's nvJitLink is " +
+                      (release.empty() ? "not available" : release) +
+                      ": the machine code must be the release the cache key names; name that toolkit's ptxas, or 'off'");
+    return PtxasTool{setting, found};
+  }
+  if (release.empty()) {
+    *why = "no nvJitLink, whose release a ptxas must match";
+    return std::nullopt;
   }
   std::vector<std::string> candidates;
 #ifdef KILN_TOOLKIT_PTXAS
@@ -126,12 +142,20 @@ std::optional<PtxasTool> findPtxas(const std::string& setting, std::string* why)
     for (std::string d; std::getline(dirs, d, ':');)
       if (!d.empty()) candidates.push_back(d + "/ptxas");
   }
+  std::string others; // ptxas programs of other releases, for `why`
   for (const std::string& c : candidates) {
-    std::string problem;
     if (!executable(c)) continue;
-    if (std::string release = releaseOf(c, &problem); !release.empty()) return PtxasTool{c, release};
+    std::string problem, found;
+    try {
+      found = releaseOf(c, &problem);
+    } catch (const Error&) { // (no temporary directory: this one cannot be asked)
+      continue;
+    }
+    if (found == release) return PtxasTool{c, found};
+    if (!found.empty()) others += (others.empty() ? "" : ", ") + c + " (" + found + ")";
   }
-  *why = "no ptxas found (the CUDA toolkit's bin directory is not on PATH; KILN_PTXAS names one)";
+  *why = others.empty() ? "no ptxas found (the CUDA toolkit's bin directory is not on PATH; KILN_PTXAS names one)"
+                        : "no ptxas of nvJitLink's release " + release + " (found " + others + ")";
   return std::nullopt;
 }
 

@@ -16,12 +16,13 @@ struct PtxasTool {
   std::string release; ///< "13.0", from `ptxas --version`
 };
 
-/// The ptxas that `setting` names (KILN_PTXAS's value; empty when unset): "off" none; a
-/// path that one; unset, the toolkit's kiln was built with where it still runs, else the
-/// first `ptxas` on PATH. nullopt, with `why`, when none is there (unset) or it is off.
-/// Throws kiln::Error(InvalidArgument) when `setting` names a program that does not run as
-/// ptxas: an explicit choice is never silently dropped.
-std::optional<PtxasTool> findPtxas(const std::string& setting, std::string* why);
+/// The ptxas that `setting` names (KILN_PTXAS's value; empty when unset), of `release`
+/// ("13.0": nvJitLink's, whose version the cache key names): "off" none; a path that one;
+/// unset, the toolkit's kiln was built with, else the first `ptxas` on PATH, of that
+/// release. nullopt, with `why`, when none is (unset) or it is off. Throws
+/// kiln::Error(InvalidArgument) when `setting` names a program that does not run as ptxas
+/// or is of another release: an explicit choice is never silently dropped.
+std::optional<PtxasTool> findPtxas(const std::string& setting, const std::string& release, std::string* why);
 
 /// `ptx` compiled by `tool` as a whole program for `arch` (-O3 -v; -split-compile over
 /// `threads` when not 1, 0: every core), with ptxas's report of `kernelName` parsed.

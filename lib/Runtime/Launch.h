@@ -47,6 +47,7 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
 
 /// The arguments as a JIT'd or PTX kernel with memref parameters takes them: per tensor
 /// (allocated ptr, aligned ptr, offset, sizes[rank], strides[rank]), one void* per word.
+/// `args` must have passed checkLaunchArgs (a view's strides, when given, one per dim).
 struct PackedArgs {
   std::vector<int64_t> words;
   std::vector<void*> ptrs; ///< point into `words`

@@ -274,6 +274,28 @@ TEST_CASE("compiled for deploy, an sm_90a kernel with twins is machine code from
   CHECK(ptxAgain.report().sm90 == ptx.report().sm90);
 }
 
+TEST_CASE("a deploy compile whose ptxas fails keeps the PTX entry for the GPU's driver and says why", "[cache][cuda]") {
+  // A stand-in ptxas of nvJitLink's release that fails every compile.
+  TempDir dir;
+  const std::string release =
+      Runtime::create(Backend::cuda, {.compile_only = true, .cache_dir = "off"}).fingerprint().compiler.substr(10);
+  const std::string fake = dir.str() + "/ptxas";
+  writeAll(fake, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'ptxas: NVIDIA (R) Ptx optimizing assembler'; "
+                 "echo 'Cuda compilation tools, release " + release + ", V" + release + ".0'; exit 0; fi\n"
+                 "echo 'ptxas fatal   : a stand-in failure' >&2; exit 3\n");
+  REQUIRE(::chmod(fake.c_str(), 0755) == 0);
+  kiln::testing::ScopedEnv env("KILN_PTXAS", fake.c_str());
+  Runtime rt = Runtime::create(Backend::cuda, {.compile_only = true, .deploy_entries = true, .arch = "sm_90a",
+                                               .cache_dir = dir.str() + "/cache"});
+  CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
+  CHECK(ck.cache().outcome == CacheOutcome::miss);
+  CHECK_THAT(ck.report().compiler, Contains("CUDA driver PTX JIT at load") && Contains("no machine code ahead of time") &&
+                                       Contains("exit status 3") && Contains("a stand-in failure"));
+  const std::string payload = payloadOf(dir.str() + "/cache", ck.cache().key);
+  CHECK_FALSE(isElf(payload));
+  CHECK_THAT(payload, Contains(".entry gemm_bias_relu__sm90_n256("));
+}
+
 TEST_CASE("a KILN_PTXAS that does not run as ptxas is refused when a deploy runtime is made, naming it",
           "[cache][cuda][errors]") {
   kiln::testing::ScopedEnv bogus("KILN_PTXAS", "/nonexistent/bin/ptxas");

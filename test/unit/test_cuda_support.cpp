@@ -435,27 +435,37 @@ TEST_CASE("The report parser picks the requested kernel and falls back to nvJitL
   CHECK(pb.shared_bytes == 1024);
 }
 
-TEST_CASE("the ptxas a deploy compile uses: off is none, a named program that is not ptxas is refused by name, "
-          "the toolkit's is found with its release",
+TEST_CASE("the ptxas a deploy compile uses: off is none, a named program that is not ptxas or of another release "
+          "is refused by name, the toolkit's is found with its release",
           "[cuda][ptxas]") {
   std::string why;
-  CHECK_FALSE(findPtxas("off", &why));
+  const std::string release = nvJitLinkVersionString().substr(std::string("nvJitLink ").size());
+  CHECK_FALSE(findPtxas("off", release, &why));
   CHECK(why == "KILN_PTXAS=off");
-  CHECK_THROWS_WITH(findPtxas("/nonexistent/ptxas", &why),
+  CHECK_THROWS_WITH(findPtxas("/nonexistent/ptxas", release, &why),
                     Contains("KILN_PTXAS is '/nonexistent/ptxas', which does not run as ptxas (no such executable file)"));
-  CHECK_THROWS_WITH(findPtxas("/bin/true", &why), Contains("KILN_PTXAS is '/bin/true'") &&
-                                                      Contains("does not name a ptxas release"));
-  const std::optional<PtxasTool> named = findPtxas(KILN_PTXAS, &why);
+  CHECK_THROWS_WITH(findPtxas("/bin/true", release, &why),
+                    Contains("KILN_PTXAS is '/bin/true'") && Contains("does not name a ptxas release"));
+  CHECK_THROWS_WITH(findPtxas(KILN_PTXAS, "99.9", &why),
+                    Contains("KILN_PTXAS is '" + std::string(KILN_PTXAS) + "', ptxas " + release) &&
+                        Contains("but kiln's nvJitLink is 99.9"));
+  const std::optional<PtxasTool> named = findPtxas(KILN_PTXAS, release, &why);
   REQUIRE(named);
   CHECK(named->path == KILN_PTXAS);
-  CHECK_THAT(named->release, Catch::Matchers::Matches("[0-9]+\\.[0-9]+"));
-  CHECK("nvJitLink " + named->release == nvJitLinkVersionString()); // one toolkit
+  CHECK(named->release == release); // one toolkit
+  // Unset: the toolkit's or PATH's, of nvJitLink's release only.
+  const std::optional<PtxasTool> found = findPtxas("", release, &why);
+  REQUIRE(found);
+  CHECK(found->release == release);
+  CHECK_FALSE(findPtxas("", "99.9", &why));
+  CHECK_THAT(why, Contains("no ptxas of nvJitLink's release 99.9 (found ") && Contains("(" + release + ")"));
 }
 
 TEST_CASE("ptxas compiles a module as a whole program into a cubin with its report, and a failure carries its "
           "message", "[cuda][ptxas]") {
   std::string why;
-  const std::optional<PtxasTool> tool = findPtxas(KILN_PTXAS, &why);
+  const std::optional<PtxasTool> tool =
+      findPtxas(KILN_PTXAS, nvJitLinkVersionString().substr(std::string("nvJitLink ").size()), &why);
   REQUIRE(tool);
   const std::string ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n"
                           ".visible .entry k(.param .u64 p) { .reg .b64 %rd<2>; .reg .b32 %r<2>;\n"

@@ -464,9 +464,12 @@ TEST_CASE("a kernel's remembered twin choices are the ones choose() makes, for e
   launches.push_back(shifted);
   shifted[1].data = gMemory + 256 + 16; // 16 bytes off: the twin again
   launches.push_back(shifted);
+  std::vector<TensorView> f32A = args(4096, 4096, 4096); // the 4096^3 launch's views, A in f32: no tensor map
+  f32A[0].dtype = DType::f32;
+  launches.push_back(f32A);
   std::vector<TensorView> wideViews = args(256, 256, 256); // more key words than are kept
   for (TensorView& v : wideViews) v.strides = v.dims.size() == 2 ? std::vector<int64_t>{v.dims[1], 1} : std::vector<int64_t>{1};
-  wideViews.insert(wideViews.end(), 4, view(1024, {1, 1, 1, 1}, {1, 1, 1, 1}));
+  wideViews.insert(wideViews.end(), 8, view(1024, {1, 1, 1, 1}, {1, 1, 1, 1})); // 126 words
   launches.push_back(wideViews);
 
   ChoiceCache cache;
@@ -485,14 +488,16 @@ TEST_CASE("a kernel's remembered twin choices are the ones choose() makes, for e
       CHECK(cached.splitTiles == fresh.splitTiles);
       CHECK(cached.cost == fresh.cost);
     }
-  // The alignment and stride cases above do reach both answers.
+  // The alignment, stride and dtype cases above do reach both answers.
   std::string why;
+  CHECK(choose(twins, launches[launches.size() - 5], config, &why) == -1);
   CHECK(choose(twins, launches[launches.size() - 4], config, &why) == -1);
-  CHECK(choose(twins, launches[launches.size() - 3], config, &why) == -1);
-  CHECK(choose(twins, launches[launches.size() - 2], config, &why) >= 0);
+  CHECK(choose(twins, launches[launches.size() - 3], config, &why) >= 0);
+  CHECK(choose(twins, launches[launches.size() - 2], config, &why) == -1);
 }
 
-TEST_CASE("a kept tensor map is found only under its own key, and the oldest goes first when the cache is full", "[sm90]") {
+TEST_CASE("a kept tensor map is found only under its own key, and the least recently used goes first when the cache "
+          "is full", "[sm90]") {
   TensorMapCache cache;
   auto keyOf = [](uint64_t address) {
     TensorMapCache::Key k{};
@@ -525,6 +530,14 @@ TEST_CASE("a kept tensor map is found only under its own key, and the oldest goe
     const CUtensorMap m = mapOf(i);
     CHECK(std::memcmp(&out, &m, sizeof m) == 0);
   }
+  // Used again, a map outlives those used less recently: the next one pushes out map 2.
+  REQUIRE(cache.find(keyOf(0x1000 + 0x100 * 1), &out));
+  for (unsigned char i = 3; i <= 16; ++i) REQUIRE(cache.find(keyOf(0x1000 + 0x100 * i), &out));
+  const CUtensorMap newest = mapOf(17);
+  cache.keep(keyOf(0x9000), &newest);
+  CHECK(cache.find(keyOf(0x1000 + 0x100 * 1), &out));
+  CHECK_FALSE(cache.find(keyOf(0x1000 + 0x100 * 2), &out));
+  CHECK(cache.find(keyOf(0x9000), &out));
 }
 
 TEST_CASE("C of up to twice a decode twin's rows takes it in two rows of tiles, only where they fill one round", "[sm90]") {

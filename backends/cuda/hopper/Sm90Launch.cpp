@@ -401,9 +401,9 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
 }
 
 namespace {
-/// ChoiceCache's key for `args` into `key`: per argument its rank, dims, strides (a count,
-/// then the strides as given: none means row-major) and address modulo 16. The number of
-/// words, or 0 where they do not fit.
+/// ChoiceCache's key for `args` into `key`: per argument its dtype, rank, dims, strides (a
+/// count, then the strides as given: none means row-major) and address modulo 16. The number
+/// of words, or 0 where they do not fit.
 size_t choiceKey(const std::vector<TensorView>& args, int64_t* key, size_t capacity) {
   size_t n = 0;
   auto put = [&](int64_t w) {
@@ -411,6 +411,7 @@ size_t choiceKey(const std::vector<TensorView>& args, int64_t* key, size_t capac
     ++n;
   };
   for (const TensorView& v : args) {
+    put(int64_t(v.dtype));
     put(int64_t(v.dims.size()));
     for (int64_t d : v.dims) put(d);
     put(int64_t(v.strides.size()));
@@ -423,7 +424,7 @@ size_t choiceKey(const std::vector<TensorView>& args, int64_t* key, size_t capac
 
 int ChoiceCache::choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args,
                         const LaunchConfig& config, std::string* why, Split* work) {
-  std::array<int64_t, kKeyWords> key;
+  std::array<int64_t, kKeyWords> key{};
   const size_t words = choiceKey(args, key.data(), kKeyWords);
   if (words > 0) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -450,8 +451,9 @@ int ChoiceCache::choose(const std::vector<LaunchPlan>& twins, const std::vector<
 
 bool TensorMapCache::find(const Key& key, void* map) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const Entry& e : entries_)
-    if (e.used && e.key == key) {
+  for (Entry& e : entries_)
+    if (e.lastUse && e.key == key) {
+      e.lastUse = ++clock_; // a map in use every launch (A, C) outlives the ones that change (B per layer)
       std::memcpy(map, &e.map, sizeof e.map);
       return true;
     }
@@ -460,10 +462,11 @@ bool TensorMapCache::find(const Key& key, void* map) {
 
 void TensorMapCache::keep(const Key& key, const void* map) {
   std::lock_guard<std::mutex> lock(mu_);
-  Entry& e = entries_[next_];
-  next_ = (next_ + 1) % kEntries;
-  e.used = true, e.key = key;
-  std::memcpy(&e.map, map, sizeof e.map);
+  Entry* oldest = &entries_[0];
+  for (Entry& e : entries_)
+    if (e.lastUse < oldest->lastUse) oldest = &e;
+  oldest->lastUse = ++clock_, oldest->key = key;
+  std::memcpy(&oldest->map, map, sizeof oldest->map);
 }
 
 void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>& args, CUstream stream,

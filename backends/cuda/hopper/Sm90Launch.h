@@ -109,7 +109,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
 /// choose() for a kernel's launches, remembering its last few answers: choose() weighs every
 /// twin (about 0.5 µs for a GEMM's 13 on a 2-core build host), and an engine launches the
 /// same shapes again and again. An answer is reused only for arguments equal in everything
-/// choose() reads: each one's dims, its strides as given, and its address modulo 16 (the
+/// choose() reads: each one's dtype, dims, strides as given, and address modulo 16 (the
 /// most alignment any rule asks); the twins and the config must stay as they were at the
 /// first call (a kernel's are fixed once loaded). Safe to call from several threads.
 class ChoiceCache {
@@ -118,7 +118,9 @@ public:
              std::string* why, Split* work);
 
 private:
-  static constexpr size_t kKeyWords = 40; // 4-D views of six arguments fit; longer keys are not kept
+  // 4 + 2 x rank words an argument: eight 4-D strided views fit (attention over strided Q, K,
+  // V and O takes 48); a longer key is not kept, and that launch chooses afresh.
+  static constexpr size_t kKeyWords = 96;
   static constexpr size_t kEntries = 8;   // shapes kept, the oldest replaced
   struct Entry {
     size_t words = 0; // 0: empty
@@ -148,13 +150,13 @@ public:
 private:
   static constexpr size_t kEntries = 16; // a GEMM's three maps for five shapes
   struct Entry {
-    bool used = false;
+    uint64_t lastUse = 0; // 0: empty; the least recently used goes first
     Key key{};
     CUtensorMap map;
   };
   std::mutex mu_;
   std::array<Entry, kEntries> entries_;
-  size_t next_ = 0;
+  uint64_t clock_ = 0;
 };
 
 /// Device memory of at least `bytes` for this launch's stream: the split-K workspace
