@@ -1348,6 +1348,39 @@ TEST_CASE("gpu: launches of one kernel over different buffers of one shape each 
   }
 }
 
+TEST_CASE("gpu: one kernel reads one buffer through two row pitches, each through its own tensor map", "[gpu][sm90][launch]") {
+  // A kept tensor map is found by address, extents, pitches and box: the same A buffer read
+  // as 256 consecutive rows, then as 256 rows a step of two apart (the same address, extents
+  // and twin: only the pitch differs), must not reuse the first map.
+  const int64_t rows = 256, N = 128, K = 64, lda = K + 8;
+  HostTensor a(DType::bf16, {2 * rows, lda}), b(DType::bf16, {K, N}), bias(DType::bf16, {N});
+  a.fill_random(31), b.fill_random(32), bias.fill_random(33);
+  DeviceTensor da = gpu().upload(a), db = gpu().upload(b), dbias = gpu().upload(bias);
+  CompiledKernel ck = gpu().compile(catalogue::gemm_bias_relu(DType::bf16));
+  std::string firstPath;
+  for (int64_t step : {1, 2, 1}) { // consecutive rows, every other row, consecutive again
+    HostTensor c(DType::bf16, {rows, N});
+    c.poison();
+    DeviceTensor dc = gpu().upload(c);
+    TensorView va{da.view().data, DType::bf16, {rows, K}, {step * lda, 1}};
+    const std::string path = ck.launch_path({va, db.view(), dbias.view(), dc.view()});
+    INFO("a step of " << step << " row(s): " << path);
+    if (gpu().fingerprint().target == "sm_90a") CHECK(path.rfind("sm_90a twin", 0) == 0);
+    if (firstPath.empty()) firstPath = path;
+    CHECK(path == firstPath); // one twin, one box: only the pitch tells the maps apart
+    ck.launch({va, db.view(), dbias.view(), dc.view()});
+    gpu().download(dc, c);
+    HostTensor ha(DType::bf16, {rows, K});
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t k = 0; k < K; ++k) ha.set(i * K + k, a.get(i * step * lda + k));
+    TensorView vbias = bias.view();
+    std::vector<double> want = reference::gemm(ha.view(), b.view(), &vbias, reference::Epilogue::bias_relu);
+    verify::Report r = verify::compare(c.view(), want, verify::Tolerance::for_dtype(DType::bf16));
+    INFO(r.summary());
+    CHECK(r.ok);
+  }
+}
+
 TEST_CASE("gpu: a bf16 GEMM with an f32 output is right through the twin", "[gpu][sm90]") {
   Kernel k = test::bf16Gemm("to_f32", {}, DType::f32);
   CompiledKernel ck = gpu().compile(k);
