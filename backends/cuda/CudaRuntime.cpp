@@ -363,6 +363,16 @@ public:
   static void addNotes(KernelReport& r, const std::string& log) {
     appendPtxasNotes(r.ptxas_notes, log);
   }
+  /// The report's figures from ptxas's report in `c` (the portable kernel's registers and
+  /// spills, its notes); each twin's registers and spill bytes, in code.sm90's order.
+  static std::vector<std::pair<int, int>> reportFrom(KernelReport& r, const CubinResult& c, const DeviceCode& code) {
+    r.registers = c.registers;
+    r.spill_bytes = c.spillBytes();
+    addNotes(r, c.info_log);
+    std::vector<std::pair<int, int>> counts;
+    for (const hopper::LaunchPlan& plan : code.sm90) counts.push_back(countsIn(c.info_log, plan.entry));
+    return counts;
+  }
 
   /// Whether a module with an sm_90a twin is kept as PTX for the driver's whole-program JIT
   /// (on a GPU, and compiling for deploy), rather than made a cubin by nvJitLink.
@@ -411,10 +421,7 @@ public:
       CubinResult cubin = ptxToCubin(out->code.ptx, state->arch, kernel.name());
       image = std::move(cubin.cubin);
       r.compiler = cubin.compiler;
-      r.registers = cubin.registers;
-      r.spill_bytes = cubin.spillBytes();
-      addNotes(r, cubin.info_log);
-      for (const hopper::LaunchPlan& plan : out->code.sm90) twinCounts.push_back(countsIn(cubin.info_log, plan.entry));
+      twinCounts = reportFrom(r, cubin, out->code);
     } else if (state->compile_only) {
       throw Error(ErrorKind::Unsupported, "kernel '" + kernel.name() + "': no cubin without nvJitLink (" + why + ")");
     } else {
@@ -516,13 +523,8 @@ public:
     KernelReport& r = k.report;
     r.compiler = c.compiler + " ahead of time (whole program, for the sm_90a twin's register split; " +
                  "machine code a GPU runtime loads without a JIT)";
-    r.registers = c.registers;
-    r.spill_bytes = c.spillBytes();
     r.ptxas_notes.clear();
-    addNotes(r, c.info_log);
-    std::vector<std::pair<int, int>> counts;
-    for (const hopper::LaunchPlan& plan : k.code.sm90) counts.push_back(countsIn(c.info_log, plan.entry));
-    r.sm90 = describeSm90(k.code, counts);
+    r.sm90 = describeSm90(k.code, reportFrom(r, c, k.code));
     k.binary.assign(c.cubin.begin(), c.cubin.end());
     k.cacheMeta["payload"] = "cubin";
     k.times.assemble_ms += kd::msSince(t0);

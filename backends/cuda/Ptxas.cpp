@@ -1,13 +1,13 @@
 #include "Ptxas.h"
 
 #include "kiln/error.hpp"
+#include "kiln/files.hpp"
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
-#include <iterator>
 #include <spawn.h>
 #include <sstream>
 #include <sys/stat.h>
@@ -42,11 +42,6 @@ public:
 private:
   std::string path_;
 };
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 /// Runs `argv` (argv[0] a path) with stdout and stderr into `logPath`; its exit status, or -1
 /// with `why` when it could not be started or did not exit normally. posix_spawn: kiln runs
@@ -91,7 +86,7 @@ std::string releaseOf(const std::string& path, std::string* why) {
     if (rc > 0) *why = path + " --version exited with status " + std::to_string(rc);
     return "";
   }
-  const std::string out = readFile(log);
+  const std::string out = read_file(log, "ptxas --version output");
   const auto at = out.find("release ");
   if (out.find("ptxas") == std::string::npos || at == std::string::npos) {
     *why = path + " --version does not name a ptxas release";
@@ -175,13 +170,13 @@ CubinResult ptxasCompile(const PtxasTool& tool, const std::string& ptx, const st
   std::string why;
   const int rc = runTo(argv, log, &why);
   CubinResult r;
-  r.info_log = readFile(log);
+  r.info_log = read_file(log, "ptxas's log");
   if (rc < 0) throw Error(ErrorKind::Runtime, "ptxas for kernel '" + kernelName + "': " + why);
   if (rc != 0)
     throw Error(ErrorKind::CompileFailed, "ptxas " + tool.release + " (" + tool.path + ") compiling kernel '" + kernelName +
                                               "' for " + arch + " failed (exit status " + std::to_string(rc) +
                                               "):\n" + r.info_log);
-  const std::string image = readFile(out);
+  const std::string image = read_file(out, "ptxas's cubin");
   if (image.size() < 4 || image.compare(0, 4, "\x7f" "ELF") != 0)
     throw Error(ErrorKind::CompileFailed, "ptxas " + tool.release + " compiling kernel '" + kernelName +
                                               "' wrote no ELF image to " + out);
