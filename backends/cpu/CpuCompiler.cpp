@@ -16,7 +16,11 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Verifier.h"
@@ -54,6 +58,32 @@ llvm::orc::SymbolMap builtinSymbols(llvm::orc::MangleAndInterner mangle) {
   return map;
 }
 
+/// kiln-lower-to-loops' vector ops (the dot's rows: 1-D load, broadcast, fma, store) into
+/// LLVM. Upstream's convert-vector-to-llvm would do it too, but it loads the tensor dialect
+/// and, through it, affine and complex, and links the Arm and x86 vector dialects: ~1.3 MB
+/// of the library for ops kiln never makes.
+struct ConvertVectorToLLVM : PassWrapper<ConvertVectorToLLVM, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ConvertVectorToLLVM)
+  StringRef getArgument() const override { return "kiln-cpu-vector-to-llvm"; }
+  void getDependentDialects(DialectRegistry& registry) const override { registry.insert<LLVM::LLVMDialect>(); }
+  void runOnOperation() override {
+    MLIRContext* ctx = &getContext();
+    {
+      RewritePatternSet lowering(ctx);
+      vector::populateVectorBroadcastLoweringPatterns(lowering);
+      vector::populateVectorRankReducingFMAPattern(lowering);
+      (void)applyPatternsGreedily(getOperation(), std::move(lowering));
+    }
+    LLVMTypeConverter converter(ctx, LowerToLLVMOptions(ctx));
+    RewritePatternSet patterns(ctx);
+    populateVectorToLLVMConversionPatterns(converter, patterns);
+    LLVMConversionTarget target(*ctx);
+    target.addLegalDialect<arith::ArithDialect, memref::MemRefDialect>();
+    target.addLegalOp<UnrealizedConversionCastOp>();
+    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns)))) signalPassFailure();
+  }
+};
+
 void lowerToLoops(ModuleOp m, DiagnosticCollector& diags, const std::string& name) {
   PassManager pm(m.getContext());
   pm.addPass(kiln::createKilnLowerToLoops());
@@ -76,12 +106,12 @@ void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::strin
   });
   PassManager pm(m.getContext());
   pm.addPass(createSCFToControlFlowPass());
-  // bf16 <-> f32 as integer ops, before anything turns arith into LLVM (vector-to-llvm
-  // converts arith too): inline code on every CPU instead of a helper call per element.
+  // bf16 <-> f32 as integer ops, before anything turns arith into LLVM: inline code on
+  // every CPU instead of a helper call per element.
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(createConvertVectorToLLVMPass()); // the dot's row vectors
+  pm.addPass(std::make_unique<ConvertVectorToLLVM>()); // the dot's row vectors
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

@@ -9,7 +9,16 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --strip --prefix "$work/prefix" > "$work/install.log"
 lib=$(ls "$work"/prefix/lib*/libkiln.so.*.*.* | head -1)
 if readelf -S "$lib" | grep -q '\.debug_'; then echo "FAIL: the installed $lib is not stripped"; exit 1; fi
-echo "installed: $lib, $(stat -c %s "$lib") bytes"
+size=$(stat -c %s "$lib")
+echo "installed: $lib, $size bytes"
+# A release build's library has a size budget (docs/embedding.md): a new LLVM/MLIR library
+# pulled in by one call (a registerAll*, an upstream pass that loads a dozen dialects) shows
+# up here, not months later.
+if [ -n "${KILN_LIBRARY_BUDGET_BYTES:-}" ] && [ "$size" -gt "$KILN_LIBRARY_BUDGET_BYTES" ]; then
+  echo "FAIL: the installed library is $size bytes, over its budget of $KILN_LIBRARY_BUDGET_BYTES;" \
+       "link with -Wl,-Map and see which archives grew (docs/embedding.md, 'Linking')"
+  exit 1
+fi
 cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log" \
   || { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/build" || exit 1
