@@ -2,6 +2,7 @@
 // whether the twin runs (hopper/Sm90Launch.h): internal, so compiled into this binary.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -494,6 +495,38 @@ TEST_CASE("a kernel's remembered twin choices are the ones choose() makes, for e
   CHECK(choose(twins, launches[launches.size() - 4], config, &why) == -1);
   CHECK(choose(twins, launches[launches.size() - 3], config, &why) >= 0);
   CHECK(choose(twins, launches[launches.size() - 2], config, &why) == -1);
+}
+
+TEST_CASE("a tensor map's cache key changes with each input of its encoding: address, type, rank, extents, pitches "
+          "and box alone", "[sm90]") {
+  const int x = 0;
+  const void* base = &x;
+  const uint64_t dims[5] = {4096, 1024, 8, 2, 3}, pitches[4] = {8192, 8192 * 1024, 1 << 26, 1 << 27};
+  const uint32_t box[5] = {64, 128, 1, 1, 1};
+  const TensorMapCache::Key key = TensorMapCache::keyOf(base, 10, 5, dims, pitches, box);
+  CHECK(TensorMapCache::keyOf(base, 10, 5, dims, pitches, box) == key);
+  CHECK(TensorMapCache::keyOf(static_cast<const char*>(base) + 16, 10, 5, dims, pitches, box) != key);
+  CHECK(TensorMapCache::keyOf(base, 9, 5, dims, pitches, box) != key);
+  CHECK(TensorMapCache::keyOf(base, 10, 4, dims, pitches, box) != key);
+  for (size_t d = 0; d < 5; ++d) {
+    CAPTURE(d);
+    uint64_t dims2[5], pitches2[4];
+    uint32_t box2[5];
+    std::copy(dims, dims + 5, dims2), std::copy(pitches, pitches + 4, pitches2), std::copy(box, box + 5, box2);
+    dims2[d] += 1;
+    CHECK(TensorMapCache::keyOf(base, 10, 5, dims2, pitches, box) != key);
+    // The box alone (a folded-heads launch reads more rows of the same tensor at once).
+    box2[d] *= 2;
+    CHECK(TensorMapCache::keyOf(base, 10, 5, dims, pitches, box2) != key);
+    if (d < 4) {
+      pitches2[d] += 16;
+      CHECK(TensorMapCache::keyOf(base, 10, 5, dims, pitches2, box) != key);
+    }
+  }
+  // A rank-2 map's key ignores what lies past its rank (the launch fills only that much).
+  uint64_t dims3[5] = {4096, 1024, 77, 77, 77}, pitches3[4] = {8192, 99, 99, 99};
+  uint32_t box3[5] = {64, 128, 7, 7, 7};
+  CHECK(TensorMapCache::keyOf(base, 10, 2, dims3, pitches3, box3) == TensorMapCache::keyOf(base, 10, 2, dims, pitches, box));
 }
 
 TEST_CASE("a kept tensor map is found only under its own key, and the least recently used goes first when the cache "

@@ -449,6 +449,19 @@ int ChoiceCache::choose(const std::vector<LaunchPlan>& twins, const std::vector<
   return twin;
 }
 
+TensorMapCache::Key TensorMapCache::keyOf(const void* address, uint32_t type, size_t rank, const uint64_t* dims,
+                                          const uint64_t* pitches, const uint32_t* box) {
+  static_assert(3 + 5 * 2 + 4 <= kKeyWords, "a rank-5 map's inputs fit the key");
+  Key key{};
+  size_t k = 0;
+  key[k++] = uint64_t(reinterpret_cast<uintptr_t>(address));
+  key[k++] = type;
+  key[k++] = rank;
+  for (size_t d = 0; d < rank; ++d) key[k++] = dims[d], key[k++] = box[d];
+  for (size_t d = 0; d + 1 < rank; ++d) key[k++] = pitches[d];
+  return key;
+}
+
 bool TensorMapCache::find(const Key& key, void* map) {
   std::lock_guard<std::mutex> lock(mu_);
   for (Entry& e : entries_)
@@ -504,13 +517,7 @@ void launch(CUfunction f, const LaunchPlan& plan, const std::vector<TensorView>&
       // Folded heads: Q's map (attention's first parameter) reads the T rows of f heads.
       if (i == 0 && work.fold > 1) box[1] = cuuint32_t(v.dims[2]), box[2] = cuuint32_t(work.fold);
       auto type = v.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-      TensorMapCache::Key key{}; // every input of the encoding below that varies
-      size_t k = 0;
-      key[k++] = uint64_t(reinterpret_cast<uintptr_t>(v.data));
-      key[k++] = uint64_t(type);
-      key[k++] = uint64_t(rank);
-      for (size_t d = 0; d < rank; ++d) key[k++] = dims[d], key[k++] = box[d];
-      for (size_t d = 0; d + 1 < rank; ++d) key[k++] = pitch[d];
+      const TensorMapCache::Key key = TensorMapCache::keyOf(v.data, uint32_t(type), rank, dims, pitch, box);
       if (maps && maps->find(key, slot)) break;
       KILN_CU_CHECK_CTX(cuda::driver().cuTensorMapEncodeTiled(static_cast<CUtensorMap*>(slot), type, cuuint32_t(rank), v.data, dims,
                                                               pitch, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,

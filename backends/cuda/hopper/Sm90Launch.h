@@ -143,6 +143,11 @@ class TensorMapCache {
 public:
   static constexpr size_t kKeyWords = 20; // address, type, rank, 5 extents, 4 pitches, 5 box sides, 3 spare
   using Key = std::array<uint64_t, kKeyWords>;
+  /// The key of the map cuTensorMapEncodeTiled makes from these (what varies between a
+  /// kernel's launches; the swizzle, interleave, promotion and fill are the plan's, fixed):
+  /// `rank` dims and box sides, rank - 1 pitches, innermost first as the driver takes them.
+  static Key keyOf(const void* address, uint32_t type, size_t rank, const uint64_t* dims, const uint64_t* pitches,
+                   const uint32_t* box);
   /// Copies the map kept for `key` into `map` (sizeof(CUtensorMap) bytes); false if none.
   bool find(const Key& key, void* map);
   void keep(const Key& key, const void* map);
