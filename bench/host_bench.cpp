@@ -4,7 +4,8 @@
 //   memory_hit_us    Runtime::compile of a Kernel the runtime already compiled (memory hit)
 //   retrace_hit_us   the same, the kernel traced again first (an engine that rebuilds it)
 //   launch_us        CompiledKernel::launch of `add` on 8 x 8, enqueued on a stream (CUDA:
-//                    the host's cost alone, the GPU runs behind; CPU: the run itself)
+//                    the host's cost alone, the GPU runs behind, the stream drained untimed
+//                    every 64 launches so none waits on a full queue; CPU: the run itself)
 //   cublaslt_us      (CUDA) the same for a cuBLASLt matmul call, 8 x 8 x 8 bf16, through
 //                    reference::gpu_gemm_async: what the framework path pays per call
 //   raw_launch_us    (CUDA) cuLaunchKernel of an empty kernel on the same stream, straight
@@ -59,7 +60,7 @@ std::string rawLaunchUs(Median median) {
   if (!load || !get || !launch || !sync || load(&m, ptx) != CUDA_SUCCESS || get(&f, m, "kiln_empty") != CUDA_SUCCESS)
     return "not-run";
   auto once = [&] { launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr); };
-  const std::string us = std::to_string(median(once));
+  const std::string us = std::to_string(median(once, [&] { sync(); }));
   sync();
   return us; // (the module stays loaded: the process ends next)
 }
@@ -101,7 +102,6 @@ std::array<std::string, 3> driverCallUs(void* ptr, Median median) {
   return out;
 }
 
-/// The median of `calls` timings of f(), after `calls / 10` untimed ones, in µs.
 /// The child process of driver_init_ms: starts CUDA as an engine would, then kiln; prints
 /// "<driver ms> <create ms>" (or "not-run not-run"). Returns the exit status.
 int driverFirstChild() {
@@ -137,15 +137,23 @@ std::pair<std::string, std::string> driverFirst(const char* self) {
   return out;
 }
 
-template <class F>
-double medianUs(int calls, F&& f) {
+/// The median of `calls` timings of f(), after `calls / 10` untimed ones, in µs. Launches
+/// pass `drain` (the stream synchronised, untimed) for every kDrainEvery calls: launches
+/// faster than the GPU runs their kernels would otherwise fill the driver's queue, and a
+/// launch into a full queue waits for the GPU — its time would be the kernel's, not the host's.
+constexpr int kDrainEvery = 64;
+template <class F, class Drain = void (*)()>
+double medianUs(int calls, F&& f, Drain drain = [] {}) {
   for (int i = 0; i < calls / 10; ++i) f();
+  drain();
   std::vector<double> t(static_cast<size_t>(calls));
-  for (double& x : t) {
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (i % kDrainEvery == kDrainEvery - 1) drain();
     auto t0 = Clock::now();
     f();
-    x = usSince(t0);
+    t[i] = usSince(t0);
   }
+  drain();
   std::nth_element(t.begin(), t.begin() + calls / 2, t.end());
   return t[size_t(calls / 2)];
 }
@@ -184,7 +192,8 @@ int main(int argc, char** argv) try {
   kiln::catalogue::Problem p = kiln::catalogue::find("add").problem({8, 8}, kiln::DType::f32, 5);
   kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(rt, p);
   void* stream = nullptr; // the default stream
-  const double launchUs = medianUs(calls, [&] { ck.launch(d.views, stream); });
+  auto drain = [&] { rt.synchronize(); };
+  const double launchUs = medianUs(calls, [&] { ck.launch(d.views, stream); }, drain);
   rt.synchronize();
   const bool ok = kiln::catalogue::verify_output(rt, d, p).ok;
   std::string cublasUs = "not-run", rawUs = "not-run", gemmUs = "not-run";
@@ -199,7 +208,7 @@ int main(int argc, char** argv) try {
     kiln::catalogue::Problem gp = gemm.problem({512, 512, 512}, kiln::DType::bf16, 7);
     kiln::CompiledKernel gk = rt.compile(kiln::catalogue::kernel_for(gemm, kiln::DType::bf16, {512, 512, 512}));
     kiln::catalogue::DeviceProblem gd = kiln::catalogue::upload(rt, gp);
-    gemmUs = std::to_string(medianUs(calls, [&] { gk.launch(gd.views, stream); }));
+    gemmUs = std::to_string(medianUs(calls, [&] { gk.launch(gd.views, stream); }, drain));
     rt.synchronize();
     gemmOk = kiln::catalogue::verify_output(rt, gd, gp).ok;
     std::fprintf(stderr, "gemm 512^3 bf16: %s, %s\n", gk.launch_path(gd.views).c_str(), gemmOk ? "verified" : "WRONG");
@@ -211,9 +220,9 @@ int main(int argc, char** argv) try {
                                       stream);
     };
     call(); // its handle and workspace, made once
-    cublasUs = std::to_string(medianUs(calls, call));
+    cublasUs = std::to_string(medianUs(calls, call, drain));
     rt.synchronize();
-    rawUs = rawLaunchUs([&](auto&& f) { return medianUs(calls, f); });
+    rawUs = rawLaunchUs([&](auto&& f, auto&& d) { return medianUs(calls, f, d); });
   }
 
   const char* header =
