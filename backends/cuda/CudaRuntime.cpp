@@ -500,6 +500,8 @@ public:
   /// the GPU: the twins keep their register split), so the entry holds machine code a GPU
   /// runtime loads in milliseconds instead of JIT-compiling its PTX (about a second for a
   /// GEMM's). False, leaving the entry PTX, where the modules cannot be joined.
+  /// The threads ptxas splits a deploy entry over (fewer where compile_threads says so).
+  static constexpr int kDeploySplit = 8;
   bool machineCodeAhead(CudaKernel& k, const std::function<std::string()>& fallback, const std::string& name) {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> more = k.code.more_ptx;
@@ -509,12 +511,15 @@ public:
       k.report.compiler += "; no machine code ahead of time: its PTX modules do not join into one for ptxas";
       return false;
     }
-    // On one thread: ptxas's split compile lays the ELF out by its thread count, and a deploy
-    // entry should be the same bytes whatever the machine and compile_threads (kiln warm
-    // compiles its kernels side by side instead).
+    // ptxas splits the entries over a fixed number of threads: its split compile lays the
+    // ELF out by that count (never by the machine), so an entry is the same bytes on every
+    // build machine for the same compile_threads. The machine code is the same for any count
+    // (each entry's .text byte for byte, 1 and 8 threads, 2026-12-05).
+    const int threads = state->options.compile_threads;
+    const int split = threads > 0 && threads < kDeploySplit ? threads : kDeploySplit;
     CubinResult c;
     try {
-      c = ptxasCompile(*state->ptxas, *joined, state->arch, name, /*threads=*/1);
+      c = ptxasCompile(*state->ptxas, *joined, state->arch, name, split);
     } catch (const Error& e) { // the PTX entry still serves: the GPU's driver compiles it
       kd::logWarn("kernel '" + name + "': kept as PTX for the GPU's driver: " + e.what());
       k.report.compiler += "; no machine code ahead of time: " + std::string(e.what());

@@ -2,11 +2,14 @@
 // cubins, corrupt entries detected and replaced, the LRU limit, keys, rare shapes.
 #include <catch2/catch.hpp>
 
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -207,6 +210,28 @@ std::string payloadOf(const std::string& dir, const std::string& key) {
   return file.substr(eol + 2 + jsonBytes);
 }
 bool isElf(const std::string& bytes) { return bytes.compare(0, 4, "\x7f" "ELF") == 0; }
+/// A 64-bit ELF's ".text.<entry>" sections: each kernel's machine code.
+std::map<std::string, std::string> textSections(const std::string& elf) {
+  std::map<std::string, std::string> out;
+  Elf64_Ehdr eh;
+  REQUIRE(elf.size() >= sizeof eh);
+  std::memcpy(&eh, elf.data(), sizeof eh);
+  REQUIRE(eh.e_shentsize == sizeof(Elf64_Shdr));
+  REQUIRE(eh.e_shoff + uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) <= elf.size());
+  auto header = [&](size_t i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, elf.data() + eh.e_shoff + i * sizeof sh, sizeof sh);
+    REQUIRE(sh.sh_offset + sh.sh_size <= elf.size());
+    return sh;
+  };
+  const Elf64_Shdr names = header(eh.e_shstrndx);
+  for (size_t i = 0; i < eh.e_shnum; ++i) {
+    const Elf64_Shdr sh = header(i);
+    const std::string name = elf.c_str() + names.sh_offset + sh.sh_name;
+    if (name.rfind(".text.", 0) == 0) out[name] = elf.substr(sh.sh_offset, sh.sh_size);
+  }
+  return out;
+}
 } // namespace
 
 TEST_CASE("compiled for deploy, an sm_90a kernel with twins is machine code from the toolkit's ptxas, as the driver "
@@ -250,6 +275,21 @@ TEST_CASE("compiled for deploy, an sm_90a kernel with twins is machine code from
   CHECK(again.cache().outcome == CacheOutcome::disk);
   CHECK(again.cache().key == made.cache().key);
   CHECK(again.report().sm90 == made.report().sm90);
+  // ptxas splits over a fixed count, not the machine's cores: the same settings give the same
+  // bytes anywhere (here: a second cache), and another count (one thread) the same machine
+  // code in every entry, laid out differently.
+  TempDir second, single;
+  auto deployTo = [](const std::string& cacheDir, int threads) {
+    return Runtime::create(Backend::cuda, {.compile_only = true, .deploy_entries = true, .arch = "sm_90a",
+                                           .compile_threads = threads, .cache_dir = cacheDir});
+  };
+  const std::string key = made.cache().key;
+  (void)deployTo(second.str(), 0).compile(catalogue::gemm_bias_relu(DType::bf16));
+  CHECK(payloadOf(second.str(), key) == cubin);
+  (void)deployTo(single.str(), 1).compile(catalogue::gemm_bias_relu(DType::bf16));
+  const std::map<std::string, std::string> code = textSections(cubin);
+  CHECK(code.size() == twinsInCubin + 1);
+  CHECK(textSections(payloadOf(single.str(), key)) == code);
   // Where no twin is made (sm_80), deploy changes nothing: the same cubin, the same key.
   CHECK(deploy("sm_80").compile(catalogue::softmax(DType::bf16)).cache().key ==
         offlineWith(dir.str(), 4, "sm_80").compile(catalogue::softmax(DType::bf16)).cache().key);
