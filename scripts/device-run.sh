@@ -281,17 +281,22 @@ if want cache; then
   # Five fresh processes on an empty cache (cold), each followed by a fresh process on the
   # cache it left (disk hit); each process also measures a memory hit and a second kernel.
   # Each with a compile on every core (the default) and on one thread (compile_threads 1:
-  # LLVM, MLIR's lowering and the driver's JIT each on one), alternating.
+  # LLVM, MLIR's lowering and the driver's JIT each on one), alternating. CACHE_JITS: the
+  # KILN_HOPPER_JIT values to alternate too (default: driver; "driver ptxas" for the A/B of
+  # the toolkit's ptxas in place of the driver's JIT: compile-ptxas.csv beside compile.csv).
   for i in 1 2 3 4 5; do
     for t in 0 1; do
-      rm -rf /tmp/kiln-cache-bench
-      for pass in cold disk; do
-        $K/kiln-bench-compile --dir /tmp/kiln-cache-bench --backend cuda --compile-threads $t \
-          --csv "$RES/compile.csv" >> "$RES/compile.log" 2>&1
+      for jit in ${CACHE_JITS:-driver}; do
+        csv="$RES/compile.csv"; [ "$jit" = driver ] || csv="$RES/compile-$jit.csv"
+        rm -rf /tmp/kiln-cache-bench
+        for pass in cold disk; do
+          KILN_HOPPER_JIT=$jit $K/kiln-bench-compile --dir /tmp/kiln-cache-bench --backend cuda --compile-threads $t \
+            --csv "$csv" >> "$RES/compile.log" 2>&1
+        done
       done
     done
   done
-  result[compile-bench]="$(grep -c ',true,' "$RES/compile.csv") of 20 verified"
+  result[compile-bench]="$(cat "$RES"/compile*.csv | grep -c ',true,') verified"
 fi
 if want tune; then
   rm -rf /tmp/kiln-cache "$RES/tune.json"   # the search's compile cost, from nothing
@@ -320,7 +325,7 @@ if want hopper; then
   for f in "$RES"/hopper-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(kiln|framework) " "$f" | awk '{print $1, $2, $8, $9}'; done
 fi
 want profile && for f in "$RES"/sol-*.txt; do echo "== $(basename "$f" .txt)"; cat "$f"; done
-want cache && cat "$RES/compile.csv"
+want cache && for f in "$RES"/compile*.csv; do echo "== $(basename "$f")"; cat "$f"; done
 if want ab; then
   python3 - "$RES" <<'PY'
 import csv, glob, os, statistics, sys

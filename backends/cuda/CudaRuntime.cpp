@@ -52,9 +52,9 @@ struct CudaState {
   /// KILN_HOPPER_MAP_CACHE=off: encode every tensor map at every launch (A/B runs of the
   /// kernels' TensorMapCache).
   bool keepTensorMaps = true;
-  /// Compiling for deploy: the toolkit's ptxas (KILN_PTXAS; of nvJitLink's release), which
-  /// makes the machine code of a kernel with twins ahead of time; none: its entry stays PTX
-  /// (`ptxasWhy` says why).
+  /// Compiling for deploy, or on a GPU with KILN_HOPPER_JIT=ptxas: the toolkit's ptxas
+  /// (KILN_PTXAS; of nvJitLink's release), which makes the machine code of a kernel with twins
+  /// instead of the GPU's driver; none: its entry stays PTX (`ptxasWhy` says why).
   std::optional<PtxasTool> ptxas;
   std::string ptxasWhy;
   /// The decode twins beside kiln's tiles: of 16, 32, ... up to this many rows
@@ -67,6 +67,9 @@ struct CudaState {
   /// Modules with a twin are compiled by the driver's JIT as whole programs (see
   /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
   bool twinByDriver = true;
+  /// KILN_HOPPER_JIT=ptxas (EXPERIMENTAL, for A/B runs): on a GPU, such a module is compiled
+  /// by the toolkit's ptxas as a whole program instead, and the cache keeps machine code.
+  bool twinByPtxas = false;
   /// KILN_HOPPER_SPLIT_K=off|auto|on (or a number: hopper_split_k): split-K never (the default: on the H200 it was
   /// slower wherever it cut tiles but on a decode shape), where the cost model says it pays,
   /// or wherever tiles leave the last round of CTAs part-empty. EXPERIMENTAL. The modes are
@@ -454,6 +457,12 @@ public:
       return out;
     }
 
+    // KILN_HOPPER_JIT=ptxas: the toolkit's ptxas in place of the driver's JIT; the cache
+    // keeps its machine code, which a disk hit loads without a JIT, whatever the driver's
+    // own cache holds.
+    const bool machineCode = wholeProgram && state->twinByPtxas && machineCodeAhead(*out, fallback, kernel.name());
+    const bool jit = image.empty() && !machineCode;
+
     t0 = std::chrono::steady_clock::now();
     phase.next("load");
     state->context.makeCurrent();
@@ -463,8 +472,11 @@ public:
                       " bytes of shared memory per CTA; " + state->device.name + " allows " +
                       std::to_string(state->device.max_smem_per_block_optin) +
                       " (smaller tiles or fewer pipeline stages need less)");
-    loadModule(*out, out->binary, image.empty(), kernel.name(), out->code.more_ptx, fallback, /*firstCompile=*/true);
-    if (image.empty()) {
+    if (machineCode) // one cubin: the twins and the portable kernel
+      loadModule(*out, out->binary, /*isPtx=*/false, kernel.name());
+    else
+      loadModule(*out, out->binary, jit, kernel.name(), out->code.more_ptx, fallback, /*firstCompile=*/true);
+    if (jit) {
       // The driver's JIT compiled it. Its log has ptxas's report, unless the driver found
       // the machine code in its own cache (then the log is empty): no local memory then
       // still proves no spills. (Each module's log names its own entries.)
@@ -491,15 +503,16 @@ public:
     }
     if (r.registers < 0 && out->function) r.registers = queryFunction(out->function).registers;
     out->times.load_ms = kd::msSince(t0);
-    joinCachedModules(*out, fallback); // (the fallback's PTX is made by now, as a rule)
+    if (!machineCode) joinCachedModules(*out, fallback); // (the fallback's PTX is made by now, as a rule)
     return out;
   }
 
-  /// Compiling for deploy with the toolkit's ptxas: the twins' modules and the portable
-  /// fallback's joined into one and compiled as a whole program (as the driver's JIT would on
-  /// the GPU: the twins keep their register split), so the entry holds machine code a GPU
-  /// runtime loads in milliseconds instead of JIT-compiling its PTX (about a second for a
-  /// GEMM's). False, leaving the entry PTX, where the modules cannot be joined.
+  /// Compiling for deploy (or on a GPU with KILN_HOPPER_JIT=ptxas) with the toolkit's ptxas:
+  /// the twins' modules and the portable fallback's joined into one and compiled as a whole
+  /// program (as the driver's JIT would on the GPU: the twins keep their register split), so
+  /// the entry holds machine code a GPU runtime loads in milliseconds instead of JIT-compiling
+  /// its PTX (about a second for a GEMM's). False, leaving the entry PTX, where the modules
+  /// cannot be joined or ptxas fails (then with a warning).
   /// The threads ptxas splits a deploy entry over (fewer where compile_threads says so).
   static constexpr int kDeploySplit = 8;
   bool machineCodeAhead(CudaKernel& k, const std::function<std::string()>& fallback, const std::string& name) {
@@ -511,12 +524,13 @@ public:
       k.report.compiler += "; no machine code ahead of time: its PTX modules do not join into one for ptxas";
       return false;
     }
-    // ptxas splits the entries over a fixed number of threads: its split compile lays the
-    // ELF out by that count (never by the machine), so an entry is the same bytes on every
-    // build machine for the same compile_threads. The machine code is the same for any count
-    // (each entry's .text byte for byte, 1 and 8 threads, 2026-12-05).
+    // For deploy, ptxas splits the entries over a fixed number of threads: its split compile
+    // lays the ELF out by that count (never by the machine), so an entry is the same bytes on
+    // every build machine for the same compile_threads. The machine code is the same for any
+    // count (each entry's .text byte for byte, 1 and 8 threads, 2026-12-05). On a GPU: as
+    // many as compile_threads (0: every core), as the driver's JIT would.
     const int threads = state->options.compile_threads;
-    const int split = threads > 0 && threads < kDeploySplit ? threads : kDeploySplit;
+    const int split = !state->compile_only ? threads : threads > 0 && threads < kDeploySplit ? threads : kDeploySplit;
     CubinResult c;
     try {
       c = ptxasCompile(*state->ptxas, *joined, state->arch, name, split);
@@ -526,8 +540,10 @@ public:
       return false;
     }
     KernelReport& r = k.report;
-    r.compiler = c.compiler + " ahead of time (whole program, for the sm_90a twin's register split; " +
-                 "machine code a GPU runtime loads without a JIT)";
+    r.compiler = c.compiler + (state->compile_only ? " ahead of time (whole program, for the sm_90a twin's register "
+                                                     "split; machine code a GPU runtime loads without a JIT)"
+                                                   : " (whole program, for the sm_90a twin's register split; "
+                                                     "KILN_HOPPER_JIT=ptxas: the cache keeps machine code)");
     r.ptxas_notes.clear();
     r.sm90 = describeSm90(k.code, reportFrom(r, c, k.code));
     k.binary.assign(c.cubin.begin(), c.cubin.end());
@@ -916,6 +932,19 @@ bool cudaAvailable(std::string* why) {
   return true;
 }
 
+namespace {
+/// The toolkit's ptxas for `state`, of nvJitLink's release (the machine code must be what
+/// the entry's key names); false, with state.ptxasWhy, when there is none.
+bool findPtxas(cuda::CudaState& state) {
+  std::string why;
+  const std::string linker = cuda::nvJitLinkAvailable(&why) ? cuda::nvJitLinkVersionString() : "";
+  const std::string release = linker.rfind("nvJitLink ", 0) == 0 ? linker.substr(10) : "";
+  const char* setting = std::getenv("KILN_PTXAS");
+  state.ptxas = cuda::findPtxas(setting ? setting : "", release, &state.ptxasWhy);
+  return state.ptxas.has_value();
+}
+} // namespace
+
 std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   // The PTX compiler belongs to import: it loads (~5 ms) while the driver and the context
   // come up, so neither the first compile nor a cache lookup (whose key names its version)
@@ -953,7 +982,8 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (auto v = env("KILN_HOPPER_DECODE", {"on", "off", "16", "32", "48", "64"}))
     state->hopperDecodeRows = *v == "off" ? 0 : *v == "on" ? hopper::kDecodeRows : std::stoi(*v);
   if (auto v = env("KILN_HOPPER_WIDE", {"on", "off"})) state->hopperWideRows = *v == "off" ? 0 : hopper::kWideRows;
-  if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink"})) state->twinByDriver = *v == "driver";
+  if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink", "ptxas"}))
+    state->twinByDriver = *v != "nvjitlink", state->twinByPtxas = *v == "ptxas";
   // KILN_HOPPER_SPLIT_K: a mode, or as RuntimeOptions::hopper_split_k a number of chunks.
   if (auto v = env("KILN_HOPPER_SPLIT_K", {"auto", "off", "on", "1", "2", "3", "4", "8", "16"})) {
     if (std::isdigit(static_cast<unsigned char>((*v)[0]))) {
@@ -982,14 +1012,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (options.compile_only) {
     state->arch = options.arch.empty() ? cuda::kDefaultOfflineArch : options.arch;
     cuda::checkArch(state->arch);
-    if (options.deploy_entries) {
-      // Its machine code must be what the entry's key names: nvJitLink's release.
-      std::string why;
-      const std::string linker = cuda::nvJitLinkAvailable(&why) ? cuda::nvJitLinkVersionString() : "";
-      const std::string release = linker.rfind("nvJitLink ", 0) == 0 ? linker.substr(10) : "";
-      const char* setting = std::getenv("KILN_PTXAS");
-      state->ptxas = cuda::findPtxas(setting ? setting : "", release, &state->ptxasWhy);
-    }
+    if (options.deploy_entries) findPtxas(*state);
     rt->description = "cuda compile-only (" + state->arch + ", no device)";
     return rt;
   }
@@ -1008,6 +1031,8 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   cuda::checkArch(state->arch);
   cuda::checkRunsOn(state->arch, state->device);
   state->context = cuda::Context(options.device, options.reset_after_fault);
+  if (state->twinByPtxas && !findPtxas(*state))
+    throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_JIT=ptxas, but " + state->ptxasWhy);
   rt->description = "cuda: " + state->device.name + " (" + state->arch + ", " +
                     std::to_string(state->device.sm_count) + " SMs, driver " +
                     cuda::formatDriverVersion(state->device.driver_version) + ")";

@@ -514,6 +514,53 @@ TEST_CASE("gpu: entries compiled for deploy without a GPU are disk hits for a ru
   (void)!std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+TEST_CASE("gpu: with KILN_HOPPER_JIT=ptxas a kernel's twins are the toolkit's ptxas's machine code, kept by the "
+          "cache and loaded from it without a JIT, and verify", "[gpu][sm90][cache]") {
+  if (gpu().fingerprint().target != "sm_90a") {
+    WARN("not run: the twins are sm_90a's, and this GPU is " << gpu().fingerprint().target);
+    return;
+  }
+  ScopedEnv jit("KILN_HOPPER_JIT", "ptxas");
+  const std::string dir = "kiln-gpu-ptxas-test-" + std::to_string(::getpid());
+  for (CacheOutcome want : {CacheOutcome::miss, CacheOutcome::disk}) {
+    std::optional<Runtime> rt;
+    try {
+      rt = Runtime::create(Backend::cuda, {.cache_dir = dir});
+    } catch (const Error& e) { // no ptxas of nvJitLink's release on this machine: said, not run
+      REQUIRE(e.kind() == ErrorKind::InvalidArgument);
+      CHECK_THAT(e.what(), Contains("KILN_HOPPER_JIT=ptxas"));
+      WARN("not run: " << e.what());
+      return;
+    }
+    CompiledKernel ck = rt->compile(catalogue::gemm_bias_relu(DType::bf16));
+    INFO(to_string(want) << ": " << ck.report().compiler);
+    CHECK(ck.cache().outcome == want);
+    if (want == CacheOutcome::miss) CHECK_THAT(ck.report().compiler, Contains("ptxas") && Contains("KILN_HOPPER_JIT=ptxas"));
+    CHECK(ck.report().spill_bytes == 0);
+    // ptxas's report of every twin, each without spills (the register split kept).
+    auto count = [&](const std::string& what) {
+      const std::string& text = ck.report().sm90;
+      size_t n = 0;
+      for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+      return n;
+    };
+    if (want == CacheOutcome::miss) CHECK(count(" spill bytes") == count("__sm90"));
+    CHECK(count(", 0 spill bytes") == count(" spill bytes"));
+    for (std::vector<int64_t> s : {std::vector<int64_t>{256, 256, 512}, {257, 135, 65}}) {
+      catalogue::Problem p = catalogue::find("gemm_bias_relu").problem(s, DType::bf16, 29);
+      catalogue::DeviceProblem d = catalogue::upload(*rt, p);
+      const std::string path = ck.launch_path(d.views);
+      ck.launch(d.views);
+      auto r = catalogue::verify_output(*rt, d, p);
+      INFO(str(s) << ": " << path << "; " << r.summary());
+      CHECK(r.ok);
+      CHECK((path.rfind("sm_90a twin", 0) == 0) == (s[0] == 256)); // 135 columns: no 16-byte pitch
+    }
+  }
+  cache::clear(dir);
+  (void)!std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 TEST_CASE("gpu: a kernel's twin is ready first, its portable fallback follows from a second thread, "
           "after a compile and from the disk cache", "[gpu][sm90][cache]") {
   // On sm_90a the twin's module goes to the driver while the portable kernel compiles on a
