@@ -60,7 +60,7 @@ llvm::orc::SymbolMap builtinSymbols(llvm::orc::MangleAndInterner mangle) {
 
 /// kiln-lower-to-loops' vector ops (the dot's rows: 1-D load, broadcast, fma, store) into
 /// LLVM. Upstream's convert-vector-to-llvm would do it too, but it loads the tensor dialect
-/// and, through it, affine and complex, and links the Arm and x86 vector dialects: ~1.3 MB
+/// and, through it, affine and complex, and links the Arm and x86 vector dialects: 1.4 MB
 /// of the library for ops kiln never makes.
 struct ConvertVectorToLLVM : PassWrapper<ConvertVectorToLLVM, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ConvertVectorToLLVM)
@@ -76,9 +76,11 @@ struct ConvertVectorToLLVM : PassWrapper<ConvertVectorToLLVM, OperationPass<Modu
     }
     LLVMTypeConverter converter(ctx, LowerToLLVMOptions(ctx));
     RewritePatternSet patterns(ctx);
-    populateVectorToLLVMConversionPatterns(converter, patterns);
+    populateVectorToLLVMConversionPatterns(converter, patterns, /*reassociateFPReductions=*/false,
+                                           /*force32BitVectorIndices=*/true); // upstream pass's default
     LLVMConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, memref::MemRefDialect>();
+    target.addIllegalDialect<vector::VectorDialect>(); // a vector op it cannot lower is named, here
     target.addLegalOp<UnrealizedConversionCastOp>();
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns)))) signalPassFailure();
   }

@@ -535,8 +535,10 @@ public:
     try {
       c = ptxasCompile(*state->ptxas, *joined, state->arch, name, split);
     } catch (const Error& e) { // the PTX entry still serves: the GPU's driver compiles it
-      kd::logWarn("kernel '" + name + "': kept as PTX for the GPU's driver: " + e.what());
-      k.report.compiler += "; no machine code ahead of time: " + std::string(e.what());
+      kd::logWarn("kernel '" + name + "': ptxas failed, so its PTX goes to the " +
+                  (state->compile_only ? "GPU's driver" : "driver's JIT") + ": " + e.what());
+      k.report.compiler += (state->compile_only ? "; no machine code ahead of time: " : "; ptxas failed, the driver's JIT instead: ") +
+                           std::string(e.what());
       return false;
     }
     KernelReport& r = k.report;

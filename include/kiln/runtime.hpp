@@ -48,7 +48,9 @@ struct KILN_API RuntimeOptions {
   /// PTX of a kernel's modules (an sm_90a kernel has one per twin), and on a GPU the CUDA
   /// driver's PTX JIT (CU_JIT_SPLIT_COMPILE: the machine code is the same, made sooner).
   /// 1 does each on one thread. An engine that compiles while it serves can keep kiln to a
-  /// few cores; each of compile_all's threads may use this many.
+  /// few cores; each of compile_all's threads may use this many. (Compiling for deploy, the
+  /// toolkit's ptxas splits a kernel over a fixed 8 threads where this is 0 or 8 and more,
+  /// so its machine code is the same bytes on every build machine; docs/cache.md.)
   int compile_threads = 0;
   /// CUDA sm_90a: give a GEMM-shaped kernel (a k-loop of dot on A and B tiles, then an
   /// elementwise epilogue), and an attention-shaped one (docs/cuda.md), a TMA + wgmma twin
