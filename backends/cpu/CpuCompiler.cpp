@@ -133,7 +133,7 @@ void lowerToLLVMDialect(ModuleOp m, DiagnosticCollector& diags, const std::strin
 
 // The kernel's packed entry `_mlir_<name>(void** args)`: args[i] points at the i-th
 // parameter of the lowered function (a memref is already expanded into its scalars, as
-// detail::packMemrefArgs lays them out). Kernels return nothing.
+// detail::PackedArgs lays them out). Kernels return nothing.
 void addPackedEntry(llvm::Module& mod, const std::string& name, DiagnosticCollector& diags) {
   llvm::Function* kernel = mod.getFunction(name);
   if (!kernel || kernel->isDeclaration() || !kernel->getReturnType()->isVoidTy())
@@ -180,7 +180,7 @@ public:
 
   void launch(const std::vector<TensorView>& args, void*, bool) override {
     detail::checkLaunchArgs(sig, args);
-    detail::PackedArgs packed = detail::packMemrefArgs(args);
+    detail::PackedArgs packed(args);
     fn(packed.ptrs.data());
   }
 };

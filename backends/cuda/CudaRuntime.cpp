@@ -205,14 +205,13 @@ public:
     if (state->compile_only)
       throw Error(ErrorKind::Unsupported, "kernel '" + sig.name + "' was compiled by a compile-only "
                                           "CUDA runtime (no GPU): it cannot be launched");
-    std::vector<int64_t> spans;
+    kd::Spans spans(args.size());
     kd::Bindings bound = kd::checkLaunchArgs(sig, args, &spans);
     state->context.makeCurrent(); // pointer queries need it too (an engine's worker thread may have none)
     for (size_t i = 0; i < args.size(); ++i)
       checkDevicePointer(*state, args[i], spans[i],
                          [&] { return "kernel '" + sig.name + "': argument '" + sig.args[i].name + "'"; });
-    std::vector<int64_t> grid = code.grid.evaluate(bound, sig.name);
-    while (grid.size() < 3) grid.push_back(1);
+    const std::array<int64_t, 3> grid = code.grid.evaluate(bound, sig.name);
     for (int64_t g : grid)
       if (g <= 0) return; // an empty problem: nothing to run (as on the CPU)
     auto s = static_cast<CUstream>(stream);
@@ -230,7 +229,7 @@ public:
           throw Error(ErrorKind::InvalidArgument, "kernel '" + sig.name + "': grid " + code.grid.str() + " = " +
                                                       std::to_string(grid[d]) + " CTAs in dim " + std::to_string(d) +
                                                       ", over CUDA's limit of " + std::to_string(limits[d]));
-      kd::PackedArgs packed = kd::packMemrefArgs(args);
+      kd::PackedArgs packed(args);
       launchKernel(portable ? portable.function() : function, sig.name, {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])},
                    {unsigned(code.threads), 1, 1}, unsigned(code.shared_bytes), s, packed.ptrs.data());
     }

@@ -32,17 +32,16 @@ std::string show(const GridPlan& p, int n) {
   return show(p, n, memo);
 }
 
-int64_t eval(const GridPlan& p, int n, const Bindings& b, const std::string& kernel,
-             std::vector<std::optional<int64_t>>& memo) {
+int64_t eval(const GridPlan& p, int n, const Bindings& b, const std::string& kernel, std::optional<int64_t>* memo) {
   if (memo[size_t(n)]) return *memo[size_t(n)];
   const GridExpr& e = p.nodes.at(size_t(n));
   if (e.kind == GridExpr::Const) return *(memo[size_t(n)] = e.value);
   if (e.kind == GridExpr::Sym) {
-    auto it = b.find(e.sym);
-    if (it == b.end())
+    const std::optional<int64_t> bound = b.find(e.sym);
+    if (!bound)
       throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': grid needs dim '" + e.sym +
                                                   "', which no argument binds");
-    return *(memo[size_t(n)] = it->second);
+    return *(memo[size_t(n)] = *bound);
   }
   const int64_t l = eval(p, e.lhs, b, kernel, memo), r = eval(p, e.rhs, b, kernel, memo);
   // Every step is checked: a grid that does not fit in int64 is refused, never wrapped
@@ -79,10 +78,13 @@ int64_t eval(const GridPlan& p, int n, const Bindings& b, const std::string& ker
 
 } // namespace
 
-std::vector<int64_t> GridPlan::evaluate(const Bindings& b, const std::string& kernel) const {
-  std::vector<std::optional<int64_t>> memo(nodes.size());
-  std::vector<int64_t> out;
-  for (int r : roots) out.push_back(eval(*this, r, b, kernel, memo));
+std::array<int64_t, 3> GridPlan::evaluate(const Bindings& b, const std::string& kernel) const {
+  if (roots.size() > 3)
+    throw Error(ErrorKind::InvalidArgument, "kernel '" + kernel + "': a grid of " + std::to_string(roots.size()) +
+                                                " dims; CUDA's has at most 3");
+  InlineArray<std::optional<int64_t>, 64> memo(nodes.size());
+  std::array<int64_t, 3> out = {1, 1, 1};
+  for (size_t d = 0; d < roots.size(); ++d) out[d] = eval(*this, roots[d], b, kernel, memo.data());
   return out;
 }
 
@@ -110,6 +112,7 @@ GridPlan GridPlan::fromJson(const nlohmann::json& j) {
     }
     p.roots = detail::jsonInts<int>(j.at("roots"));
     const int n = int(p.nodes.size());
+    if (p.roots.size() > 3) throw std::out_of_range("more than 3 grid dims");
     for (int r : p.roots)
       if (r < 0 || r >= n) throw std::out_of_range("bad root");
     for (int i = 0; i < n; ++i) { // operands come before their users: no cycles

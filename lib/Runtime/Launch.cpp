@@ -57,7 +57,7 @@ bool sameView(const TensorView& a, const TensorView& b) {
 /// argument's, except the very same view of an input the kernel declared it may be written
 /// in place over (dsl::Builder::allow_in_place; never an input a contraction reads).
 void checkOutputsApart(const KernelSignature& sig, const std::vector<TensorView>& args,
-                       const std::vector<Range>& ranges) {
+                       const InlineArray<Range, kInlineArgs>& ranges) {
   for (size_t o = 0; o < args.size(); ++o) {
     if (!sig.args[o].output) continue;
     const Range& ro = ranges[o];
@@ -105,15 +105,16 @@ std::optional<int64_t> spanBytes(const TensorView& v) {
   return bytes;
 }
 
-Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args,
-                         std::vector<int64_t>* spans) {
+Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorView>& args, Spans* spans) {
   if (args.size() != sig.args.size())
     bad(sig, "expects " + std::to_string(sig.args.size()) + " arguments (" + sig.str() +
                  "), got " + std::to_string(args.size()));
   // Every launch runs this: the names in messages are made only when one is thrown.
   Bindings bound;
-  if (spans) spans->clear(), spans->reserve(args.size());
-  std::vector<Range> ranges(args.size());
+  if (spans && spans->size() != args.size())
+    throw Error(ErrorKind::Runtime, "kernel '" + sig.name + "': checkLaunchArgs was given room for " +
+                                        std::to_string(spans->size()) + " spans, not " + std::to_string(args.size()));
+  InlineArray<Range, kInlineArgs> ranges(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const ArgSpec& spec = sig.args[i];
     const TensorView& v = args[i];
@@ -135,7 +136,7 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
     if (!span)
       bad(sig, who() + " (" + v.describe() + ") spans more bytes than an int64 counts: its dims or strides are too large");
     const int64_t bytes = *span;
-    if (spans) spans->push_back(bytes);
+    if (spans) (*spans)[i] = bytes;
     if (!empty) {
       const auto first = reinterpret_cast<uintptr_t>(v.data);
       ranges[i] = {first, first + uintptr_t(bytes) - 1, false};
@@ -149,10 +150,10 @@ Bindings checkLaunchArgs(const KernelSignature& sig, const std::vector<TensorVie
         bad(sig, where() + " must be " + std::to_string(ds.extent) + ", got " +
                      std::to_string(extent));
       if (ds.is_symbol()) {
-        auto [it, fresh] = bound.emplace(ds.symbol, extent);
-        if (!fresh && it->second != extent)
+        const auto [value, fresh] = bound.bind(ds.symbol, extent);
+        if (!fresh && value != extent)
           bad(sig, where() + " is " + std::to_string(extent) + " but " + ds.symbol + " = " +
-                       std::to_string(it->second) + " (from " + firstUse(sig, ds.symbol) + ")");
+                       std::to_string(value) + " (from " + firstUse(sig, ds.symbol) + ")");
       }
       if (!empty && (strides[d] < 0 || (strides[d] == 0 && extent > 1)))
         bad(sig, where() + " has stride " + std::to_string(strides[d]) +
@@ -183,23 +184,26 @@ StridesOf::StridesOf(const TensorView& v) {
   data_ = out;
 }
 
-PackedArgs packMemrefArgs(const std::vector<TensorView>& args) {
-  PackedArgs p;
+namespace {
+size_t memrefWords(const std::vector<TensorView>& args) {
   size_t n = 0;
   for (const TensorView& a : args) n += 3 + 2 * a.dims.size();
-  p.words.reserve(n); // ptrs point into words: it must never reallocate
+  return n;
+}
+} // namespace
+
+PackedArgs::PackedArgs(const std::vector<TensorView>& args) : words(memrefWords(args)), ptrs(words.size()) {
+  size_t k = 0;
   for (const TensorView& a : args) {
     auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(a.data));
-    p.words.push_back(ptr);
-    p.words.push_back(ptr);
-    p.words.push_back(0);
-    for (int64_t d : a.dims) p.words.push_back(d);
+    words[k++] = ptr;
+    words[k++] = ptr;
+    words[k++] = 0;
+    for (int64_t d : a.dims) words[k++] = d;
     const StridesOf strides(a);
-    for (size_t d = 0; d < a.dims.size(); ++d) p.words.push_back(strides[d]);
+    for (size_t d = 0; d < a.dims.size(); ++d) words[k++] = strides[d];
   }
-  p.ptrs.reserve(n);
-  for (int64_t& w : p.words) p.ptrs.push_back(&w);
-  return p;
+  for (size_t w = 0; w < words.size(); ++w) ptrs[w] = &words[w];
 }
 
 } // namespace kiln::detail
