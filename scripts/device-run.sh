@@ -188,6 +188,8 @@ if want host; then
   # cache hit, a launch enqueued on a stream; on the GPU and, for comparison, the CPU.
   run host-cuda host-cuda.log $K/kiln-bench-host --backend cuda --csv "$RES/host.csv"
   run host-cpu host-cpu.log $K/kiln-bench-host --backend cpu --csv "$RES/host.csv"
+  # A launch allocates nothing (operator new counted), here on the GPU too.
+  run alloc alloc.log $K/kiln-alloc-tests
 fi
 if want tunetwin; then
   # kiln tune over the twin's own configs (scripts/twin-space.json: widths, ring depths,
@@ -349,7 +351,7 @@ if want cases; then
   done
 fi
 want floor && cat "$RES/hbm-floor.csv"
-want host && cat "$RES/host.csv"
+want host && cat "$RES/host.csv" "$RES/alloc.log"
 want warm && grep -H -E "^compile:|reference_ok" "$RES"/warm-*.log
 if want tunetwin; then
   for f in "$RES"/tunetwin-*.log; do echo "== $(basename "$f" .log)"; grep -E "^(chosen|runner-up|default|search cost)" "$f"; done

@@ -8,7 +8,7 @@ make build
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" .device
-cp build/bin/kiln build/bin/kiln-gpu-tests build/bin/kiln-cuda-support-tests build/bin/kiln-bench-gemm build/bin/kiln-bench-compile build/bin/kiln-bench-hbm build/bin/kiln-bench-host build/bin/kiln-mlp build/bin/kiln-llama build/bin/example-decide "$stage/bin/"
+cp build/bin/kiln build/bin/kiln-gpu-tests build/bin/kiln-cuda-support-tests build/bin/kiln-bench-gemm build/bin/kiln-bench-compile build/bin/kiln-bench-hbm build/bin/kiln-bench-host build/bin/kiln-alloc-tests build/bin/kiln-mlp build/bin/kiln-llama build/bin/example-decide "$stage/bin/"
 cp -P build/lib/libkiln.so* build/lib/kiln-eigen-*.so build/lib/libkiln-fail-dlopen.so "$stage/lib/"
 strip --strip-unneeded "$stage"/bin/* "$stage"/lib/libkiln.so.*.*.*
 # A cache made here without a GPU, for the device to load as shipped (device-run.sh warm).
