@@ -215,9 +215,8 @@ public:
     for (int64_t g : grid)
       if (g <= 0) return; // an empty problem: nothing to run (as on the CPU)
     auto s = static_cast<CUstream>(stream);
-    std::string why;
     hopper::Split work;
-    if (int t = twinFor(args, &why, &work); t >= 0) {
+    if (int t = twinFor(args, /*why=*/nullptr, &work); t >= 0) { // (a copied reason would allocate)
       hopper::launch(sm90[size_t(t)], code.sm90[size_t(t)], args, s, sig.name, work,
                      [&](size_t bytes) { return state->splitKWorkspace(s, bytes); },
                      state->keepTensorMaps ? &tensorMaps : nullptr);
