@@ -110,8 +110,11 @@ TEST_CASE("compile_threads changes none of a compile's code, and a negative coun
     REQUIRE(std::regex_search(text, m, std::regex("\"payload_sha256\":\"([0-9a-f]{64})\"")));
     return std::pair{key, m[1].str()};
   };
+  // One thread first: the process's first compile then sets LLVM's lazily made statics up
+  // on one thread (TSan cannot see them published; docs/testing.md).
+  const auto one = entry(1);
   const auto every = entry(0);
   CHECK(entry(8) == every);
   CHECK(entry(12) == every);
-  CHECK(entry(1).first == every.first);
+  CHECK(one.first == every.first);
 }
