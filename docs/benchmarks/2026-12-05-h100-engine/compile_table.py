@@ -5,7 +5,7 @@ the toolkit's ptxas). Usage: compile_table.py FOLDER"""
 import csv, os, statistics, sys
 
 folder = sys.argv[1] if len(sys.argv) > 1 else "."
-cols = ["compile_call_ms", "lowering_ms", "codegen_ms", "load_ms", "cache_load_ms", "import_ms"]
+cols = ["compile_call_ms", "lowering_ms", "codegen_ms", "load_ms", "assemble_ms", "cache_load_ms", "import_ms"]
 print("| kernel | JIT | compile_threads | outcome | runs | verified | " + " | ".join(c[:-3] + " (median, max)" for c in cols) + " |")
 print("|---|---|---|---|---|---|" + "---|" * len(cols))
 for name, jit in (("compile.csv", "driver"), ("compile-ptxas.csv", "ptxas")):
