@@ -52,7 +52,7 @@ struct CudaState {
   /// KILN_HOPPER_MAP_CACHE=off: encode every tensor map at every launch (A/B runs of the
   /// kernels' TensorMapCache).
   bool keepTensorMaps = true;
-  /// Compiling for deploy, or on a GPU with KILN_HOPPER_JIT=ptxas: the toolkit's ptxas
+  /// Compiling for deploy, or on a GPU where twinsByPtxas(): the toolkit's ptxas
   /// (KILN_PTXAS; of nvJitLink's release), which makes the machine code of a kernel with twins
   /// instead of the GPU's driver; none: its entry stays PTX (`ptxasWhy` says why).
   std::optional<PtxasTool> ptxas;
@@ -67,9 +67,38 @@ struct CudaState {
   /// Modules with a twin are compiled by the driver's JIT as whole programs (see
   /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
   bool twinByDriver = true;
-  /// KILN_HOPPER_JIT=ptxas (EXPERIMENTAL, for A/B runs): on a GPU, such a module is compiled
-  /// by the toolkit's ptxas as a whole program instead, and the cache keeps machine code.
-  bool twinByPtxas = false;
+  /// On a GPU, such a module is compiled by the toolkit's ptxas as a whole program instead of
+  /// the driver's JIT, and the cache keeps machine code (a disk hit then needs no JIT: 7 ms
+  /// against 1.2 s for a GEMM's, H100, 2026-12-05; the cold compile costs the same). Auto
+  /// (the default): where a ptxas of nvJitLink's release is found, looked for at the first
+  /// such compile (not in Runtime::create); KILN_HOPPER_JIT=driver: never; =ptxas: always
+  /// (Runtime::create fails without one).
+  enum class TwinPtxas { Auto, Never, Required } twinPtxas = TwinPtxas::Auto;
+  std::once_flag ptxasLookup;
+  /// Whether twins go to ptxas on this GPU runtime; the first call looks for it (thread-safe).
+  bool twinsByPtxas() {
+    if (twinPtxas != TwinPtxas::Auto) return twinPtxas == TwinPtxas::Required;
+    std::call_once(ptxasLookup, [this] {
+      try {
+        lookForPtxas();
+      } catch (const Error& e) { // a KILN_PTXAS that does not serve: the driver's JIT, said once
+        ptxas.reset();
+        ptxasWhy = e.what();
+        kiln::detail::logWarn(std::string("the driver's JIT compiles sm_90a twins, not ptxas: ") + e.what());
+      }
+    });
+    return ptxas.has_value();
+  }
+  /// Sets `ptxas` (or `ptxasWhy`): KILN_PTXAS, else the toolkit's or PATH's, of nvJitLink's
+  /// release (the machine code must be the release the entry's key names).
+  bool lookForPtxas() {
+    std::string why;
+    const std::string linker = nvJitLinkAvailable(&why) ? nvJitLinkVersionString() : "";
+    const std::string release = linker.rfind("nvJitLink ", 0) == 0 ? linker.substr(10) : "";
+    const char* setting = std::getenv("KILN_PTXAS");
+    ptxas = findPtxas(setting ? setting : "", release, &ptxasWhy);
+    return ptxas.has_value();
+  }
   /// KILN_HOPPER_SPLIT_K=off|auto|on (or a number: hopper_split_k): split-K never (the default: on the H200 it was
   /// slower wherever it cut tiles but on a decode shape), where the cost model says it pays,
   /// or wherever tiles leave the last round of CTAs part-empty. EXPERIMENTAL. The modes are
@@ -455,10 +484,10 @@ public:
       return out;
     }
 
-    // KILN_HOPPER_JIT=ptxas: the toolkit's ptxas in place of the driver's JIT; the cache
-    // keeps its machine code, which a disk hit loads without a JIT, whatever the driver's
-    // own cache holds.
-    const bool machineCode = wholeProgram && state->twinByPtxas && machineCodeAhead(*out, fallback, kernel.name());
+    // The toolkit's ptxas in place of the driver's JIT where there is one (twinsByPtxas):
+    // the cache keeps its machine code, which a disk hit loads without a JIT, whatever the
+    // driver's own cache holds.
+    const bool machineCode = wholeProgram && state->twinsByPtxas() && machineCodeAhead(*out, fallback, kernel.name());
     const bool jit = image.empty() && !machineCode;
 
     t0 = std::chrono::steady_clock::now();
@@ -505,7 +534,7 @@ public:
     return out;
   }
 
-  /// Compiling for deploy (or on a GPU with KILN_HOPPER_JIT=ptxas) with the toolkit's ptxas:
+  /// Compiling for deploy (or on a GPU, where twinsByPtxas) with the toolkit's ptxas:
   /// the twins' modules and the portable fallback's joined into one and compiled as a whole
   /// program (as the driver's JIT would on the GPU: the twins keep their register split), so
   /// the entry holds machine code a GPU runtime loads in milliseconds instead of JIT-compiling
@@ -543,7 +572,7 @@ public:
     r.compiler = c.compiler + (state->compile_only ? " ahead of time (whole program, for the sm_90a twin's register "
                                                      "split; machine code a GPU runtime loads without a JIT)"
                                                    : " (whole program, for the sm_90a twin's register split; "
-                                                     "KILN_HOPPER_JIT=ptxas: the cache keeps machine code)");
+                                                     "in place of the driver's JIT: the cache keeps machine code)");
     r.ptxas_notes.clear();
     r.sm90 = describeSm90(k.code, reportFrom(r, c, k.code));
     k.binary.assign(c.cubin.begin(), c.cubin.end());
@@ -932,19 +961,6 @@ bool cudaAvailable(std::string* why) {
   return true;
 }
 
-namespace {
-/// The toolkit's ptxas for `state`, of nvJitLink's release (the machine code must be what
-/// the entry's key names); false, with state.ptxasWhy, when there is none.
-bool findPtxas(cuda::CudaState& state) {
-  std::string why;
-  const std::string linker = cuda::nvJitLinkAvailable(&why) ? cuda::nvJitLinkVersionString() : "";
-  const std::string release = linker.rfind("nvJitLink ", 0) == 0 ? linker.substr(10) : "";
-  const char* setting = std::getenv("KILN_PTXAS");
-  state.ptxas = cuda::findPtxas(setting ? setting : "", release, &state.ptxasWhy);
-  return state.ptxas.has_value();
-}
-} // namespace
-
 std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   // The PTX compiler belongs to import: it loads (~5 ms) while the driver and the context
   // come up, so neither the first compile nor a cache lookup (whose key names its version)
@@ -982,8 +998,11 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (auto v = env("KILN_HOPPER_DECODE", {"on", "off", "16", "32", "48", "64"}))
     state->hopperDecodeRows = *v == "off" ? 0 : *v == "on" ? hopper::kDecodeRows : std::stoi(*v);
   if (auto v = env("KILN_HOPPER_WIDE", {"on", "off"})) state->hopperWideRows = *v == "off" ? 0 : hopper::kWideRows;
-  if (auto v = env("KILN_HOPPER_JIT", {"driver", "nvjitlink", "ptxas"}))
-    state->twinByDriver = *v != "nvjitlink", state->twinByPtxas = *v == "ptxas";
+  if (auto v = env("KILN_HOPPER_JIT", {"auto", "driver", "nvjitlink", "ptxas"})) {
+    using P = cuda::CudaState::TwinPtxas;
+    state->twinByDriver = *v != "nvjitlink";
+    state->twinPtxas = *v == "auto" ? P::Auto : *v == "ptxas" ? P::Required : P::Never;
+  }
   // KILN_HOPPER_SPLIT_K: a mode, or as RuntimeOptions::hopper_split_k a number of chunks.
   if (auto v = env("KILN_HOPPER_SPLIT_K", {"auto", "off", "on", "1", "2", "3", "4", "8", "16"})) {
     if (std::isdigit(static_cast<unsigned char>((*v)[0]))) {
@@ -1012,7 +1031,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (options.compile_only) {
     state->arch = options.arch.empty() ? cuda::kDefaultOfflineArch : options.arch;
     cuda::checkArch(state->arch);
-    if (options.deploy_entries) findPtxas(*state);
+    if (options.deploy_entries) state->lookForPtxas();
     rt->description = "cuda compile-only (" + state->arch + ", no device)";
     return rt;
   }
@@ -1031,7 +1050,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   cuda::checkArch(state->arch);
   cuda::checkRunsOn(state->arch, state->device);
   state->context = cuda::Context(options.device, options.reset_after_fault);
-  if (state->twinByPtxas && !findPtxas(*state))
+  if (state->twinPtxas == cuda::CudaState::TwinPtxas::Required && !state->lookForPtxas())
     throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_JIT=ptxas, but " + state->ptxasWhy);
   rt->description = "cuda: " + state->device.name + " (" + state->arch + ", " +
                     std::to_string(state->device.sm_count) + " SMs, driver " +

@@ -209,8 +209,9 @@ TEST_CASE("gpu: the kernel report comes from the loaded cubin", "[gpu]") {
 
 TEST_CASE("gpu: a compile whose machine code the driver's JIT cache held says so", "[gpu]") {
   // Two fresh runtimes without kiln's cache compile the same kernel: the second time the
-  // driver's JIT (which builds modules with an sm_90a twin) finds the machine code in its own
-  // disk cache, unless CUDA_CACHE_DISABLE=1 turned that cache off.
+  // driver's JIT (which builds modules with an sm_90a twin where asked to, not ptxas) finds
+  // the machine code in its own disk cache, unless CUDA_CACHE_DISABLE=1 turned that cache off.
+  ScopedEnv jit("KILN_HOPPER_JIT", "driver");
   Runtime first = Runtime::create(Backend::cuda, {.cache_dir = "off"});
   if (first.fingerprint().target != "sm_90a") {
     WARN("not run: the driver's JIT builds kiln's modules only for sm_90a twins, and this GPU is "
@@ -514,6 +515,44 @@ TEST_CASE("gpu: entries compiled for deploy without a GPU are disk hits for a ru
   (void)!std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+TEST_CASE("gpu: by default a kernel's twins are ptxas's machine code exactly where KILN_HOPPER_JIT=ptxas finds "
+          "a ptxas, else the driver's JIT's; KILN_HOPPER_JIT=driver asks for the driver's", "[gpu][sm90]") {
+  if (gpu().fingerprint().target != "sm_90a") {
+    WARN("not run: the twins are sm_90a's, and this GPU is " << gpu().fingerprint().target);
+    return;
+  }
+  bool found = true; // a ptxas of nvJitLink's release, as KILN_HOPPER_JIT=ptxas requires
+  {
+    ScopedEnv jit("KILN_HOPPER_JIT", "ptxas");
+    try {
+      (void)Runtime::create(Backend::cuda, {.cache_dir = "off"});
+    } catch (const Error& e) {
+      found = false;
+      WARN("no ptxas here, so the default is the driver's JIT: " << e.what());
+    }
+  }
+  for (const char* mode : {"(unset)", "auto", "driver"}) {
+    std::optional<ScopedEnv> jit; // restores the caller's setting after each mode
+    jit.emplace("KILN_HOPPER_JIT", std::string(mode) == "(unset)" ? "auto" : mode);
+    if (std::string(mode) == "(unset)") ::unsetenv("KILN_HOPPER_JIT");
+    Runtime rt = Runtime::create(Backend::cuda, {.cache_dir = "off"});
+    CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
+    const bool byPtxas = found && std::string(mode) != "driver";
+    INFO(mode << ": " << ck.report().compiler);
+    CHECK((ck.report().compiler.find("in place of the driver's JIT: the cache keeps machine code") != std::string::npos) ==
+          byPtxas);
+    CHECK((ck.report().compiler.find("CUDA driver PTX JIT") != std::string::npos) == !byPtxas);
+    CHECK(ck.report().spill_bytes == 0);
+    catalogue::Problem p = catalogue::find("gemm_bias_relu").problem({256, 256, 512}, DType::bf16, 31);
+    catalogue::DeviceProblem d = catalogue::upload(rt, p);
+    CHECK(ck.launch_path(d.views).rfind("sm_90a twin", 0) == 0);
+    ck.launch(d.views);
+    auto r = catalogue::verify_output(rt, d, p);
+    INFO(r.summary());
+    CHECK(r.ok);
+  }
+}
+
 TEST_CASE("gpu: with KILN_HOPPER_JIT=ptxas a kernel's twins are the toolkit's ptxas's machine code, kept by the "
           "cache and loaded from it without a JIT, and verify", "[gpu][sm90][cache]") {
   if (gpu().fingerprint().target != "sm_90a") {
@@ -537,7 +576,7 @@ TEST_CASE("gpu: with KILN_HOPPER_JIT=ptxas a kernel's twins are the toolkit's pt
     CHECK(ck.cache().outcome == want);
     // Made by ptxas, and on the disk hit read back as that machine code (the driver's JIT
     // would have written its own report).
-    CHECK_THAT(ck.report().compiler, Contains("ptxas") && Contains("KILN_HOPPER_JIT=ptxas: the cache keeps machine code"));
+    CHECK_THAT(ck.report().compiler, Contains("ptxas") && Contains("in place of the driver's JIT: the cache keeps machine code"));
     CHECK_THAT(ck.report().compiler, !Contains("CUDA driver PTX JIT"));
     CHECK(ck.report().spill_bytes == 0);
     // ptxas's report of every twin, each without spills (the register split kept).
@@ -566,9 +605,11 @@ TEST_CASE("gpu: with KILN_HOPPER_JIT=ptxas a kernel's twins are the toolkit's pt
 
 TEST_CASE("gpu: a kernel's twin is ready first, its portable fallback follows from a second thread, "
           "after a compile and from the disk cache", "[gpu][sm90][cache]") {
-  // On sm_90a the twin's module goes to the driver while the portable kernel compiles on a
-  // thread of its own; a launch the twin cannot take (an odd N) waits for it. A disk hit
-  // loads the twin and starts the fallback's thread again. Elsewhere: one module, as ever.
+  // On sm_90a, with the driver's JIT (not ptxas), the twin's module goes to the driver while
+  // the portable kernel compiles on a thread of its own; a launch the twin cannot take (an
+  // odd N) waits for it. A disk hit loads the twin and starts the fallback's thread again.
+  // Elsewhere: one module, as ever.
+  ScopedEnv jit("KILN_HOPPER_JIT", "driver");
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   const std::string dir = "kiln-gpu-fallback-test-" + std::to_string(::getpid());
   for (CacheOutcome want : {CacheOutcome::miss, CacheOutcome::disk}) {
@@ -605,7 +646,9 @@ TEST_CASE("gpu: a kernel's twins load as one module whose JIT spreads over compi
     return;
   }
   // gemm_bias_relu (bf16, kiln's default tiles) under a name no earlier process used: PTX
-  // the driver's own cache cannot answer, so both runtimes below run its JIT.
+  // the driver's own cache cannot answer, so both runtimes below run its JIT (asked for: by
+  // default a ptxas of nvJitLink's release compiles twins where the toolkit has one).
+  ScopedEnv jit("KILN_HOPPER_JIT", "driver");
   auto named = [](const std::string& name) {
     using namespace kiln::dsl;
     return kernel(name, [](Builder& k) {
