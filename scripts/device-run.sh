@@ -285,15 +285,16 @@ if want cache; then
   # Each with a compile on every core (the default) and on one thread (compile_threads 1:
   # LLVM, MLIR's lowering and the driver's JIT each on one), alternating. CACHE_JITS: the
   # KILN_HOPPER_JIT values to alternate too (default: driver; "driver ptxas" for the A/B of
-  # the toolkit's ptxas in place of the driver's JIT: compile-ptxas.csv beside compile.csv).
+  # the toolkit's ptxas in place of the driver's JIT: compile-ptxas.csv beside compile.csv;
+  # "auto", kiln's default, which takes ptxas where it finds one: compile-auto.csv).
   # CACHE_KERNELS: catalogue kernels as NAME:SHAPE (default: gemm_bias_relu on its own
   # shape; e.g. swiglu:512x1024x512 for a two-product kernel), rows told apart by `kernel`.
   # CACHE_THREADS: the compile_threads values (default "0 1").
   for i in 1 2 3 4 5; do
     for t in ${CACHE_THREADS:-0 1}; do
       for jit in ${CACHE_JITS:-driver}; do
+        csv="$RES/compile.csv"; [ "$jit" = driver ] || csv="$RES/compile-$jit.csv"
         for ks in ${CACHE_KERNELS:-gemm_bias_relu}; do
-          csv="$RES/compile.csv"; [ "$jit" = driver ] || csv="$RES/compile-$jit.csv"
           kargs=(--kernel "${ks%%:*}"); [[ "$ks" == *:* ]] && kargs+=(--shape "${ks#*:}")
           rm -rf /tmp/kiln-cache-bench
           for pass in cold disk; do

@@ -64,27 +64,25 @@ struct CudaState {
   /// The swapped twins of 128 columns beside kiln's tiles, up to this many rows
   /// (KILN_HOPPER_WIDE=off: none, for A/B runs; in the cache key where not the default).
   int hopperWideRows = hopper::kWideRows;
-  /// Modules with a twin are compiled by the driver's JIT as whole programs (see
-  /// compile()); KILN_HOPPER_JIT=nvjitlink compiles them with nvJitLink like the rest (A/B).
-  bool twinByDriver = true;
-  /// On a GPU, such a module is compiled by the toolkit's ptxas as a whole program instead of
-  /// the driver's JIT, and the cache keeps machine code (a disk hit then needs no JIT: 7 ms
-  /// against 1.2 s for a GEMM's, H100, 2026-12-05; the cold compile costs the same). Auto
-  /// (the default): where a ptxas of nvJitLink's release is found, looked for at the first
-  /// such compile (not in Runtime::create); KILN_HOPPER_JIT=driver: never; =ptxas: always
-  /// (Runtime::create fails without one).
-  enum class TwinPtxas { Auto, Never, Required } twinPtxas = TwinPtxas::Auto;
+  /// Who compiles a module with an sm_90a twin on a GPU, from KILN_HOPPER_JIT. As a whole
+  /// program (see compile()), by the toolkit's ptxas (the cache keeps machine code: a disk
+  /// hit needs no JIT, 7 ms against 1.2 s for a GEMM's, H100, 2026-12-05; the cold compile
+  /// costs the same) or by the driver's JIT (the cache keeps PTX). Auto (the default): ptxas
+  /// where one of nvJitLink's release is found, looked for at the first such compile (not in
+  /// Runtime::create), else the driver; Ptxas: Runtime::create fails without one; NvJitLink:
+  /// nvJitLink like the rest (A/B runs; not a whole program).
+  enum class TwinJit { Auto, Driver, Ptxas, NvJitLink } twinJit = TwinJit::Auto;
   std::once_flag ptxasLookup;
   /// Whether twins go to ptxas on this GPU runtime; the first call looks for it (thread-safe).
   bool twinsByPtxas() {
-    if (twinPtxas != TwinPtxas::Auto) return twinPtxas == TwinPtxas::Required;
+    if (twinJit != TwinJit::Auto) return twinJit == TwinJit::Ptxas;
     std::call_once(ptxasLookup, [this] {
       try {
         lookForPtxas();
       } catch (const Error& e) { // a KILN_PTXAS that does not serve: the driver's JIT, said once
         ptxas.reset();
         ptxasWhy = e.what();
-        kiln::detail::logWarn(std::string("the driver's JIT compiles sm_90a twins, not ptxas: ") + e.what());
+        kd::logWarn(std::string("the driver's JIT compiles sm_90a twins, not ptxas: ") + e.what());
       }
     });
     return ptxas.has_value();
@@ -407,7 +405,7 @@ public:
   /// Whether a module with an sm_90a twin is kept as PTX for the driver's whole-program JIT
   /// (on a GPU, and compiling for deploy), rather than made a cubin by nvJitLink.
   bool twinsForDriver() const {
-    return state->twinByDriver && (!state->compile_only || state->options.deploy_entries);
+    return state->twinJit != CudaState::TwinJit::NvJitLink && (!state->compile_only || state->options.deploy_entries);
   }
 
   std::unique_ptr<kd::CompiledImpl> compile(const Kernel& kernel) override {
@@ -998,11 +996,9 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   if (auto v = env("KILN_HOPPER_DECODE", {"on", "off", "16", "32", "48", "64"}))
     state->hopperDecodeRows = *v == "off" ? 0 : *v == "on" ? hopper::kDecodeRows : std::stoi(*v);
   if (auto v = env("KILN_HOPPER_WIDE", {"on", "off"})) state->hopperWideRows = *v == "off" ? 0 : hopper::kWideRows;
-  if (auto v = env("KILN_HOPPER_JIT", {"auto", "driver", "nvjitlink", "ptxas"})) {
-    using P = cuda::CudaState::TwinPtxas;
-    state->twinByDriver = *v != "nvjitlink";
-    state->twinPtxas = *v == "auto" ? P::Auto : *v == "ptxas" ? P::Required : P::Never;
-  }
+  using TwinJit = cuda::CudaState::TwinJit;
+  if (auto v = env("KILN_HOPPER_JIT", {"auto", "driver", "nvjitlink", "ptxas"}))
+    state->twinJit = *v == "auto" ? TwinJit::Auto : *v == "driver" ? TwinJit::Driver : *v == "ptxas" ? TwinJit::Ptxas : TwinJit::NvJitLink;
   // KILN_HOPPER_SPLIT_K: a mode, or as RuntimeOptions::hopper_split_k a number of chunks.
   if (auto v = env("KILN_HOPPER_SPLIT_K", {"auto", "off", "on", "1", "2", "3", "4", "8", "16"})) {
     if (std::isdigit(static_cast<unsigned char>((*v)[0]))) {
@@ -1050,7 +1046,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
   cuda::checkArch(state->arch);
   cuda::checkRunsOn(state->arch, state->device);
   state->context = cuda::Context(options.device, options.reset_after_fault);
-  if (state->twinPtxas == cuda::CudaState::TwinPtxas::Required && !state->lookForPtxas())
+  if (state->twinJit == TwinJit::Ptxas && !state->lookForPtxas())
     throw Error(ErrorKind::InvalidArgument, "KILN_HOPPER_JIT=ptxas, but " + state->ptxasWhy);
   rt->description = "cuda: " + state->device.name + " (" + state->arch + ", " +
                     std::to_string(state->device.sm_count) + " SMs, driver " +

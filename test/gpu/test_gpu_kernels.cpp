@@ -532,8 +532,7 @@ TEST_CASE("gpu: by default a kernel's twins are ptxas's machine code exactly whe
     }
   }
   for (const char* mode : {"(unset)", "auto", "driver"}) {
-    std::optional<ScopedEnv> jit; // restores the caller's setting after each mode
-    jit.emplace("KILN_HOPPER_JIT", std::string(mode) == "(unset)" ? "auto" : mode);
+    ScopedEnv jit("KILN_HOPPER_JIT", mode); // restores the caller's setting after each mode
     if (std::string(mode) == "(unset)") ::unsetenv("KILN_HOPPER_JIT");
     Runtime rt = Runtime::create(Backend::cuda, {.cache_dir = "off"});
     CompiledKernel ck = rt.compile(catalogue::gemm_bias_relu(DType::bf16));
