@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Cold compile and disk hit per JIT and compile_threads: median and max over the fresh
 processes of `scripts/device-run.sh cache` (compile.csv: the driver's JIT; compile-ptxas.csv:
-the toolkit's ptxas). Usage: compile_table.py FOLDER"""
+the toolkit's ptxas; compile-auto.csv: kiln's default, KILN_HOPPER_JIT=auto).
+Usage: compile_table.py FOLDER"""
 import csv, os, statistics, sys
 
 folder = sys.argv[1] if len(sys.argv) > 1 else "."
 cols = ["compile_call_ms", "lowering_ms", "codegen_ms", "load_ms", "assemble_ms", "cache_load_ms", "import_ms"]
 print("| kernel | JIT | compile_threads | outcome | runs | verified | " + " | ".join(c[:-3] + " (median, max)" for c in cols) + " |")
 print("|---|---|---|---|---|---|" + "---|" * len(cols))
-for name, jit in (("compile.csv", "driver"), ("compile-ptxas.csv", "ptxas")):
+for name, jit in (("compile.csv", "driver"), ("compile-ptxas.csv", "ptxas"), ("compile-auto.csv", "auto")):
     path = os.path.join(folder, name)
     if not os.path.exists(path):
         continue
