@@ -998,7 +998,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // Shapes the twin takes (K and N multiples of 8: 16-byte rows), ragged against its
   // 128 x 128|192|256 and 64 x 128|192 tiles (k-steps of 64), and small ones (one k-tile, one CTA).
   // {2049, 2056, 136}: more tiles than SMs (a persistent CTA takes several, its ring
-  // counters carried across them) and 3 k-tiles, fewer than the 4 stages.
+  // counters carried across them) and 3 k-tiles, fewer than the 4 stages; kiln's tiles run
+  // it on the 128 x 192 twin (two rounds, where the others take three).
   // {300, 200, 1000}: ragged tiles whose 16 k-steps split-K cuts into chunks. {16, 264, 1024}:
   // a decode shape split-K cuts, where three of a 64-row tile's four warps hold no row of C;
   // with {3, 200, 1000}, {1, 4104, 520} and {17, 136, 328}, the decode twins' shapes (in
@@ -1037,6 +1038,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
             std::string path = ck.launch_path(dp.views);
             INFO("shape " << str(s) << ": " << path);
             CHECK((path.rfind("sm_90a twin", 0) == 0) == twin);
+            if (twin && rt == &gpu() && s == std::vector<int64_t>{2049, 2056, 136})
+              CHECK(path.find("__sm90_n192") != std::string::npos);
             // The decode twins (C of at most 128 rows, kiln's tiles) split on their own: counted apart.
             if (path.find("__sm90_dec") != std::string::npos) {
               CHECK(s[0] <= 128);
@@ -1287,7 +1290,9 @@ TEST_CASE("gpu: split-K gives the same bits on every run, and its workspace is c
     REQUIRE(at != std::string::npos);
     REQUIRE(std::sscanf(path.c_str() + at, "split-K: the last %ld tiles cut along K into %ld chunks", &splitTiles,
                         &chunks) == 2);
-    const int64_t tileN = path.find("__sm90_n256") != std::string::npos ? 256 : 128;
+    const int64_t tileN = path.find("__sm90_n256") != std::string::npos   ? 256
+                          : path.find("__sm90_n192") != std::string::npos ? 192
+                                                                          : 128;
     const int64_t tileM = path.find("__sm90_m64") != std::string::npos ? 64 : 128;
     const int64_t tiles = (s[0] + tileM - 1) / tileM * ((s[1] + tileN - 1) / tileN);
     if (s[0] == 2176) CHECK(splitTiles < tiles);

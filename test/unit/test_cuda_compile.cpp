@@ -431,6 +431,7 @@ TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twi
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64x2") == 0);
+      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n192") == 0);
       CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec") == 0);
       // Every TMA load of A and B names an L2 policy (the operand read by more CTAs stays).
       size_t loads = 0, hinted = 0;
@@ -498,7 +499,7 @@ TEST_CASE("a twin loads its bias before the main loop, and no twin spills for it
   for (const char* name : {"gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
     for (DType d : {DType::bf16, DType::f16}) {
       const std::string code = rt.emit(catalogue::find(name).make(d), Stage::ptx);
-      for (const char* twin : {"__sm90", "__sm90x2", "__sm90_n256", "__sm90_m64", "__sm90_m64x2"}) {
+      for (const char* twin : {"__sm90", "__sm90x2", "__sm90_n256", "__sm90_m64", "__sm90_m64x2", "__sm90_n192"}) {
         INFO(name << twin << " " << to_string(d));
         CHECK(wholeProgramSpills(code, std::string(name) + twin) == 0);
       }
@@ -536,7 +537,7 @@ TEST_CASE("two products sharing A with a bias, a residual and an f32 output get 
   }
 }
 
-TEST_CASE("hopper_tile_n 192 makes 192-wide twins, which kiln's own choice leaves out", "[cuda][sm90]") {
+TEST_CASE("hopper_tile_n 192 makes 192-wide twins of both heights; kiln's own choice has the 128 x 192 one alone", "[cuda][sm90]") {
   auto make = [](int tileM, int cluster, bool stacked = false) {
     return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 192,
                                            .hopper_tile_m = tileM, .hopper_cluster = cluster,
@@ -564,8 +565,10 @@ TEST_CASE("hopper_tile_n 192 makes 192-wide twins, which kiln's own choice leave
        at = stackedPtx.find(".multicast::cluster", at + 1))
     ++multicasts;
   CHECK(multicasts == 2);
-  // Without the option, no 192-wide twin.
-  CHECK_THAT(offline("sm_90a").emit(k, Stage::ptx), !Contains("n192"));
+  // Without the option: the 128 x 192 twin alone, built without spills; no 64 x 192 one.
+  const std::string own = offline("sm_90a").emit(k, Stage::ptx);
+  CHECK_THAT(own, Contains(".entry gemm_bias_relu__sm90_n192(") && !Contains("_sm90_m64n192") && !Contains("n192x2"));
+  CHECK(wholeProgramSpills(own, "gemm_bias_relu__sm90_n192") == 0);
 }
 
 TEST_CASE("hopper_tile_m 64 with hopper_tile_n 256 makes ping-pong twins: two consumers taking tiles in turn", "[cuda][sm90]") {
@@ -616,10 +619,10 @@ TEST_CASE("hopper_tile_m picks the twins' height: 64 rows by one consumer warpgr
   CHECK_THAT(make(64, 0, 3).compile(k).report().sm90,
              Contains("3 stages") && Contains(std::to_string(3 * (24576 + 16) + 16384 + 16 + 1024) + " B smem"));
   CHECK_THROWS_WITH(make(64, 0, 9).compile(k), Contains("hopper_stages must be 0 or 2..8 at hopper_tile_n 0 and hopper_tile_m 64"));
-  // 128: the two 128-row twins, as before the 64-row one existed.
+  // 128: the three 128-row twins.
   const std::string tall = make(128).emit(k, Stage::ptx);
   CHECK_THAT(tall, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90_n256(") &&
-                       !Contains("_sm90_m64"));
+                       Contains(".entry gemm_bias_relu__sm90_n192(") && !Contains("_sm90_m64"));
   // With a width: the twins of that width.
   CHECK_THAT(make(0, 128).emit(k, Stage::ptx), Contains(".entry gemm_bias_relu__sm90(") &&
                                                    Contains(".entry gemm_bias_relu__sm90_m64(") && !Contains("_sm90_n256"));
@@ -641,21 +644,22 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
 }
 
-TEST_CASE("by default a GEMM gets nine twins, and the report names each", "[cuda][sm90]") {
+TEST_CASE("by default a GEMM gets ten twins, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
   CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90x2(") &&
                       Contains(".entry gemm_bias_relu__sm90_n256(") &&
                       Contains(".entry gemm_bias_relu__sm90_m64(") && Contains(".entry gemm_bias_relu__sm90_m64x2(") &&
-                      Contains(".entry gemm_bias_relu__sm90_dec(") && Contains(".entry gemm_bias_relu__sm90_dec32(") &&
+                      Contains(".entry gemm_bias_relu__sm90_n192(") && Contains(".entry gemm_bias_relu__sm90_dec(") && Contains(".entry gemm_bias_relu__sm90_dec32(") &&
                       Contains(".entry gemm_bias_relu__sm90_dec48(") && Contains(".entry gemm_bias_relu__sm90_dec64("));
-  CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16"));
+  CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16") && Contains("m64n192k16"));
   std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
   CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90x2: 128x128x64 tiles, 6 stages, clusters of 2 (B multicast), 384 threads") &&
                          Contains("gemm_bias_relu__sm90_n256: 128x256x64 tiles, 4 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast), 256 threads") &&
+                         Contains("gemm_bias_relu__sm90_n192: 128x192x64 tiles, 4 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90_dec: 16x64x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_dec32: 32x64x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_dec48: 48x64x64 tiles, 8 stages, 256 threads") &&
@@ -664,7 +668,7 @@ TEST_CASE("by default a GEMM gets nine twins, and the report names each", "[cuda
                          Contains("each launch takes the tile"));
   for (const char* entry :
        {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90x2", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64",
-        "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_dec", "gemm_bias_relu__sm90_dec32",
+        "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_n192", "gemm_bias_relu__sm90_dec", "gemm_bias_relu__sm90_dec32",
         "gemm_bias_relu__sm90_dec48", "gemm_bias_relu__sm90_dec64"}) {
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
@@ -783,13 +787,15 @@ TEST_CASE("hopper_cluster_m pairs vertically adjacent tiles, which share B's box
                                {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 2, .hopper_cluster_m = true});
   Kernel k = catalogue::gemm_bias_relu(DType::bf16);
   const std::string ptx = rt.emit(k, Stage::ptx);
-  // One multicast per twin at width 128 (a box each), two at 256.
+  // One multicast per twin at width 128 (a box each), two at 256, and two at 192 (three
+  // boxes: one CTA multicasts two, the other one, in two loads).
   size_t multicasts = 0;
   for (size_t at = ptx.find(".multicast::cluster"); at != std::string::npos; at = ptx.find(".multicast::cluster", at + 1))
     ++multicasts;
-  CHECK(multicasts == 4);
+  CHECK(multicasts == 6);
   CHECK_THAT(rt.compile(k).report().sm90, Contains("clusters of 2 (B multicast)") && !Contains("(A multicast)"));
-  for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64"}) {
+  for (const char* entry :
+       {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64", "gemm_bias_relu__sm90_n192"}) {
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);
   }

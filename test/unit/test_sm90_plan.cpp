@@ -194,6 +194,52 @@ TEST_CASE("each launch takes the twin width that leaves the busiest SM least wor
   CHECK(choose(twins, args(4096, 4096, 64), {0}, &why) == 1);
 }
 
+TEST_CASE("a launch takes the 128 x 192 tile only where it takes fewer rounds of CTAs than the others", "[sm90]") {
+  // kiln's own twins, as the compiler orders them: 128 x 128 alone and in stacked pairs,
+  // 128 x 256, 64 x 128 alone and in stacked pairs, 128 x 192.
+  LaunchPlan narrow = gemmPlan(), pairs = gemmPlan(), wide = gemmPlan(), low = gemmPlan(), lowPairs = gemmPlan(),
+             mid = gemmPlan();
+  for (LaunchPlan* p : {&narrow, &pairs, &wide, &low, &lowPairs, &mid}) p->persistent = true;
+  pairs.cluster = lowPairs.cluster = 2;
+  pairs.clusterAlongM = lowPairs.clusterAlongM = true;
+  wide.tileN = 256;
+  wide.gridDims[1].tile = 256;
+  mid.tileN = 192;
+  mid.gridDims[1].tile = 192;
+  for (LaunchPlan* p : {&low, &lowPairs}) {
+    p->tileM = 64;
+    p->threads = 256;
+    p->gridDims[0].tile = 64;
+  }
+  std::vector<LaunchPlan> twins = {narrow, pairs, wide, low, lowPairs, mid};
+  std::string why;
+  Split work;
+  auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why, &work); };
+  // One round of 96 tiles where 128 x 256 takes one of 72 (1.47 against 1.88) and 128 x 128
+  // two (H100, 2026-12-05: 17.3 against 20.7 us).
+  CHECK(pick(1536, 1536, 1536) == 5);
+  CHECK(work.ctas == 96);
+  // Three rounds (384 tiles) where the others take five or three of 1.88 (H100: 31.2 against
+  // 35.5 us; 6144 x 1536^2 42.1 against 50.8); two where they take three (2304^3: 40.1 against 44.4).
+  CHECK(pick(3072, 3072, 1024) == 5);
+  CHECK(pick(6144, 1536, 1536) == 5);
+  CHECK(pick(2304, 2304, 2304) == 5);
+  // Where it saves no round it loses: 1536 x 4608 x 2048 in two rounds of 128 x 256 (3.76)
+  // against three of it (4.41) (H100: 46.7 against 52.6 us); 2048 x 1024 x 4096 in one of
+  // stacked 128 x 128 pairs (34.9 us with it against 28.5).
+  CHECK(pick(1536, 4608, 2048) == 2);
+  CHECK(pick(2048, 1024, 4096) == 1);
+  // The shapes chosen before it came in keep their twins: 128 x 256 for big C (4096^3: 6
+  // rounds of it against 3.88 of 128 x 256; 8192^3: 21 against 16, 30.9 against 30.1),
+  // 64 x 128 pairs at 1000^3 and 1024^3, 128 x 128 at 128 x 12288 x 4096.
+  CHECK(pick(4096, 4096, 4096) == 2);
+  CHECK(pick(4097, 4096, 4096) == 2);
+  CHECK(pick(8192, 8192, 8192) == 2);
+  CHECK(pick(1000, 1000, 1000) == 4);
+  CHECK(pick(1024, 1024, 1024) == 4);
+  CHECK(pick(128, 12288, 4096) == 0);
+}
+
 TEST_CASE("two products sharing A weigh their tiles by the wgmma's width, and say so in the plan", "[sm90]") {
   // The two-product twins of swiglu: C tiles 128 x 64 (wgmma N 128), 128 x 128 (N 256) and
   // 64 x 64 (N 128). Measured (H200): 2048 x 14336 x 4096 634 us with the 128 x 128 tile
@@ -771,17 +817,18 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
            (t.clusterAlongM ? "m" : "") + " ";
     return s;
   };
-  // kiln's choice: the 128 x 256 tile alone, the 128 x 128 and 64-row ones alone and in
-  // stacked pairs, the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the
+  // kiln's choice: the 128 x 256 and 128 x 192 tiles alone, the 128 x 128 and 64-row ones
+  // alone and in stacked pairs, the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the
   // deepest ring all of them fit is the 128 x 256 tile's.
   CHECK(names(selectTwins(0, 0, 0, false, 64)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 "
-                                                    "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_dec:16x64/1 "
-                                                    "__sm90_dec32:32x64/1 __sm90_dec48:48x64/1 __sm90_dec64:64x64/1 ");
+                                                    "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_n192:128x192/1 "
+                                                    "__sm90_dec:16x64/1 __sm90_dec32:32x64/1 __sm90_dec48:48x64/1 "
+                                                    "__sm90_dec64:64x64/1 ");
   CHECK(names(selectTwins(0, 0, 0, false, 32)).ends_with("__sm90_dec:16x64/1 __sm90_dec32:32x64/1 "));
   CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 64)) == maxStages(128, 256));
   // The 64-row one's shared memory: 8 stages of 16 KiB and three peers' 16 KiB slots fit.
   CHECK(sharedBytes(64, 64, kDecodeStages, true) <= kMaxSharedBytes);
-  CHECK(names(selectTwins(0, 0, 0, false, 16)).ends_with("__sm90_m64x2:64x128/2m __sm90_dec:16x64/1 "));
+  CHECK(names(selectTwins(0, 0, 0, false, 16)).ends_with("__sm90_n192:128x192/1 __sm90_dec:16x64/1 "));
   CHECK(names(selectTwins(0, 0, 0, false, 0)).find("_dec") == std::string::npos);
   // The swapped twins of 128 columns, after the decode twins, by 80, 96, ... up to the rows
   // asked for; only with kiln's own tiles, and not in clusters. Their ring of 32 KiB stages
@@ -789,7 +836,7 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   CHECK(names(selectTwins(0, 0, 0, false, 16, 128))
             .ends_with("__sm90_dec:16x64/1 __sm90_sw80:80x128/1 __sm90_sw96:96x128/1 __sm90_sw112:112x128/1 "
                        "__sm90_sw128:128x128/1 "));
-  CHECK(names(selectTwins(0, 0, 0, false, 0, 96)).ends_with("__sm90_m64x2:64x128/2m __sm90_sw80:80x128/1 __sm90_sw96:96x128/1 "));
+  CHECK(names(selectTwins(0, 0, 0, false, 0, 96)).ends_with("__sm90_n192:128x192/1 __sm90_sw80:80x128/1 __sm90_sw96:96x128/1 "));
   CHECK(names(selectTwins(0, 128, 0, false, 16, 128)).find("_sw") == std::string::npos);
   CHECK(names(selectTwins(0, 0, 2, false, 16, 128)).find("_sw") == std::string::npos);
   CHECK(stagingBytes(128, 128, true) == 0);
@@ -797,21 +844,25 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 64, 128)) == maxStages(128, 256));
   // The decode twin only with kiln's own tiles, and not in clusters.
   CHECK(names(selectTwins(0, 0, 1, false, 16)) ==
-        "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_dec:16x64/1 ");
+        "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_n192:128x192/1 __sm90_dec:16x64/1 ");
   CHECK(names(selectTwins(0, 128, 0, false, 16)).find("_dec") == std::string::npos);
   CHECK(names(selectTwins(0, 0, 2, false, 16)).find("_dec") == std::string::npos);
   // Its shared memory: a ring of 10 KiB stages (a 64-column box of B and 16 rows of A) and,
   // for C staging, three peers' partial sums (K-clusters of up to 4), 4 KiB each.
   CHECK(stagingBytes(16, 64, true) == 3 * 4096);
   CHECK(maxStages(16, 64, true) >= 16);
-  // Clusters off: three tiles; side by side: every tile in pairs sharing A.
-  CHECK(names(selectTwins(0, 0, 1, false)) == "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 ");
+  // Clusters off: four tiles; side by side: every tile in pairs sharing A.
+  CHECK(names(selectTwins(0, 0, 1, false)) ==
+        "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_n192:128x192/1 ");
+  // 128 rows: the three widths; 64 rows: 128 wide only (64 x 192 only when asked for).
+  CHECK(names(selectTwins(128, 0, 1, false)) == "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_n192:128x192/1 ");
+  CHECK(names(selectTwins(64, 0, 1, false)) == "__sm90:64x128/1 ");
   CHECK(names(selectTwins(0, 128, 2, false)) == "__sm90:128x128/2 __sm90_m64:64x128/2 ");
   // One tile (with its stacked pairs) is named as a lone twin.
   CHECK(names(selectTwins(64, 0, 0, false)) == "__sm90:64x128/1 __sm90_m64x2:64x128/2m ");
   CHECK(names(selectTwins(128, 256, 1, false)) == "__sm90:128x256/1 ");
   CHECK(maxStagesOf(selectTwins(64, 0, 1, false)) == maxStages(64, 128));
-  // 192 wide only when asked for.
+  // Asked for 192: both heights.
   CHECK(names(selectTwins(0, 192, 1, false)) == "__sm90_n192:128x192/1 __sm90_m64n192:64x192/1 ");
   CHECK(names(selectTwins(64, 192, 2, true)) == "__sm90:64x192/2m ");
   // The ping-pong 64 x 256 tile only when both height and width ask for it.

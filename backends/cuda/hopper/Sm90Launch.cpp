@@ -382,9 +382,12 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // Two products (one wgmma of twice tileN) weigh by that width: at 2048 x 14336 x 4096 the
     // 128 x 128 tile of two (wgmma N 256) ran in 634 us against 667 for 128 x 64 (N 128), at
     // 8192 rows 2552 against 2969 (H200, 2026-12-04, docs/benchmarks/2026-12-04-h200-llama-layer/).
+    // A 128 x 192 one 2% faster: its forced runs took 0.98 of the 128 x 128 tile's time per
+    // element where rounds were near full (H200, 8192^3: 1411.5 us in 20.8 rounds against the
+    // 128 x 256 tile's 1373.3 in 15.5, 2026-11-30), so it wins only where it saves a round.
     const int64_t mmaN = p.tileN * p.products;
     const double perTile = double(p.tileM * mmaN) / (128.0 * 128.0) *
-                           (mmaN >= 256 ? 0.94 : p.tileM < 128 ? 1.0 / 0.74 : 1.0);
+                           (mmaN >= 256 ? 0.94 : mmaN == 192 && p.tileM == 128 ? 0.98 : p.tileM < 128 ? 1.0 / 0.74 : 1.0);
     const Split s = split(p, args, config);
     const double cost = s.cost * perTile;
     // At equal cost, stacked pairs beat the same tile alone: they read each B tile from L2

@@ -93,8 +93,9 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
 /// Which of a kernel's twins (`twins`, each compiled for one tile) runs `args`: the first
 /// decode twin (LaunchPlan::swapAB; the compiler orders them smallest first) whose tileM holds
 /// C's rows, where one does; else, with an SM count, the first whose two rows of tiles hold
-/// them where those tiles fit in one round of CTAs; else the one whose split (above) costs least, counting a 128 x 256 tile as 1.88 128 x 128 tiles
-/// (it computes 6% faster per element on the H200) and a 64-row one as 0.68 per 64 x 128,
+/// them where those tiles fit in one round of CTAs; else the one whose split (above) costs
+/// least, counting a 128 x 256 tile as 1.88 128 x 128 tiles (it computes 6% faster per
+/// element on the H200), a 128 x 192 one as 1.47 (2% faster) and a 64-row one as 0.68 per 64 x 128,
 /// a stacked pair of them as one unit; beside 128-row twins, a 64-row tile only where C
 /// has no more rows of its units than of 128-row tiles (alone: C with at most 64 rows);
 /// stacked pairs only where C has two rows of their tiles. At equal cost a tile in stacked

@@ -16,7 +16,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0" | FileCheck %s --check-prefix=PAIRS
 
 // Clusters left to kiln: the 128 x 128 and 64 x 128 tiles alone and in stacked pairs (each
-// CTA multicasting its half of B to both), the 128 x 256 tile alone.
+// CTA multicasting its half of B to both), the 128 x 256 and 128 x 192 tiles alone.
 // PAIRS: gpu.func @mm__sm90(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS: gpu.func @mm__sm90x2(
@@ -27,6 +27,9 @@
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS: gpu.func @mm__sm90_m64(
 // PAIRS: gpu.func @mm__sm90_m64x2(
+// PAIRS: gpu.func @mm__sm90_n192(
+// PAIRS-SAME: \22cluster\22:1,
+// PAIRS-SAME: \22tile\22:[128,192,64]
 // PAIRS-NOT: gpu.func
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0 decode-rows=16" | FileCheck %s --check-prefix=DEC
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0 wide-rows=96" | FileCheck %s --check-prefix=WIDE
