@@ -46,6 +46,28 @@ std::vector<TensorView> args(int64_t M, int64_t N, int64_t K) {
   return {view(0, {M, K}), view(256, {K, N}), view(512, {N}), view(768, {M, N})};
 }
 
+/// kiln's own persistent GEMM twins in the compiler's order: 128 x 128 alone and in stacked
+/// pairs, 128 x 256, 64 x 128 alone and in stacked pairs, then (withMid) 128 x 192.
+std::vector<LaunchPlan> ownTwins(bool withMid) {
+  LaunchPlan narrow = gemmPlan(), pairs = gemmPlan(), wide = gemmPlan(), low = gemmPlan(), lowPairs = gemmPlan(),
+             mid = gemmPlan();
+  for (LaunchPlan* p : {&narrow, &pairs, &wide, &low, &lowPairs, &mid}) p->persistent = true;
+  pairs.cluster = lowPairs.cluster = 2;
+  pairs.clusterAlongM = lowPairs.clusterAlongM = true;
+  wide.tileN = 256;
+  wide.gridDims[1].tile = 256;
+  mid.tileN = 192;
+  mid.gridDims[1].tile = 192;
+  for (LaunchPlan* p : {&low, &lowPairs}) {
+    p->tileM = 64;
+    p->threads = 256;
+    p->gridDims[0].tile = 64;
+  }
+  std::vector<LaunchPlan> twins = {narrow, pairs, wide, low, lowPairs};
+  if (withMid) twins.push_back(mid);
+  return twins;
+}
+
 } // namespace
 
 TEST_CASE("a launch plan survives JSON, as the kernel cache stores it", "[sm90]") {
@@ -195,23 +217,7 @@ TEST_CASE("each launch takes the twin width that leaves the busiest SM least wor
 }
 
 TEST_CASE("a launch takes the 128 x 192 tile only where it takes fewer rounds of CTAs than the others", "[sm90]") {
-  // kiln's own twins, as the compiler orders them: 128 x 128 alone and in stacked pairs,
-  // 128 x 256, 64 x 128 alone and in stacked pairs, 128 x 192.
-  LaunchPlan narrow = gemmPlan(), pairs = gemmPlan(), wide = gemmPlan(), low = gemmPlan(), lowPairs = gemmPlan(),
-             mid = gemmPlan();
-  for (LaunchPlan* p : {&narrow, &pairs, &wide, &low, &lowPairs, &mid}) p->persistent = true;
-  pairs.cluster = lowPairs.cluster = 2;
-  pairs.clusterAlongM = lowPairs.clusterAlongM = true;
-  wide.tileN = 256;
-  wide.gridDims[1].tile = 256;
-  mid.tileN = 192;
-  mid.gridDims[1].tile = 192;
-  for (LaunchPlan* p : {&low, &lowPairs}) {
-    p->tileM = 64;
-    p->threads = 256;
-    p->gridDims[0].tile = 64;
-  }
-  std::vector<LaunchPlan> twins = {narrow, pairs, wide, low, lowPairs, mid};
+  const std::vector<LaunchPlan> twins = ownTwins(true);
   std::string why;
   Split work;
   auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why, &work); };
@@ -319,18 +325,8 @@ TEST_CASE("a launch takes the 64-row tile in stacked pairs wherever its rounds c
 }
 
 TEST_CASE("a launch takes 128 x 128 tiles in stacked pairs where they cost no more than alone", "[sm90]") {
-  LaunchPlan narrow = gemmPlan(), pairs = gemmPlan(), wide = gemmPlan(), low = gemmPlan(), lowPairs = gemmPlan();
-  for (LaunchPlan* p : {&narrow, &pairs, &wide, &low, &lowPairs}) p->persistent = true;
-  pairs.cluster = lowPairs.cluster = 2;
-  pairs.clusterAlongM = lowPairs.clusterAlongM = true;
-  wide.tileN = 256;
-  wide.gridDims[1].tile = 256;
-  for (LaunchPlan* p : {&low, &lowPairs}) {
-    p->tileM = 64;
-    p->threads = 256;
-    p->gridDims[0].tile = 64;
-  }
-  std::vector<LaunchPlan> twins = {narrow, pairs, wide, low, lowPairs}; // as the compiler orders them
+  const std::vector<LaunchPlan> twins = ownTwins(false);
+  const LaunchPlan& pairs = twins[1];
   std::string why;
   Split work;
   auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why, &work); };
