@@ -321,6 +321,26 @@ int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::
 }
 } // namespace
 
+namespace {
+/// A tile's work relative to a 128 x 128 tile's: its area times the time per element of its
+/// kind. A 128 x 256 one computes 6% faster per element (measured: 1442 vs 1366 us at
+/// 8192^3), a 128 x 192 one 2% (its forced runs took 0.98 of the 128 x 128 tile's time per
+/// element where rounds were near full: H200, 8192^3, 1411.5 us in 20.8 rounds against the
+/// 128 x 256 tile's 1373.3 in 15.5, 2026-11-30; so it wins only where it saves a round), a
+/// 64-row one (one consumer warpgroup) 26% slower (580 against 779 TFLOP/s at 4096^3).
+/// Two products (one wgmma of twice tileN) weigh by that width: at 2048 x 14336 x 4096 the
+/// 128 x 128 tile of two (wgmma N 256) ran in 634 us against 667 for 128 x 64 (N 128), at
+/// 8192 rows 2552 against 2969 (H200, 2026-12-04, docs/benchmarks/2026-12-04-h200-llama-layer/).
+double tileWork(const LaunchPlan& p) {
+  const int64_t mmaN = p.tileN * p.products;
+  double perElement = 1.0;
+  if (mmaN >= 256) perElement = 0.94;
+  else if (p.tileM < 128) perElement = 1.0 / 0.74;
+  else if (mmaN == 192) perElement = 0.98;
+  return double(p.tileM * mmaN) / (128.0 * 128.0) * perElement;
+}
+} // namespace
+
 int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
            std::string* why, Split* work) {
   int best = -1;
@@ -376,18 +396,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
       const int64_t stack = stacked(p) ? p.cluster : 1; // stacked tiles make one unit
       if (p.tileM < 128 && tall && ((rows + p.tileM - 1) / p.tileM + stack - 1) / stack > (rows + 127) / 128) continue;
     }
-    // Work per tile relative to a 128 x 128 tile: a 128 x 256 one computes 6% faster per
-    // element (measured: 1442 vs 1366 us at 8192^3), a 64 x 128 one (one consumer
-    // warpgroup) 26% slower (580 against 779 TFLOP/s at 4096^3).
-    // Two products (one wgmma of twice tileN) weigh by that width: at 2048 x 14336 x 4096 the
-    // 128 x 128 tile of two (wgmma N 256) ran in 634 us against 667 for 128 x 64 (N 128), at
-    // 8192 rows 2552 against 2969 (H200, 2026-12-04, docs/benchmarks/2026-12-04-h200-llama-layer/).
-    // A 128 x 192 one 2% faster: its forced runs took 0.98 of the 128 x 128 tile's time per
-    // element where rounds were near full (H200, 8192^3: 1411.5 us in 20.8 rounds against the
-    // 128 x 256 tile's 1373.3 in 15.5, 2026-11-30), so it wins only where it saves a round.
-    const int64_t mmaN = p.tileN * p.products;
-    const double perTile = double(p.tileM * mmaN) / (128.0 * 128.0) *
-                           (mmaN >= 256 ? 0.94 : mmaN == 192 && p.tileM == 128 ? 0.98 : p.tileM < 128 ? 1.0 / 0.74 : 1.0);
+    const double perTile = tileWork(p);
     const Split s = split(p, args, config);
     const double cost = s.cost * perTile;
     // At equal cost, stacked pairs beat the same tile alone: they read each B tile from L2
