@@ -41,7 +41,7 @@ struct CompileOptions {
   std::string arch;       ///< "sm_90a"
   int numWarps = 4;       ///< the portable kernel's warps per CTA
   bool hopperGemm = true; ///< sm_90a: a TMA + wgmma twin for GEMM-shaped kernels
-  int hopperTileN = 0;    ///< its columns per tile (128, 192, 256; 0: 128 and 256, chosen per launch)
+  int hopperTileN = 0;    ///< its columns per tile (128, 192, 256; 0: kiln's, chosen per launch)
   int hopperTileM = 0;    ///< its rows per tile (64, 128; 0: both, chosen per launch)
   int hopperStages = 0;   ///< its shared-memory ring depth (0: the most that fit)
   int hopperCluster = 0;  ///< its CTAs per cluster (1: none; 2: pairs sharing A; 0: kiln's, hopper/Twins.h)

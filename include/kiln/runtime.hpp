@@ -58,10 +58,10 @@ struct KILN_API RuntimeOptions {
   /// when). Off: the portable kernel only. When true, KILN_HOPPER_GEMM=off in the
   /// environment turns it off.
   bool hopper_gemm = true;
-  /// The twin's columns of C per CTA: 128 or 256 (that width alone), or 192 (EXPERIMENTAL:
-  /// 128 x 192 and 64 x 192 tiles, never kiln's own choice); 0 compiles 128 and 256 and lets
-  /// each launch take the one that suits the shape (docs/cuda.md), or KILN_HOPPER_TILE_N
-  /// when set.
+  /// The twin's columns of C per CTA: 128 or 256 (that width alone), or 192 (128 x 192 and,
+  /// EXPERIMENTAL, 64 x 192 tiles); 0 compiles kiln's own widths (128, 192 and 256: the
+  /// 128 x 192 tile alone) and lets each launch take the one that suits the shape
+  /// (docs/cuda.md), or KILN_HOPPER_TILE_N when set.
   int hopper_tile_n = 0;
   /// The twin's rows of C per CTA: 128 (two consumer warpgroups; 128 x 128 and 128 x 256
   /// tiles) or 64 (one; a 64 x 128 tile, for shapes with too few 128-row tiles to fill the

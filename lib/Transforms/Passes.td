@@ -88,7 +88,7 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"tileN", "tile-n", "int64_t", /*default=*/"0",
-           "columns of C per tile: 128, 192 or 256 (0: 128 and 256); with tile-m, which twins to emit: "
+           "columns of C per tile: 128, 192 or 256 (0: 128, 256 and the 128 x 192 tile); with tile-m, which twins to emit: "
            "128 x 128 (<kernel>__sm90), 128 x 256 (<kernel>__sm90_n256), 64 x 128 (<kernel>__sm90_m64), "
            "128 x 192 (<kernel>__sm90_n192), 64 x 192 (<kernel>__sm90_m64n192), and with tile-m=64 tile-n=256 only, "
            "the ping-pong 64 x 256 (<kernel>__sm90_m64n256); see hopper/Twins.h">,
