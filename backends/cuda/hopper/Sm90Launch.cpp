@@ -319,9 +319,7 @@ int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::
   }
   return best;
 }
-} // namespace
 
-namespace {
 /// A tile's work relative to a 128 x 128 tile's: its area times the time per element of its
 /// kind. A 128 x 256 one computes 6% faster per element (measured: 1442 vs 1366 us at
 /// 8192^3), a 128 x 192 one 2% (its forced runs took 0.98 of the 128 x 128 tile's time per
