@@ -55,12 +55,13 @@ struct KILN_API Problem {
 };
 
 struct KILN_API Options {
-  int reps = 20;           ///< timed launches per candidate (fixed, recorded)
+  int reps = 20;           ///< timed launches per candidate (fixed, recorded), in min(reps, 10) interleaved rounds
   int warmup = 3;
   int threads = 0;         ///< parallel compiles; 0: every hardware thread
   std::string database;    ///< JSON file for save and replay; empty: neither
   bool replay = true;      ///< with a matching, same-fingerprint entry, compile only its choice
-  /// Called as the candidates compile ("compiling") and are verified and timed ("timing"):
+  /// Called as the candidates compile ("compiling", one step each), are verified
+  /// ("verifying", one step each) and are timed ("timing", one step per round of launches):
   /// the phase, how many are done, how many there are; from the compiling threads, one call
   /// at a time; what it throws is ignored. Empty (the default): none. (kiln writes nothing to stderr itself: the CLI's
   /// `kiln tune` draws its progress bar with this.)

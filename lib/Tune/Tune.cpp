@@ -1,5 +1,5 @@
 // The autotuner (include/kiln/tune.hpp): compile every candidate in parallel, verify each
-// before timing it, time the verified ones one at a time, save the choice with its
+// before timing it, time the verified ones together in interleaved rounds, save the choice with its
 // fingerprint and the search's cost; replay it when the fingerprint still matches.
 #include "kiln/tune.hpp"
 
@@ -24,6 +24,7 @@
 #include "kiln/verify.hpp"
 #include "Runtime/ParallelFor.h"
 #include "Tune/Database.h"
+#include "Tune/Rounds.h"
 
 namespace kiln::tune {
 
@@ -221,30 +222,61 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
     result.shape_class = options.shape_class;
   }
 
+  Progress progress(options.progress);
   // The inputs go up once; each candidate gets a freshly poisoned output.
   HostTensor poisoned = out;
   poisoned.poison();
   std::vector<DeviceTensor> inputs;
   for (const HostTensor& h : problem.args) inputs.push_back(first.upload(h));
-  auto check = [&](const Runtime& rt, const CompiledKernel& k, Candidate& cand) {
-    DeviceTensor o = first.upload(poisoned);
+  // A candidate's launch arguments: the inputs, and an output of its own.
+  struct Bound {
+    DeviceTensor out;
     std::vector<TensorView> views;
-    for (size_t i = 0; i < inputs.size(); ++i) views.push_back(i == problem.output ? o.view() : inputs[i].view());
+  };
+  auto bind = [&]() {
+    Bound b{first.upload(poisoned), {}};
+    for (size_t i = 0; i < inputs.size(); ++i) b.views.push_back(i == problem.output ? b.out.view() : inputs[i].view());
+    return b;
+  };
+  // Runs `k` once on a poisoned output and compares it with the reference.
+  auto verify = [&](const CompiledKernel& k, Candidate& cand, Bound& b) {
     try {
-      k.launch(views);
+      k.launch(b.views);
       HostTensor got = poisoned;
-      first.download(o, got);
+      first.download(b.out, got);
       verify::Report rep = verify::compare(got.view(), problem.reference, verify::Tolerance::for_dtype(got.dtype()));
       cand.verified = rep.ok;
-      if (!rep.ok) {
-        cand.error = "wrong result: " + rep.summary();
-        return;
-      }
-      cand.time = profile::time_kernel(rt, k, views, {options.reps, options.warmup, true});
+      if (!rep.ok) cand.error = "wrong result: " + rep.summary();
     } catch (const std::exception& e) {
       cand.verified = false;
       cand.error = firstLine(e.what());
     }
+  };
+  // Times the verified ones of `which` in interleaved rounds (Tune/Rounds.h); a candidate
+  // whose launch throws is dropped from the rounds after, with its reason.
+  auto timeAll = [&](const std::vector<size_t>& which, const std::vector<const Runtime*>& rts,
+                     const std::vector<const CompiledKernel*>& ks, std::vector<Bound>& bound) {
+    std::vector<std::vector<double>> samples(which.size());
+    const auto rounds = detail::timingRounds(which.size(), options.reps, options.warmup);
+    for (size_t r = 0; r < rounds.size(); ++r) {
+      for (const detail::TimingBlock& blk : rounds[r]) {
+        Candidate& cand = result.candidates[which[blk.candidate]];
+        if (!cand.verified) continue;
+        const CompiledKernel& k = *ks[blk.candidate];
+        const std::vector<TensorView>& views = bound[blk.candidate].views;
+        try {
+          std::vector<double> t =
+              profile::time(*rts[blk.candidate], [&] { k.launch(views, nullptr); }, {blk.reps, blk.warmup, true});
+          samples[blk.candidate].insert(samples[blk.candidate].end(), t.begin(), t.end());
+        } catch (const std::exception& e) {
+          cand.verified = false;
+          cand.error = firstLine(e.what());
+        }
+      }
+      progress.step("timing", int(rounds.size()));
+    }
+    for (size_t i = 0; i < which.size(); ++i)
+      if (result.candidates[which[i]].verified) result.candidates[which[i]].time = profile::summarize(samples[i]);
   };
 
   // Replay a saved choice when the device and toolchain are the same.
@@ -288,7 +320,12 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
         cand.report = k.report();
         result.compile_ms = cand.compile_ms;
         t0 = Clock::now();
-        check(rt, k, cand);
+        result.candidates = {cand};
+        std::vector<Bound> bound;
+        bound.push_back(bind());
+        verify(k, result.candidates[0], bound[0]);
+        timeAll({0}, {&rt}, {&k}, bound);
+        cand = result.candidates[0];
         result.timing_ms = msSince(t0);
       } catch (const std::exception& e) { // the saved choice no longer compiles here
         cand.verified = false;
@@ -312,9 +349,8 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
 
   // Compile every candidate, in parallel.
   const size_t n = space.configs.size();
-  result.candidates.resize(n);
+  result.candidates.assign(n, Candidate{}); // (a failed replay left its candidate here)
   std::vector<Compiled> compiled(n);
-  Progress progress(options.progress);
   auto c0 = Clock::now();
   kiln::detail::parallelFor(n, options.threads, [&](size_t i) {
     Candidate& cand = result.candidates[i];
@@ -335,12 +371,27 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
   });
   result.compile_ms = msSince(c0);
 
-  // Verify, then time, one candidate at a time.
+  // Verify each, then time the verified ones together, in rounds.
   auto t0 = Clock::now();
+  std::vector<size_t> which;
+  std::vector<const Runtime*> rts;
+  std::vector<const CompiledKernel*> ks;
+  std::vector<Bound> bound;
   for (size_t i = 0; i < n; ++i) {
-    if (compiled[i].kernel) check(*compiled[i].rt, *compiled[i].kernel, result.candidates[i]);
-    progress.step("timing", int(n));
+    if (compiled[i].kernel) {
+      bound.push_back(bind());
+      verify(*compiled[i].kernel, result.candidates[i], bound.back());
+      if (result.candidates[i].verified) {
+        which.push_back(i);
+        rts.push_back(compiled[i].rt);
+        ks.push_back(&*compiled[i].kernel);
+      } else {
+        bound.pop_back();
+      }
+    }
+    progress.step("verifying", int(n));
   }
+  timeAll(which, rts, ks, bound);
   result.timing_ms = msSince(t0);
 
   std::vector<const Candidate*> ranked;

@@ -81,7 +81,8 @@ TEST_CASE("tune compiles, verifies and times every candidate and picks the faste
   CHECK_FALSE(r.replayed);
 }
 
-TEST_CASE("tune reports each candidate compiled, then each timed, through its progress callback", "[tune]") {
+TEST_CASE("tune reports each candidate compiled, then each verified, then each round of timing, through its progress callback",
+          "[tune]") {
   std::vector<std::string> steps; // "phase done/total", in the order reported
   tune::Options o{.reps = 2, .threads = 2};
   o.progress = [&](const std::string& phase, int done, int total) {
@@ -91,7 +92,8 @@ TEST_CASE("tune reports each candidate compiled, then each timed, through its pr
   tune::Result r = tune::tune(Backend::cpu, noDisk(), smallSpace(), gemmFor, gemmProblem(32, 32, 32), o);
   CHECK(r.candidates.size() == 4);
   CHECK(steps == std::vector<std::string>{"compiling 1/4", "compiling 2/4", "compiling 3/4", "compiling 4/4",
-                                          "timing 1/4", "timing 2/4", "timing 3/4", "timing 4/4"});
+                                          "verifying 1/4", "verifying 2/4", "verifying 3/4", "verifying 4/4",
+                                          "timing 1/2", "timing 2/2"}); // reps 2: two rounds of one launch each
 }
 
 TEST_CASE("a fast wrong candidate never wins", "[tune]") {
