@@ -102,12 +102,6 @@ void checkWritable(const std::string& path) {
                                                 std::strerror(errno) + "); the search's choice would be lost");
 }
 
-// One compile of one config on the Runtime for its warp count.
-struct Compiled {
-  std::optional<CompiledKernel> kernel;
-  const Runtime* rt = nullptr;
-};
-
 } // namespace
 
 int64_t Config::get(const std::string& name, int64_t fallback) const {
@@ -252,23 +246,41 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
       cand.error = firstLine(e.what());
     }
   };
-  // Times the verified ones of `which` in interleaved rounds (Tune/Rounds.h); a candidate
-  // whose launch throws is dropped from the rounds after, with its reason.
-  auto timeAll = [&](const std::vector<size_t>& which, const std::vector<const Runtime*>& rts,
-                     const std::vector<const CompiledKernel*>& ks, std::vector<Bound>& bound) {
+  // Times the verified ones of `which` in interleaved rounds (Tune/Rounds.h). A round is one
+  // profile::time call over its launches in order (its warm-ups timed and dropped): one L2
+  // flush buffer a round, and nothing but a launch between a round's events. A candidate
+  // whose launch throws is dropped, with its reason, and the round run again without it.
+  auto timeAll = [&](const std::vector<size_t>& which, const std::vector<const CompiledKernel*>& ks,
+                     const std::vector<Bound>& bound) {
+    struct Launch {
+      size_t candidate; // into `which`
+      bool timed;
+    };
     std::vector<std::vector<double>> samples(which.size());
     const auto rounds = detail::timingRounds(which.size(), options.reps, options.warmup);
-    for (size_t r = 0; r < rounds.size(); ++r) {
-      for (const detail::TimingBlock& blk : rounds[r]) {
-        Candidate& cand = result.candidates[which[blk.candidate]];
-        if (!cand.verified) continue;
-        const CompiledKernel& k = *ks[blk.candidate];
-        const std::vector<TensorView>& views = bound[blk.candidate].views;
+    for (const auto& round : rounds) {
+      for (;;) {
+        std::vector<Launch> seq;
+        for (const detail::TimingBlock& blk : round) {
+          if (!result.candidates[which[blk.candidate]].verified) continue;
+          for (int w = 0; w < blk.warmup; ++w) seq.push_back({blk.candidate, false});
+          for (int t = 0; t < blk.reps; ++t) seq.push_back({blk.candidate, true});
+        }
+        if (seq.empty()) break;
+        size_t next = 0;
         try {
-          std::vector<double> t =
-              profile::time(*rts[blk.candidate], [&] { k.launch(views, nullptr); }, {blk.reps, blk.warmup, true});
-          samples[blk.candidate].insert(samples[blk.candidate].end(), t.begin(), t.end());
+          std::vector<double> ms = profile::time(
+              first,
+              [&] {
+                ks[seq[next].candidate]->launch(bound[seq[next].candidate].views, nullptr);
+                ++next; // not past a launch that threw: seq[next] names it
+              },
+              {int(seq.size()), 0, true});
+          for (size_t i = 0; i < seq.size(); ++i)
+            if (seq[i].timed) samples[seq[i].candidate].push_back(ms[i]);
+          break;
         } catch (const std::exception& e) {
+          Candidate& cand = result.candidates[which[seq[std::min(next, seq.size() - 1)].candidate]];
           cand.verified = false;
           cand.error = firstLine(e.what());
         }
@@ -324,7 +336,7 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
         std::vector<Bound> bound;
         bound.push_back(bind());
         verify(k, result.candidates[0], bound[0]);
-        timeAll({0}, {&rt}, {&k}, bound);
+        timeAll({0}, {&k}, bound);
         cand = result.candidates[0];
         result.timing_ms = msSince(t0);
       } catch (const std::exception& e) { // the saved choice no longer compiles here
@@ -350,7 +362,7 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
   // Compile every candidate, in parallel.
   const size_t n = space.configs.size();
   result.candidates.assign(n, Candidate{}); // (a failed replay left its candidate here)
-  std::vector<Compiled> compiled(n);
+  std::vector<std::optional<CompiledKernel>> compiled(n);
   auto c0 = Clock::now();
   kiln::detail::parallelFor(n, options.threads, [&](size_t i) {
     Candidate& cand = result.candidates[i];
@@ -358,11 +370,10 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
     const Runtime& rt = runtimeFor(cand.config); // made above: no insertion here
     auto t0 = Clock::now();
     try { // anything a candidate throws is its own failure, never the process's
-      compiled[i].kernel.emplace(rt.compile(make(cand.config)));
-      compiled[i].rt = &rt;
+      compiled[i].emplace(rt.compile(make(cand.config)));
       cand.compiled = true;
-      cand.cache = compiled[i].kernel->cache().outcome;
-      cand.report = compiled[i].kernel->report();
+      cand.cache = compiled[i]->cache().outcome;
+      cand.report = compiled[i]->report();
     } catch (const std::exception& e) {
       cand.error = "does not compile: " + firstLine(e.what());
     }
@@ -374,24 +385,22 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
   // Verify each, then time the verified ones together, in rounds.
   auto t0 = Clock::now();
   std::vector<size_t> which;
-  std::vector<const Runtime*> rts;
   std::vector<const CompiledKernel*> ks;
   std::vector<Bound> bound;
   for (size_t i = 0; i < n; ++i) {
-    if (compiled[i].kernel) {
+    if (compiled[i]) {
       bound.push_back(bind());
-      verify(*compiled[i].kernel, result.candidates[i], bound.back());
+      verify(*compiled[i], result.candidates[i], bound.back());
       if (result.candidates[i].verified) {
         which.push_back(i);
-        rts.push_back(compiled[i].rt);
-        ks.push_back(&*compiled[i].kernel);
+        ks.push_back(&*compiled[i]);
       } else {
         bound.pop_back();
       }
     }
     progress.step("verifying", int(n));
   }
-  timeAll(which, rts, ks, bound);
+  timeAll(which, ks, bound);
   result.timing_ms = msSince(t0);
 
   std::vector<const Candidate*> ranked;
