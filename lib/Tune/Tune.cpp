@@ -222,7 +222,7 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
   poisoned.poison();
   std::vector<DeviceTensor> inputs;
   for (const HostTensor& h : problem.args) inputs.push_back(first.upload(h));
-  // A candidate's launch arguments: the inputs, and an output of its own.
+  // Launch arguments: the inputs, and a freshly poisoned output.
   struct Bound {
     DeviceTensor out;
     std::vector<TensorView> views;
@@ -233,8 +233,9 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
     return b;
   };
   // Runs `k` once on a poisoned output and compares it with the reference.
-  auto verify = [&](const CompiledKernel& k, Candidate& cand, Bound& b) {
+  auto verify = [&](const CompiledKernel& k, Candidate& cand) {
     try {
+      Bound b = bind();
       k.launch(b.views);
       HostTensor got = poisoned;
       first.download(b.out, got);
@@ -246,12 +247,13 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
       cand.error = firstLine(e.what());
     }
   };
-  // Times the verified ones of `which` in interleaved rounds (Tune/Rounds.h). A round is one
-  // profile::time call over its launches in order (its warm-ups timed and dropped): one L2
-  // flush buffer a round, and nothing but a launch between a round's events. A candidate
-  // whose launch throws is dropped, with its reason, and the round run again without it.
-  auto timeAll = [&](const std::vector<size_t>& which, const std::vector<const CompiledKernel*>& ks,
-                     const std::vector<Bound>& bound) {
+  // Times the verified ones of `which` in interleaved rounds (Tune/Rounds.h), all writing
+  // one output (they were verified on their own). A round is one profile::time call over its
+  // launches in order (its warm-ups timed and dropped): one L2 flush buffer a round, and
+  // nothing but a launch between a round's events. A candidate whose launch throws is
+  // dropped, with its reason, and the round run again without it.
+  auto timeAll = [&](const std::vector<size_t>& which, const std::vector<const CompiledKernel*>& ks) {
+    const Bound shared = bind();
     struct Launch {
       size_t candidate; // into `which`
       bool timed;
@@ -272,7 +274,7 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
           std::vector<double> ms = profile::time(
               first,
               [&] {
-                ks[seq[next].candidate]->launch(bound[seq[next].candidate].views, nullptr);
+                ks[seq[next].candidate]->launch(shared.views, nullptr);
                 ++next; // not past a launch that threw: seq[next] names it
               },
               {int(seq.size()), 0, true});
@@ -333,10 +335,8 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
         result.compile_ms = cand.compile_ms;
         t0 = Clock::now();
         result.candidates = {cand};
-        std::vector<Bound> bound;
-        bound.push_back(bind());
-        verify(k, result.candidates[0], bound[0]);
-        timeAll({0}, {&k}, bound);
+        verify(k, result.candidates[0]);
+        timeAll({0}, {&k});
         cand = result.candidates[0];
         result.timing_ms = msSince(t0);
       } catch (const std::exception& e) { // the saved choice no longer compiles here
@@ -386,21 +386,17 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
   auto t0 = Clock::now();
   std::vector<size_t> which;
   std::vector<const CompiledKernel*> ks;
-  std::vector<Bound> bound;
   for (size_t i = 0; i < n; ++i) {
     if (compiled[i]) {
-      bound.push_back(bind());
-      verify(*compiled[i], result.candidates[i], bound.back());
+      verify(*compiled[i], result.candidates[i]);
       if (result.candidates[i].verified) {
         which.push_back(i);
         ks.push_back(&*compiled[i]);
-      } else {
-        bound.pop_back();
       }
     }
     progress.step("verifying", int(n));
   }
-  timeAll(which, ks, bound);
+  timeAll(which, ks);
   result.timing_ms = msSince(t0);
 
   std::vector<const Candidate*> ranked;
