@@ -108,6 +108,12 @@ kiln::Kernel tiledKernel(const std::string& kernel, kiln::DType dt, const Config
   return kiln::catalogue::find(kernel).make_tiled(dt, {c.get("m", 64), c.get("n", 64), c.get("k", 32), c.get("stages", 3)});
 }
 
+bool gpuReference(const kiln::catalogue::Entry& entry, kiln::Backend backend, const std::vector<int64_t>& shape) {
+  double macs = 1;
+  for (int64_t d : shape) macs *= double(d);
+  return backend == kiln::Backend::cuda && entry.gpu_problem && macs > double(int64_t(1) << 33);
+}
+
 int cmdTune(const TuneOptions& o) {
   const auto& entry = kiln::catalogue::find(o.kernel);
   if (!entry.make_tiled)
@@ -123,8 +129,11 @@ int cmdTune(const TuneOptions& o) {
               space.rejected.size(), o.reps);
   for (const auto& [c, why] : space.rejected) std::printf("  rejected %s: %s\n", c.str().c_str(), why.c_str());
 
-  std::printf("computing the reference (Eigen, f64) ...\n");
-  kiln::catalogue::Problem p = entry.problem(shape, dt, o.seed);
+  const bool onGpu = gpuReference(entry, backend, shape);
+  std::printf(onGpu ? "computing the reference (cuBLASLt on the GPU: the f64 host reference would take minutes) ...\n"
+                    : "computing the reference (Eigen, f64) ...\n");
+  std::fflush(stdout);
+  kiln::catalogue::Problem p = onGpu ? entry.gpu_problem(probe, shape, dt, o.seed) : entry.problem(shape, dt, o.seed);
   kiln::tune::Problem problem{p.args, p.output, p.reference, p.flops};
   auto make = [&](const Config& c) { return tiledKernel(o.kernel, dt, c); };
   kiln::tune::Options opt;

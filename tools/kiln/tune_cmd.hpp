@@ -9,6 +9,9 @@ struct TuneOptions {
   bool replay = true, progress = true;
 };
 
+#include <vector>
+
+#include "kiln/catalogue.hpp"
 #include "kiln/runtime.hpp"
 #include "kiln/tune.hpp"
 
@@ -20,3 +23,7 @@ int cmdTune(const TuneOptions& o);
 kiln::tune::Space defaultTuneSpace(const kiln::Runtime& rt, kiln::DType dt);
 /// The catalogue GEMM of `kernel` with a config's tiles.
 kiln::Kernel tiledKernel(const std::string& kernel, kiln::DType dt, const kiln::tune::Config& c);
+/// Whether `entry` on `shape` is verified against cuBLASLt on the GPU (entry.gpu_problem)
+/// rather than Eigen in f64 on the host: a GEMM over 2^33 multiply-adds (8192^3: minutes on
+/// the host) on the CUDA backend. kiln bench and kiln tune decide alike.
+bool gpuReference(const kiln::catalogue::Entry& entry, kiln::Backend backend, const std::vector<int64_t>& shape);
