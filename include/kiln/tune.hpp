@@ -56,12 +56,15 @@ struct KILN_API Problem {
 
 struct KILN_API Options {
   int reps = 20;           ///< timed launches per candidate (fixed, recorded), in min(reps, 10) interleaved rounds
+  /// Untimed launches before a candidate's first timed ones; each later round gives it one
+  /// more before its block (none when 0).
   int warmup = 3;
   int threads = 0;         ///< parallel compiles; 0: every hardware thread
   std::string database;    ///< JSON file for save and replay; empty: neither
   bool replay = true;      ///< with a matching, same-fingerprint entry, compile only its choice
   /// Called as the candidates compile ("compiling", one step each), are verified
-  /// ("verifying", one step each) and are timed ("timing", one step per round of launches):
+  /// ("verifying", one step each) and are timed ("timing", one step per round of launches;
+  /// none when nothing verified; a replay reports only its rounds of timing):
   /// the phase, how many are done, how many there are; from the compiling threads, one call
   /// at a time; what it throws is ignored. Empty (the default): none. (kiln writes nothing to stderr itself: the CLI's
   /// `kiln tune` draws its progress bar with this.)
@@ -102,7 +105,9 @@ KILN_API RuntimeOptions options_for(const RuntimeOptions& base, const Config& co
 
 /// Tunes `make` (a kernel for each config) on `problem`. Throws kiln::Error(InvalidArgument)
 /// for an empty space or a bad problem, and Runtime when no candidate verifies (each
-/// candidate's reason is in the message). `backend` and `base` give each candidate's
+/// candidate's reason is in the message). A candidate that fails while timed is dropped,
+/// its error "failed while timed: ..."; the timer's own failure before any launch (e.g. no
+/// memory for its L2 flush buffer) is thrown, as profile::time throws it. `backend` and `base` give each candidate's
 /// Runtime (options_for(base, config)).
 KILN_API Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
                      const std::function<Kernel(const Config&)>& make, Problem problem,

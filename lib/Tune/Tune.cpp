@@ -249,46 +249,21 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
   };
   // Times the verified ones of `which` in interleaved rounds (Tune/Rounds.h), all writing
   // one output (they were verified on their own). A round is one profile::time call over its
-  // launches in order (its warm-ups timed and dropped): one L2 flush buffer a round, and
-  // nothing but a launch between a round's events. A candidate whose launch throws is
-  // dropped, with its reason, and the round run again without it.
+  // launches in order: one L2 flush buffer a round, and nothing but a launch between a
+  // sample's events. A candidate that fails while timed is dropped with its reason.
   auto timeAll = [&](const std::vector<size_t>& which, const std::vector<const CompiledKernel*>& ks) {
+    if (which.empty()) return;
     const Bound shared = bind();
-    struct Launch {
-      size_t candidate; // into `which`
-      bool timed;
-    };
-    std::vector<std::vector<double>> samples(which.size());
-    const auto rounds = detail::timingRounds(which.size(), options.reps, options.warmup);
-    for (const auto& round : rounds) {
-      for (;;) {
-        std::vector<Launch> seq;
-        for (const detail::TimingBlock& blk : round) {
-          if (!result.candidates[which[blk.candidate]].verified) continue;
-          for (int w = 0; w < blk.warmup; ++w) seq.push_back({blk.candidate, false});
-          for (int t = 0; t < blk.reps; ++t) seq.push_back({blk.candidate, true});
-        }
-        if (seq.empty()) break;
-        size_t next = 0;
-        try {
-          std::vector<double> ms = profile::time(
-              first,
-              [&] {
-                ks[seq[next].candidate]->launch(shared.views, nullptr);
-                ++next; // not past a launch that threw: seq[next] names it
-              },
-              {int(seq.size()), 0, true});
-          for (size_t i = 0; i < seq.size(); ++i)
-            if (seq[i].timed) samples[seq[i].candidate].push_back(ms[i]);
-          break;
-        } catch (const std::exception& e) {
-          Candidate& cand = result.candidates[which[seq[std::min(next, seq.size() - 1)].candidate]];
+    const auto samples = detail::timeInRounds(
+        which.size(), options.reps, options.warmup,
+        [&](size_t count, const std::function<void()>& once) { return profile::time(first, once, {int(count), 0, true}); },
+        [&](size_t c) { ks[c]->launch(shared.views, nullptr); },
+        [&](size_t c, const std::exception& e) {
+          Candidate& cand = result.candidates[which[c]];
           cand.verified = false;
-          cand.error = firstLine(e.what());
-        }
-      }
-      progress.step("timing", int(rounds.size()));
-    }
+          cand.error = "failed while timed: " + firstLine(e.what());
+        },
+        [&] { progress.step("timing", detail::timingRoundCount(options.reps)); });
     for (size_t i = 0; i < which.size(); ++i)
       if (result.candidates[which[i]].verified) result.candidates[which[i]].time = profile::summarize(samples[i]);
   };
