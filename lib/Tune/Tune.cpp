@@ -300,23 +300,24 @@ Result tune(Backend backend, const RuntimeOptions& base, const Space& space,
       Candidate cand;
       cand.config = choice;
       auto t0 = Clock::now();
+      std::optional<CompiledKernel> k;
       try {
-        const Runtime& rt = runtimeFor(cand.config);
-        CompiledKernel k = rt.compile(make(cand.config));
+        k.emplace(runtimeFor(cand.config).compile(make(cand.config)));
         cand.compiled = true;
         cand.compile_ms = msSince(t0);
-        cand.cache = k.cache().outcome;
-        cand.report = k.report();
+        cand.cache = k->cache().outcome;
+        cand.report = k->report();
         result.compile_ms = cand.compile_ms;
+      } catch (const std::exception& e) { // the saved choice no longer compiles here
+        cand.error = "does not compile: " + firstLine(e.what());
+      }
+      if (k) { // verified and timed as a search's candidates are; the timer's own failure propagates
         t0 = Clock::now();
         result.candidates = {cand};
-        verify(k, result.candidates[0]);
-        timeAll({0}, {&k});
+        verify(*k, result.candidates[0]);
+        if (result.candidates[0].verified) timeAll({0}, {&*k});
         cand = result.candidates[0];
         result.timing_ms = msSince(t0);
-      } catch (const std::exception& e) { // the saved choice no longer compiles here
-        cand.verified = false;
-        cand.error = "does not compile: " + firstLine(e.what());
       }
       if (cand.verified) {
         result.replayed = true;
