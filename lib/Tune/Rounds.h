@@ -5,7 +5,8 @@
 // compared across time: whatever drifts while a search runs (clocks and temperature on a
 // GPU, a neighbour's load on the CPU) lands on whichever candidate happened to be timed
 // then. On an H100 two candidates that launch the very same kernel measured 0.1805 and
-// 0.1908 ms that way, p10-p90 not overlapping. So each candidate's launches are spread
+// 0.1908 ms that way, p10-p90 not overlapping (2026-12-05, `scripts/device-run.sh tunetwin`,
+// docs/benchmarks/2026-12-05-h100-hopper-gemm-ring-split/). So each candidate's launches are spread
 // over rounds: in every round each candidate runs a short block, the round's first
 // candidate moving on by one each round, and a candidate's figure is the summary of all
 // its blocks' launches.
@@ -19,6 +20,8 @@ namespace kiln::tune::detail {
 
 /// At most this many rounds (fewer when there are fewer timed launches per candidate).
 inline constexpr int kTimingRounds = 10;
+/// The rounds a search of `reps` timed launches per candidate takes.
+inline int timingRoundCount(int reps) { return std::min(reps, kTimingRounds); }
 
 /// One block: `warmup` untimed launches of `candidate`, then `reps` timed ones.
 struct TimingBlock {
@@ -34,7 +37,6 @@ struct TimingBlock {
 ///    launches before it were another kernel's);
 ///  - round r starts at candidate r mod n and goes on in order, wrapping around: with
 ///    n > 1 and more than one round, no candidate is timed first in every round.
-inline int timingRoundCount(int reps) { return std::min(reps, kTimingRounds); }
 inline std::vector<std::vector<TimingBlock>> timingRounds(std::size_t n, int reps, int warmup) {
   const int rounds = timingRoundCount(reps);
   std::vector<std::vector<TimingBlock>> out(static_cast<std::size_t>(rounds));
