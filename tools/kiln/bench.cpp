@@ -266,12 +266,10 @@ int cmdBench(const BenchOptions& o) {
   for (size_t si = 0; si < shapes.size(); ++si) {
     // Every row is verified before it is timed: against Eigen in f64 on the host, or, for a
     // GEMM over 2^33 multiply-adds on a GPU (minutes on the host), against cuBLASLt there.
-    const bool onGpu = gpuReference(entry, backend, parsed[si]);
-    if (onGpu)
+    if (gpuReference(entry, backend, parsed[si]))
       std::fprintf(stderr, "kiln bench: %s is verified against cuBLASLt (the f64 host reference would take minutes)\n",
                    shapes[si].c_str());
-    kiln::catalogue::Problem p = onGpu ? entry.gpu_problem(probe, parsed[si], dt, o.seed)
-                                              : entry.problem(parsed[si], dt, o.seed);
+    kiln::catalogue::Problem p = referenceProblem(entry, probe, parsed[si], dt, o.seed);
     // Where the host reference checks only sampled rows (large attention), every route's
     // whole output is also compared with the framework route's (cuDNN's) below.
     const bool crossCheck = backend == kiln::Backend::cuda && entry.framework && !p.checked.empty();

@@ -114,6 +114,11 @@ bool gpuReference(const kiln::catalogue::Entry& entry, kiln::Backend backend, co
   return backend == kiln::Backend::cuda && entry.gpu_problem && macs > double(int64_t(1) << 33);
 }
 
+kiln::catalogue::Problem referenceProblem(const kiln::catalogue::Entry& entry, const kiln::Runtime& rt,
+                                          const std::vector<int64_t>& shape, kiln::DType dt, uint64_t seed) {
+  return gpuReference(entry, rt.backend(), shape) ? entry.gpu_problem(rt, shape, dt, seed) : entry.problem(shape, dt, seed);
+}
+
 int cmdTune(const TuneOptions& o) {
   const auto& entry = kiln::catalogue::find(o.kernel);
   if (!entry.make_tiled)
@@ -133,7 +138,7 @@ int cmdTune(const TuneOptions& o) {
   std::printf(onGpu ? "computing the reference (cuBLASLt on the GPU: the f64 host reference would take minutes) ...\n"
                     : "computing the reference (Eigen, f64) ...\n");
   std::fflush(stdout);
-  kiln::catalogue::Problem p = onGpu ? entry.gpu_problem(probe, shape, dt, o.seed) : entry.problem(shape, dt, o.seed);
+  kiln::catalogue::Problem p = referenceProblem(entry, probe, shape, dt, o.seed);
   kiln::tune::Problem problem{p.args, p.output, p.reference, p.flops};
   auto make = [&](const Config& c) { return tiledKernel(o.kernel, dt, c); };
   kiln::tune::Options opt;

@@ -27,3 +27,6 @@ kiln::Kernel tiledKernel(const std::string& kernel, kiln::DType dt, const kiln::
 /// rather than Eigen in f64 on the host: a GEMM over 2^33 multiply-adds (8192^3: minutes on
 /// the host) on the CUDA backend. kiln bench and kiln tune decide alike.
 bool gpuReference(const kiln::catalogue::Entry& entry, kiln::Backend backend, const std::vector<int64_t>& shape);
+/// `entry`'s problem on `shape` with the reference gpuReference() picks (on `rt`'s GPU or the host).
+kiln::catalogue::Problem referenceProblem(const kiln::catalogue::Entry& entry, const kiln::Runtime& rt,
+                                          const std::vector<int64_t>& shape, kiln::DType dt, uint64_t seed);
