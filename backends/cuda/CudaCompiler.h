@@ -44,7 +44,7 @@ struct CompileOptions {
   int hopperTileN = 0;    ///< its columns per tile (128, 192, 256; 0: kiln's, chosen per launch)
   int hopperTileM = 0;    ///< its rows per tile (64, 128; 0: both, chosen per launch)
   int hopperStages = 0;   ///< its shared-memory ring depth (0: the most that fit)
-  int hopperCluster = 0;  ///< its CTAs per cluster (1: none; 2: pairs sharing A; 0: kiln's, hopper/Twins.h)
+  int hopperCluster = 0;  ///< its CTAs per cluster (1: none; 2, 4: sharing A; 0: kiln's, hopper/Twins.h)
   bool hopperClusterM = false; ///< pairs sharing B (vertically adjacent tiles) instead
   int hopperRaster = 0;   ///< its tile order: groups of this many tile rows (0: 8)
   int hopperDecodeRows = hopper::kDecodeRows; ///< with kiln's tiles: the decode twin's rows (0: none)

@@ -743,6 +743,12 @@ public:
                                           ? 0
                                           : maxActiveClusters(k.sm90.back(), unsigned(s), unsigned(plan.threads),
                                                               unsigned(plan.sharedBytes)));
+      // A twin in clusters: how many of its clusters fit at once (its persistent grid).
+      else if (plan.cluster > 1) {
+        plan.clusterSlots.assign(size_t(plan.cluster) + 1, 0);
+        plan.clusterSlots.back() =
+            maxActiveClusters(k.sm90.back(), unsigned(plan.cluster), unsigned(plan.threads), unsigned(plan.sharedBytes));
+      }
     }
   }
 
@@ -1013,7 +1019,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     state->options.hopper_cluster_m = *v == "on";
   if (auto v = env("KILN_HOPPER_TILE_M", {"0", "64", "128"}); v && options.hopper_tile_m == 0)
     state->options.hopper_tile_m = std::stoi(*v);
-  if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2"}); v && options.hopper_cluster == 0)
+  if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2", "4"}); v && options.hopper_cluster == 0)
     state->options.hopper_cluster = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_RASTER", {"0", "1", "2", "4", "8", "16", "32", "64"}); v && options.hopper_raster == 0)
     state->options.hopper_raster = std::stoi(*v);

@@ -78,12 +78,13 @@ struct KILN_API RuntimeOptions {
   /// 4 at 64 x 256; the least of the tiles compiled); 0 lets kiln choose (the most that fit), or
   /// KILN_HOPPER_STAGES when set.
   int hopper_stages = 0;
-  /// The twin's CTAs per thread-block cluster: 1 (none), or 2 (two CTAs take adjacent tiles
-  /// and share A's tile by TMA multicast, or B's with hopper_cluster_m); 0 lets kiln choose
-  /// (the 128-row tiles alone; the 64-row tile both alone and in stacked pairs sharing B,
-  /// each launch taking what suits its shape), or
-  /// KILN_HOPPER_CLUSTER when set. EXPERIMENTAL: 2 for every tile is correct on the H200 but
-  /// no faster there (docs/cuda.md); leave it at 0 in production.
+  /// The twin's CTAs per thread-block cluster: 1 (none), 2 or 4 (the CTAs take adjacent tiles
+  /// and share A's tile by TMA multicast, each loading its share of the rows; with 2 and
+  /// hopper_cluster_m, B's); 0 lets kiln choose (every tile alone; the 128 x 128 and 64-row
+  /// tiles also in stacked pairs sharing B, and the 128 x 128 one in fours sharing A; each
+  /// launch taking what suits its shape), or KILN_HOPPER_CLUSTER when set. EXPERIMENTAL: 2
+  /// or 4 for every tile is correct but no faster on most shapes (docs/cuda.md); leave it at
+  /// 0 in production.
   int hopper_cluster = 0;
   /// With hopper_cluster 2: a cluster takes vertically adjacent tiles and shares B's tile by
   /// multicast (what cuBLASLt's 64 x 128 kernels do), instead of horizontally adjacent ones

@@ -97,7 +97,7 @@ def KilnLowerGemmSm90 : Pass<"kiln-lower-gemm-sm90", "::mlir::ModuleOp"> {
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "shared-memory ring depth (0: the most that fit in 227 KiB)">,
     Option<"cluster", "cluster", "int64_t", /*default=*/"1",
-           "CTAs per cluster: 1, or 2 (adjacent tiles share A's tile by TMA multicast); 0: the 64-row tiles both alone and in stacked pairs sharing B (suffix x2), the others alone">,
+           "CTAs per cluster: 1, 2 or 4 (adjacent tiles share A's tile by TMA multicast); 0: the 128 x 128 and 64-row tiles both alone and in stacked pairs sharing B (suffix x2), the 128 x 128 one also in fours sharing A (suffix x4), the others alone">,
     Option<"clusterM", "cluster-m", "bool", /*default=*/"false",
            "with cluster=2: pair vertically adjacent tiles (sharing B's tile by multicast) instead of side by side (sharing A's)">,
     Option<"rasterGroup", "raster-group", "int64_t", /*default=*/"8",

@@ -947,6 +947,10 @@ struct TwinRuntimes {
   // last pair without a tile: it loads zeros and stores nothing).
   Runtime paired = Runtime::create(Backend::cuda, {.hopper_tile_n = 128, .hopper_cluster = 2});
   Runtime pairedWide = Runtime::create(Backend::cuda, {.hopper_tile_n = 256, .hopper_cluster = 2});
+  // Fours side by side sharing A (each CTA multicasts a quarter of its rows; up to three CTAs
+  // of the last four past C's columns), every tile: kiln's tiles take them only for one row
+  // of 128 x 128 tiles in one round.
+  Runtime quads = Runtime::create(Backend::cuda, {.hopper_cluster = 4});
   // The 64 x 128 tile (one consumer warpgroup) on every shape, alone and in pairs side by side
   // (by default it runs in stacked pairs: gpu() and `stacked` below).
   Runtime low = Runtime::create(Backend::cuda, {.hopper_tile_m = 64, .hopper_cluster = 1});
@@ -1007,13 +1011,17 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // ones' (in fours, in pairs); {77, 136, 72}, {128, 256, 4096} and {100, 1032, 1000} C of more
   // rows than a decode tile, in two rows of decode tiles (whole, in fours, in pairs);
   // {160, 1032, 1000} and {257, 2056, 520} C of 129 to 512 rows: swapped twins of 128 columns
-  // (two rows of 80-row tiles; three of 96), ragged in N and K.
+  // (two rows of 80-row tiles; three of 96), ragged in N and K. {128, 12352, 264} and
+  // {100, 12352, 136}: one row of tiles too wide for two rows of decode tiles or 64-row pairs
+  // in one round: 128 x 128 tiles in fours sharing A (25 of them, the last with three CTAs
+  // past C's columns; the second ragged in M and K too).
   const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},         {77, 136, 72},     {1000, 1000, 1000},
                                                    {4097, 264, 128},  {129, 4096, 264},  {300, 200, 8},
                                                    {128, 256, 4096},  {2049, 2056, 136}, {300, 200, 1000},
                                                    {16, 264, 1024},   {3, 200, 1000},    {1, 4104, 520},
                                                    {17, 136, 328},    {40, 264, 1000},   {64, 4104, 520},
-                                                   {100, 1032, 1000}, {160, 1032, 1000}, {257, 2056, 520}};
+                                                   {100, 1032, 1000}, {160, 1032, 1000}, {257, 2056, 520},
+                                                   {128, 12352, 264}, {100, 12352, 136}};
   const TwinRuntimes& r = twinRuntimes();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
@@ -1022,7 +1030,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
         const catalogue::Entry& e = catalogue::find(name);
         std::map<const Runtime*, int> splitLaunches, decodeLaunches, wideLaunches;
         for (const Runtime* rt : std::initializer_list<const Runtime*>{
-                 &gpu(), &r.wide, &r.paired, &r.pairedWide, &r.low, &r.pairedLow, &r.stacked, &r.stackedWide,
+                 &gpu(), &r.wide, &r.paired, &r.pairedWide, &r.quads, &r.low, &r.pairedLow, &r.stacked, &r.stackedWide,
                  &r.narrow, &r.stackedNarrow, &r.stackedNarrowTall, &r.pairedNarrow, &r.pingpong, &r.stackedPingpong,
                  &r.splitK, &r.splitKWide, &r.splitKLowNarrow, &r.portable}) {
           CompiledKernel ck = rt->compile(e.make(d));
@@ -1040,6 +1048,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
             CHECK((path.rfind("sm_90a twin", 0) == 0) == twin);
             if (twin && rt == &gpu() && s == std::vector<int64_t>{2049, 2056, 136})
               CHECK(path.find("__sm90_n192") != std::string::npos);
+            if (twin && rt == &gpu() && s[1] == 12352) CHECK(path.find("__sm90x4") != std::string::npos);
             // The decode twins (C of at most 128 rows, kiln's tiles) split on their own: counted apart.
             if (path.find("__sm90_dec") != std::string::npos) {
               CHECK(s[0] <= 128);

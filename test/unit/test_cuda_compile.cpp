@@ -644,11 +644,11 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
 }
 
-TEST_CASE("by default a GEMM gets ten twins, and the report names each", "[cuda][sm90]") {
+TEST_CASE("by default a GEMM gets eleven twins, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
   CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90x2(") &&
-                      Contains(".entry gemm_bias_relu__sm90_n256(") &&
+                      Contains(".entry gemm_bias_relu__sm90x4(") && Contains(".entry gemm_bias_relu__sm90_n256(") &&
                       Contains(".entry gemm_bias_relu__sm90_m64(") && Contains(".entry gemm_bias_relu__sm90_m64x2(") &&
                       Contains(".entry gemm_bias_relu__sm90_n192(") && Contains(".entry gemm_bias_relu__sm90_dec(") && Contains(".entry gemm_bias_relu__sm90_dec32(") &&
                       Contains(".entry gemm_bias_relu__sm90_dec48(") && Contains(".entry gemm_bias_relu__sm90_dec64("));
@@ -656,6 +656,7 @@ TEST_CASE("by default a GEMM gets ten twins, and the report names each", "[cuda]
   std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
   CHECK_THAT(report, Contains("gemm_bias_relu__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90x2: 128x128x64 tiles, 6 stages, clusters of 2 (B multicast), 384 threads") &&
+                         Contains("gemm_bias_relu__sm90x4: 128x128x64 tiles, 5 stages, clusters of 4 (A multicast), 384 threads") &&
                          Contains("gemm_bias_relu__sm90_n256: 128x256x64 tiles, 4 stages, 384 threads") &&
                          Contains("gemm_bias_relu__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast), 256 threads") &&
@@ -667,7 +668,7 @@ TEST_CASE("by default a GEMM gets ten twins, and the report names each", "[cuda]
                          Contains("(split along K in clusters of up to 4)") &&
                          Contains("each launch takes the tile"));
   for (const char* entry :
-       {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90x2", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64",
+       {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90x2", "gemm_bias_relu__sm90x4", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64",
         "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_n192", "gemm_bias_relu__sm90_dec", "gemm_bias_relu__sm90_dec32",
         "gemm_bias_relu__sm90_dec48", "gemm_bias_relu__sm90_dec64"}) {
     INFO(entry);
@@ -760,7 +761,8 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
   CHECK_THAT(tileTwins, Contains(".entry gemm_bias_relu__sm90_m64(") && !Contains("multicast") &&
                             !Contains("barrier.cluster") && !Contains("mapa"));
   // By default (0) the 128 x 128 and 64-row tiles have a second twin in clusters (stacked
-  // pairs sharing B); the others take none.
+  // pairs sharing B), the 128 x 128 one a third (fours side by side sharing A); the others
+  // take none.
   const std::string byDefault = offline("sm_90a").emit(k, Stage::ptx);
   // (the PTX lists the twins in the order they are made)
   auto body = [&](const std::string& entry) {
@@ -769,6 +771,9 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
   };
   CHECK_THAT(body("__sm90x2"), Contains(".multicast::cluster"));
   CHECK_THAT(body("__sm90_m64x2"), Contains(".multicast::cluster"));
+  // (each of the four frees a ring slot in all four)
+  CHECK_THAT(body("__sm90x4"), Contains(".multicast::cluster") && Contains("mapa.shared::cluster.u64") &&
+                                   Contains(", 3;"));
   for (const char* alone : {"__sm90", "__sm90_n256", "__sm90_m64"}) {
     INFO(alone);
     CHECK_THAT(body(alone), Contains("cp.async.bulk.tensor") && !Contains("multicast"));
@@ -777,9 +782,20 @@ TEST_CASE("hopper_cluster 2 makes twins that share A's tile across a pair of CTA
              Contains("__sm90: 128x128x64 tiles, 6 stages, 384 threads") &&
                  Contains("__sm90x2: 128x128x64 tiles, 6 stages, clusters of 2 (B multicast), 384 threads") &&
                  Contains("__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
-                 Contains("__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast)"));
-  Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 4});
-  CHECK_THROWS_WITH(bad.compile(k), Contains("hopper_cluster must be 0, 1 or 2, got 4"));
+                 Contains("__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast)") &&
+                 Contains("__sm90x4: 128x128x64 tiles, 5 stages, clusters of 4 (A multicast), 384 threads"));
+  // hopper_cluster 4: every tile in fours sharing A, each CTA loading a quarter of its rows.
+  Runtime fours = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 4});
+  const std::string foursPtx = fours.emit(k, Stage::ptx);
+  CHECK_THAT(fours.compile(k).report().sm90, Contains("__sm90: 128x128x64 tiles, 6 stages, clusters of 4 (A multicast)") &&
+                                                 Contains("__sm90_m64: 64x128x64 tiles, 8 stages, clusters of 4 (A multicast)") &&
+                                                 !Contains("x2:") && !Contains("x4:"));
+  for (const char* entry : {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64"}) {
+    INFO(entry);
+    CHECK(wholeProgramSpills(foursPtx, entry) == 0);
+  }
+  Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_cluster = 3});
+  CHECK_THROWS_WITH(bad.compile(k), Contains("hopper_cluster must be 0, 1, 2 or 4, got 3"));
 }
 
 TEST_CASE("hopper_cluster_m pairs vertically adjacent tiles, which share B's boxes by multicast", "[cuda][sm90]") {
@@ -881,7 +897,7 @@ TEST_CASE("KILN_HOPPER_* set the twin where the options leave the defaults", "[c
                         Case{"KILN_HOPPER_TILE_M", "64", "64x128x64 tiles", "96", "expected 0, 64 or 128"},
                         Case{"KILN_HOPPER_GEMM", "off", "", "maybe", "expected on or off"},
                         Case{"KILN_HOPPER_STAGES", "3", "3 stages", "many", "expected 0, 1, 2"},
-                        Case{"KILN_HOPPER_CLUSTER", "2", "clusters of 2", "3", "expected 0, 1 or 2"},
+                        Case{"KILN_HOPPER_CLUSTER", "4", "clusters of 4", "3", "expected 0, 1, 2 or 4"},
                         Case{"KILN_HOPPER_JIT", "ptxas", "128x128x64 tiles", "jit", "expected auto, driver, nvjitlink or ptxas"}}) {
     INFO(c.name);
     ScopedEnv env(c.name, c.value);

@@ -351,6 +351,52 @@ TEST_CASE("a launch takes 128 x 128 tiles in stacked pairs where they cost no mo
   CHECK(work.ctas == 64); // 32 units: each column's tile and an empty one below it
 }
 
+TEST_CASE("a launch takes 128 x 128 tiles in fours sharing A where alone they would take one round", "[sm90]") {
+  // The compiler's order: 128 x 128 alone, in stacked pairs, in fours; 128 x 256; 64 x 128
+  // alone and in pairs; 128 x 192.
+  std::vector<LaunchPlan> twins = ownTwins(true);
+  LaunchPlan quads = twins[0];
+  quads.cluster = 4;
+  quads.stages = 5;
+  twins.insert(twins.begin() + 2, quads);
+  std::string why;
+  Split work;
+  auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why, &work); };
+  // One row of tiles in one round: 96 tiles alone or 24 fours; the fours read A a quarter as often.
+  CHECK(pick(128, 12288, 4096) == 2);
+  CHECK(work.ctas == 96);
+  CHECK(work.cluster == 0);
+  CHECK(pick(128, 14336, 4096) == 2);
+  CHECK(work.ctas == 112);
+  // Ragged: 97 columns of tiles make 25 fours, the last with three CTAs past C's last column.
+  CHECK(pick(100, 12352, 4096) == 2);
+  CHECK(work.ctas == 100);
+  // Where the driver says fewer fours fit at once than 132 SMs hold (a cluster lives in one
+  // GPC), they count: 28 fours in two rounds of 24 cost more than 112 tiles in one.
+  twins[2].clusterSlots = {0, 0, 0, 0, 24};
+  CHECK(pick(128, 14336, 4096) == 0);
+  CHECK(pick(128, 12288, 4096) == 2);
+  CHECK(work.ctas == 96);
+  // ... and bound a persistent grid of fours: 64 of them on 24 slots (on 30 without the bound
+  // it would be 33, one more than fit).
+  CHECK(choose({twins[2]}, args(2048, 2048, 2048), {132}, &why, &work) == 0);
+  CHECK(work.ctas == 96);
+  twins[2].clusterSlots = {0, 0, 0, 0, 30};
+  CHECK(choose({twins[2]}, args(2048, 2048, 2048), {132}, &why, &work) == 0);
+  CHECK(work.ctas == 120);
+  twins[2].clusterSlots.clear();
+  CHECK(choose({twins[2]}, args(2048, 2048, 2048), {132}, &why, &work) == 0);
+  CHECK(work.ctas == 132);
+  // In more than one round they do not take the place of lone tiles (not measured there),
+  // nor of stacked pairs that tie: elsewhere as before.
+  CHECK(pick(2000, 1000, 1000) == 1);
+  CHECK(pick(384, 4096, 1024) == 1);
+  CHECK(pick(256, 12288, 4096) == 6); // 128 x 192: 128 tiles in one round
+  CHECK(pick(4096, 4096, 4096) == 3);
+  CHECK(pick(1000, 1000, 1000) == 5);
+  CHECK(pick(16, 4096, 4096) == 4);
+}
+
 namespace {
 // The same plan as a split-K twin makes it: a workspace, the split tiles and their chunks,
 // K as its reduction.
@@ -814,14 +860,16 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
     return s;
   };
   // kiln's choice: the 128 x 256 and 128 x 192 tiles alone, the 128 x 128 and 64-row ones
-  // alone and in stacked pairs, the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the
+  // alone and in stacked pairs, the 128 x 128 one also in fours (on its own ring of 5), the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the
   // deepest ring all of them fit is the 128 x 256 tile's.
-  CHECK(names(selectTwins(0, 0, 0, false, 64)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90_n256:128x256/1 "
+  CHECK(names(selectTwins(0, 0, 0, false, 64)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90x4:128x128/4 __sm90_n256:128x256/1 "
                                                     "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_n192:128x192/1 "
                                                     "__sm90_dec:16x64/1 __sm90_dec32:32x64/1 __sm90_dec48:48x64/1 "
                                                     "__sm90_dec64:64x64/1 ");
   CHECK(names(selectTwins(0, 0, 0, false, 32)).ends_with("__sm90_dec:16x64/1 __sm90_dec32:32x64/1 "));
   CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 64)) == maxStages(128, 256));
+  CHECK(selectTwins(0, 0, 0, false)[2].stages == 5);
+  CHECK(selectTwins(0, 0, 0, false)[0].stages == 0);
   // The 64-row one's shared memory: 8 stages of 16 KiB and three peers' 16 KiB slots fit.
   CHECK(sharedBytes(64, 64, kDecodeStages, true) <= kMaxSharedBytes);
   CHECK(names(selectTwins(0, 0, 0, false, 16)).ends_with("__sm90_n192:128x192/1 __sm90_dec:16x64/1 "));
@@ -854,6 +902,7 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   CHECK(names(selectTwins(128, 0, 1, false)) == "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_n192:128x192/1 ");
   CHECK(names(selectTwins(64, 0, 1, false)) == "__sm90:64x128/1 ");
   CHECK(names(selectTwins(0, 128, 2, false)) == "__sm90:128x128/2 __sm90_m64:64x128/2 ");
+  CHECK(names(selectTwins(0, 128, 4, false)) == "__sm90:128x128/4 __sm90_m64:64x128/4 ");
   // One tile (with its stacked pairs) is named as a lone twin.
   CHECK(names(selectTwins(64, 0, 0, false)) == "__sm90:64x128/1 __sm90_m64x2:64x128/2m ");
   CHECK(names(selectTwins(128, 256, 1, false)) == "__sm90:128x256/1 ");
@@ -877,7 +926,10 @@ TEST_CASE("the runtime's and the pass's twin options are checked by one rule, ea
   CHECK(checkTwinOptions({.tileN = 96}, runtime) == "hopper_tile_n must be 0, 128, 192 or 256, got 96");
   CHECK(checkTwinOptions({.tileN = 96}, pass) == "tile-n must be 0, 128, 192 or 256, got 96");
   CHECK(checkTwinOptions({.tileM = 32}, pass) == "tile-m must be 0, 64 or 128, got 32");
-  CHECK(checkTwinOptions({.cluster = 3}, runtime) == "hopper_cluster must be 0, 1 or 2, got 3");
+  CHECK(checkTwinOptions({.cluster = 3}, runtime) == "hopper_cluster must be 0, 1, 2 or 4, got 3");
+  CHECK(checkTwinOptions({.cluster = 4}, runtime).empty());
+  CHECK(checkTwinOptions({.cluster = 4, .clusterM = true}, pass) ==
+        "cluster-m pairs tiles in clusters: it needs cluster 2, got 4");
   CHECK(checkTwinOptions({.cluster = 1, .clusterM = true}, pass) ==
         "cluster-m pairs tiles in clusters: it needs cluster 2, got 1");
   CHECK(checkTwinOptions({.raster = 65}, runtime) == "hopper_raster must be 0..64, got 65");

@@ -40,11 +40,11 @@ struct Config {
   int64_t stages = 4;
   bool persistent = true;
   std::string suffix = "__sm90"; ///< the twin's name: the kernel's + this
-  /// CTAs per cluster (1 or 2). With 2, the CTAs of a cluster take horizontally adjacent
-  /// tiles (the same rows of A): each loads half of the A tile and multicasts it to both.
+  /// CTAs per cluster (1, 2 or 4). In a cluster, its CTAs take horizontally adjacent tiles
+  /// (the same rows of A): each loads its share of the A tile's rows and multicasts it to all.
   int64_t cluster = 1;
-  /// With a cluster: its CTAs take vertically adjacent tiles (the same columns of B) and
-  /// each loads a share of the B tile's 64-column boxes, multicast to all, instead.
+  /// With a cluster of 2: its CTAs take vertically adjacent tiles (the same columns of B)
+  /// and each loads a share of the B tile's 64-column boxes, multicast to both, instead.
   bool clusterAlongM = false;
   /// The tile order's group: this many tile rows, column by column inside a group.
   int64_t rasterGroup = 8;

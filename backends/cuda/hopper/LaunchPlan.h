@@ -97,8 +97,9 @@ struct LaunchPlan {
   /// along `reduction` and sum through distributed shared memory (Sm90Tiles.h, K-clusters);
   /// the runtime picks the size per launch. 1: whole tiles, or the workspace's split-K.
   int64_t kCluster = 1;
-  /// Not in the JSON: filled by the runtime when it loads the twin, from the driver. Index
-  /// s: how many clusters of s CTAs fit on the GPU at once (0 or absent: unknown, taken as
+  /// Not in the JSON: filled by the runtime when it loads the twin, from the driver (every s
+  /// up to kCluster for K-clusters; its own `cluster` for a twin in clusters). Index s: how
+  /// many clusters of s CTAs fit on the GPU at once (0 or absent: unknown, taken as
   /// SMs x ctasPerSm / s). Clusters live inside one GPC, so s = 4 may leave SMs over.
   std::vector<int64_t> clusterSlots;
   /// Attention: why its keys are never split across a cluster (the loop is not an online

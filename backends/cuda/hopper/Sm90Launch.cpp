@@ -165,7 +165,13 @@ Split split(const LaunchPlan& plan, const std::vector<TensorView>& args, const L
   const int64_t units = unitCount(plan, args, plan.cluster);
   // One CTA per unit; with no SM count to go by, every unit counts as a round.
   if (!plan.persistent || config.smCount <= 0) return {units * plan.cluster, 0, 0, double(units)};
-  const int64_t slots = std::max<int64_t>(1, int64_t(config.smCount) * plan.ctasPerSm / plan.cluster);
+  // A cluster lives in one GPC, whose SMs need not divide by its size: as many clusters as
+  // the driver says fit at once, where the runtime asked it, so that no cluster of a
+  // persistent grid waits for another to finish (with 33 clusters of 4 on 132 SMs one did:
+  // 2048^3 ran 1.8x slower).
+  int64_t slots = std::max<int64_t>(1, int64_t(config.smCount) * plan.ctasPerSm / plan.cluster);
+  if (size_t(plan.cluster) < plan.clusterSlots.size() && plan.clusterSlots[size_t(plan.cluster)] > 0 && !plan.kClusters())
+    slots = std::min(slots, plan.clusterSlots[size_t(plan.cluster)]);
   const int64_t rounds = (units + slots - 1) / slots;
   Split whole{std::min(units, slots) * plan.cluster, 0, 0, double(rounds)};
   if (plan.kClusters()) return kClusterSplit(plan, args, config, units, slots, whole);
@@ -402,7 +408,14 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // and no slower on any shape measured).
     const bool pairsOverAlone = best >= 0 && cost == bestCost && stacked(p) && !stacked(twins[size_t(best)]) &&
                                 twins[size_t(best)].tileM == p.tileM && twins[size_t(best)].tileN == p.tileN;
-    if (best < 0 || cost < bestCost || pairsOverAlone) {
+    // At equal cost in one round, four tiles side by side sharing A beat the same tile alone:
+    // each CTA reads a quarter of A's rows from L2 instead of all of them, and its ring is
+    // shallower (H100, 2026-12-06: 128 x 12288 x 4096 in 37.1 us against 39.0, 128 x 14336 x
+    // 4096 42.6 against 44.7). Stacked pairs that tie keep the place (not measured beside it).
+    const bool quadsOverAlone = best >= 0 && cost == bestCost && s.cost == 1.0 && p.cluster == 4 && !p.clusterAlongM &&
+                                twins[size_t(best)].cluster == 1 && twins[size_t(best)].tileM == p.tileM &&
+                                twins[size_t(best)].tileN == p.tileN;
+    if (best < 0 || cost < bestCost || pairsOverAlone || quadsOverAlone) {
       best = int(i), bestCost = cost;
       if (work) *work = s;
     }

@@ -18,10 +18,11 @@ struct TwinShape {
   int64_t cluster = 1;
   bool clusterAlongM = false;
   bool swapAB = false; ///< the decode twin (Sm90Tiles.h)
+  int64_t stages = 0;  ///< its ring when the options name none (0: the deepest that fits)
 };
 
-/// The twins tileM / tileN select (0: any of kiln's), with `cluster` CTAs per cluster (1 or
-/// 2; 0: kiln's choice) stacked along M when clusterAlongM. Kiln's tiles: 128 x 128
+/// The twins tileM / tileN select (0: any of kiln's), with `cluster` CTAs per cluster (1, 2
+/// or 4 side by side sharing A; 0: kiln's choice) stacked along M when clusterAlongM. Kiln's tiles: 128 x 128
 /// (<kernel>__sm90), 128 x 256 (__sm90_n256), 64 x 128 (__sm90_m64), 128 x 192
 /// (__sm90_n192: where it takes fewer rounds of CTAs than the others, e.g. 1536^3 in one
 /// round of 96 where 128 x 256 leaves 60 SMs idle: 17.3 against 20.7 us on an H100,
@@ -30,7 +31,8 @@ struct TwinShape {
 /// 128 x 256 tile alone; the 128 x 128 and 64-row tiles both alone and in stacked pairs
 /// sharing B, suffixed x2 (each B tile read from L2 once per pair: on the H200, 1000^3 ran
 /// in 12.0 us with 64 x 128 pairs against 13.4 with lone 128 x 128 tiles, 2000 x 1000 x 1000
-/// in 15.0 us with 128 x 128 pairs against 18.2 alone). 64 x 256 (__sm90_m64n256,
+/// in 15.0 us with 128 x 128 pairs against 18.2 alone), and the 128 x 128 tile also in
+/// clusters of four side by side sharing A, suffixed x4 (below). 64 x 256 (__sm90_m64n256,
 /// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental). With
 /// kiln's tiles (tileM = tileN = 0, no forced clusters), decode twins of 16, 32, ... up to
 /// `decodeRows` rows by 64 columns (__sm90_dec, __sm90_dec32, ...: C^T = B^T A^T, Sm90Tiles.h).
@@ -55,6 +57,13 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
     twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
     if (cluster == 0 && (t.bm < 128 || t.bn == 128))
       twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
+    // Four 128 x 128 tiles side by side sharing A, each CTA loading a quarter of its rows
+    // (multicast), on a ring of 5: for C of one row of tiles that takes one round (a GEMM of
+    // 65 to 128 rows past the decode twins' reach), where the lone tiles leave SMs idle and
+    // every CTA reads all of A. H100, 2026-12-06: 128 x 12288 x 4096 in 37.1 us against 39.0
+    // alone (cuBLASLt 36.8-37.3), 128 x 14336 x 4096 42.6 against 44.7 (43.3-44.3).
+    if (cluster == 0 && t.bm == 128 && t.bn == 128)
+      twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x4", 4, false, false, 5});
   }
   if (twins.size() == 1 || (twins.size() == 2 && twins[0].bm == twins[1].bm && twins[0].bn == twins[1].bn))
     twins[0].suffix = "__sm90";
@@ -97,7 +106,8 @@ inline std::string checkTwinOptions(const TwinOptions& o, const TwinOptionNames&
     return std::string(n.tileN) + " must be 0, 128, 192 or 256" + got(o.tileN);
   if (o.tileM != 0 && o.tileM != 64 && o.tileM != 128)
     return std::string(n.tileM) + " must be 0, 64 or 128" + got(o.tileM);
-  if (o.cluster < 0 || o.cluster > 2) return std::string(n.cluster) + " must be 0, 1 or 2" + got(o.cluster);
+  if (o.cluster < 0 || o.cluster > 4 || o.cluster == 3)
+    return std::string(n.cluster) + " must be 0, 1, 2 or 4" + got(o.cluster);
   if (o.clusterM && o.cluster != 2)
     return std::string(n.clusterM) + " pairs tiles in clusters: it needs " + n.cluster + " 2" + got(o.cluster);
   if (o.raster < 0 || o.raster > 64) return std::string(n.raster) + " must be 0..64" + got(o.raster);

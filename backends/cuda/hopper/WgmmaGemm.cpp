@@ -154,8 +154,8 @@ void Emitter::run() {
   tilesM_ = divu(add(M_, i32(cfg_.bm - 1)), i32(cfg_.bm));
   tilesN_ = divu(add(N_, i32(cfg_.outN() - 1)), i32(cfg_.outN()));
   numTiles_ = mul(tilesM_, tilesN_);
-  // A cluster of 2 is CTAs 2c and 2c + 1 of the 1-D grid; its work units are pairs of
-  // horizontally adjacent tiles.
+  // A cluster of s is CTAs sc .. sc + s - 1 of the 1-D grid; its work units are s
+  // horizontally adjacent tiles (or, with 2, vertically adjacent ones).
   Value bidx = b_.create<arith::IndexCastOp>(loc_, b_.getI32Type(), b_.create<gpu::BlockIdOp>(loc_, gpu::Dimension::x));
   rank_ = cfg_.cluster == 1 ? i32(0) : remu(bidx, i32(cfg_.cluster));
   kTiles_ = divu(add(K_, i32(kBK - 1)), i32(kBK));
@@ -256,10 +256,10 @@ void Emitter::run() {
 /// Index math stays 32-bit: a 64-bit division is a ptxas subroutine call, and any call
 /// serialises every wgmma of the kernel.
 ///
-/// With a cluster of 2 the loop runs over clusters and work units instead: cluster c takes
-/// units c, c + clusters, ...; a unit is a pair of horizontally adjacent tiles, the CTA of
-/// rank r taking tile column 2u + r (vertically adjacent ones along M: tile row 2u + r).
-/// Past C's last column (row) that CTA still loads (zeros) and multiplies, so both keep the
+/// With a cluster the loop runs over clusters and work units instead: cluster c takes
+/// units c, c + clusters, ...; a unit is `cluster` horizontally adjacent tiles, the CTA of
+/// rank r taking tile column cluster u + r (vertically adjacent ones along M: tile row 2u + r).
+/// Past C's last column (row) that CTA still loads (zeros) and multiplies, so all keep the
 /// same ring schedule, and stores nothing.
 template <class F> void Emitter::forEachTile(F&& body, bool inTurn) {
   const int64_t cl = cfg_.cluster;
@@ -580,8 +580,8 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
     SmallVector<Config> configs;
     for (const TwinShape& t : selectTwins(tileM, tileN, cluster, clusterM, decodeRows, wideRows)) {
       const int64_t deepest = maxStages(t.bm, t.bn, t.swapAB);
-      Config cfg{t.bm, t.bn, stages ? stages : t.swapAB && t.bn == 64 ? std::min(kDecodeStages, deepest) : deepest, persistent,
-                 t.suffix, t.cluster};
+      const int64_t own = t.stages ? std::min(t.stages, deepest) : t.swapAB && t.bn == 64 ? std::min(kDecodeStages, deepest) : deepest;
+      Config cfg{t.bm, t.bn, stages ? stages : own, persistent, t.suffix, t.cluster};
       cfg.clusterAlongM = t.clusterAlongM;
       cfg.swapAB = t.swapAB;
       cfg.rasterGroup = rasterGroup ? rasterGroup : 8;

@@ -16,13 +16,22 @@
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0" | FileCheck %s --check-prefix=PAIRS
 
 // Clusters left to kiln: the 128 x 128 and 64 x 128 tiles alone and in stacked pairs (each
-// CTA multicasting its half of B to both), the 128 x 256 and 128 x 192 tiles alone.
+// CTA multicasting its half of B to both), the 128 x 128 one also in fours side by side
+// (each CTA multicasting a quarter of A's rows, 32, to all four, on a ring of 5), the
+// 128 x 256 and 128 x 192 tiles alone.
 // PAIRS: gpu.func @mm__sm90(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS: gpu.func @mm__sm90x2(
 // PAIRS-SAME: \22cluster\22:2,\22cluster_m\22:true
 // PAIRS-SAME: \22tile\22:[128,128,64]
 // PAIRS: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// PAIRS: gpu.func @mm__sm90x4(
+// PAIRS-SAME: \22cluster\22:4,\22cluster_m\22:false
+// PAIRS-SAME: \22params\22:[{\22arg\22:0,\22box\22:[64,32],
+// PAIRS-SAME: \22stages\22:5,
+// PAIRS-SAME: \22tile\22:[128,128,64]
+// PAIRS: %[[MASK:.*]] = arith.constant 15 : i16
+// PAIRS: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask = %[[MASK]]
 // PAIRS: gpu.func @mm__sm90_n256(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS: gpu.func @mm__sm90_m64(
