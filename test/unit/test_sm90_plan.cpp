@@ -928,6 +928,8 @@ TEST_CASE("the runtime's and the pass's twin options are checked by one rule, ea
   CHECK(checkTwinOptions({.tileM = 32}, pass) == "tile-m must be 0, 64 or 128, got 32");
   CHECK(checkTwinOptions({.cluster = 3}, runtime) == "hopper_cluster must be 0, 1, 2 or 4, got 3");
   CHECK(checkTwinOptions({.cluster = 4}, runtime).empty());
+  CHECK(checkTwinOptions({.tileM = 64, .tileN = 256, .cluster = 4}, runtime) ==
+        "hopper_cluster 4 does not take the ping-pong 64 x 256 tile (hopper_tile_m 64, hopper_tile_n 256): 0, 1 or 2, got 4");
   CHECK(checkTwinOptions({.cluster = 4, .clusterM = true}, pass) ==
         "cluster-m pairs tiles in clusters: it needs cluster 2, got 4");
   CHECK(checkTwinOptions({.cluster = 1, .clusterM = true}, pass) ==

@@ -108,6 +108,10 @@ inline std::string checkTwinOptions(const TwinOptions& o, const TwinOptionNames&
     return std::string(n.tileM) + " must be 0, 64 or 128" + got(o.tileM);
   if (o.cluster < 0 || o.cluster > 4 || o.cluster == 3)
     return std::string(n.cluster) + " must be 0, 1, 2 or 4" + got(o.cluster);
+  // (Ping-pong consumers in fours: never built nor tested.)
+  if (o.cluster == 4 && pingpong(o.tileM, o.tileN))
+    return std::string(n.cluster) + " 4 does not take the ping-pong 64 x 256 tile (" + n.tileM + " 64, " + n.tileN +
+           " 256): 0, 1 or 2" + got(o.cluster);
   if (o.clusterM && o.cluster != 2)
     return std::string(n.clusterM) + " pairs tiles in clusters: it needs " + n.cluster + " 2" + got(o.cluster);
   if (o.raster < 0 || o.raster > 64) return std::string(n.raster) + " must be 0..64" + got(o.raster);
