@@ -406,15 +406,15 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // At equal cost, stacked pairs beat the same tile alone: they read each B tile from L2
     // once per pair (H200, 128 x 128: 2000 x 1000 x 1000 in 15.0 us against 18.2 alone,
     // and no slower on any shape measured).
-    const bool pairsOverAlone = best >= 0 && cost == bestCost && stacked(p) && !stacked(twins[size_t(best)]) &&
-                                twins[size_t(best)].tileM == p.tileM && twins[size_t(best)].tileN == p.tileN;
+    const bool tiesSameTile = best >= 0 && cost == bestCost && twins[size_t(best)].tileM == p.tileM &&
+                              twins[size_t(best)].tileN == p.tileN;
+    const bool pairsOverAlone = tiesSameTile && stacked(p) && !stacked(twins[size_t(best)]);
     // At equal cost in one round, four tiles side by side sharing A beat the same tile alone:
     // each CTA reads a quarter of A's rows from L2 instead of all of them, and its ring is
     // shallower (H100, 2026-12-06: 128 x 12288 x 4096 in 37.1 us against 39.0, 128 x 14336 x
     // 4096 42.6 against 44.7). Stacked pairs that tie keep the place (not measured beside it).
-    const bool quadsOverAlone = best >= 0 && cost == bestCost && s.cost == 1.0 && p.cluster == 4 && !p.clusterAlongM &&
-                                twins[size_t(best)].cluster == 1 && twins[size_t(best)].tileM == p.tileM &&
-                                twins[size_t(best)].tileN == p.tileN;
+    const bool quadsOverAlone =
+        tiesSameTile && s.cost == 1.0 && p.cluster == 4 && !p.clusterAlongM && twins[size_t(best)].cluster == 1;
     if (best < 0 || cost < bestCost || pairsOverAlone || quadsOverAlone) {
       best = int(i), bestCost = cost;
       if (work) *work = s;
