@@ -49,7 +49,8 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
   // (a shallower ring leaves L2 more room on some shapes); the 64-row tile on every shape;
   // the default tiles in the tile orders at either end (row by row, and groups of 32 tile
   // rows) and in 2-CTA clusters, side by side (sharing A) and stacked (sharing B, also with
-  // the 64-row tile alone). First of all, kiln's untuned default (no parameter: every tile,
+  // the 64-row tile alone); the 128 x 128 tile in fours sharing A on every shape (by default
+  // only where it takes one round). First of all, kiln's untuned default (no parameter: every tile,
   // chosen per launch).
   if (twin) {
     // Pairs along M sharing B: every tile, the 64-row tile alone (1000^3's best on the H200),
@@ -64,8 +65,8 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 1}}});
     // Split-K (a launch-time choice: no compile): never, and in 2, 4 and 8 chunks.
     for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_split_k", 8}, {"hopper_split_k", 4},
-                              {"hopper_split_k", 2}, {"hopper_split_k", 1}, {"hopper_cluster", 2},
-                              {"hopper_raster", 32}, {"hopper_raster", 1}})
+                              {"hopper_split_k", 2}, {"hopper_split_k", 1}, {"hopper_cluster", 4},
+                              {"hopper_cluster", 2}, {"hopper_raster", 32}, {"hopper_raster", 1}})
       s.configs.insert(s.configs.begin(), Config{{{key, value}}});
     for (auto [n, stages] : {std::pair<int64_t, int64_t>{256, 3}, {128, 4}, {256, 0}, {128, 0}}) {
       Config c{{{"hopper_tile_n", n}}};
