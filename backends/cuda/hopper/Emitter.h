@@ -200,8 +200,13 @@ private:
   void epilogue(Value acc);
   /// The sites of column groups [j0, j1) of this thread's fragment (4 per group).
   SmallVector<Site> chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked);
-  /// f32 C: element by element from registers, masked on edge tiles.
-  void epilogueStores(Value acc, Value row0, Value col0, bool masked);
+  /// f32 C: element by element from registers, masked on edge tiles; only rows from `rowMin`
+  /// on (a tile moved up inside A, aM0_ < m0_: the rows before are another tile's).
+  void epilogueStores(Value acc, Value row0, Value col0, bool masked, Value rowMin = {});
+  /// A staged 64 x 64 box of a 16-bit C whose first row is boxRow: its rows from m0_ on, inside
+  /// C, by the warpgroup's 16-byte stores (for a tile moved up inside A, where a TMA store
+  /// would write the box's every row).
+  void copyBoxRows(Value buf, Value boxRow, Value boxCol);
   /// 16-bit C: 64 x 64 boxes through shared memory, stored by TMA (which clips edge tiles).
   void epilogueTma(Value acc, Value row0, Value col0, bool masked);
   /// The decode twin: C^T's fragment stored element by element, masked.
@@ -248,7 +253,7 @@ private:
   // Function arguments.
   Value tmA_, tmB_, tmB2_, M_, N_, K_;
   Value tmC_;            // 16-bit C: stored by TMA from shared memory
-  Value cPtr_, cStride_; // f32 C: stored from registers
+  Value cPtr_, cStride_; // C by pointer: f32 C's stores; a 16-bit C's tile moved up (copyBoxRows)
   DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)
   SmallVector<Value> epilogueLoads_; // the epilogue's tile.load results, each once
   LoadCache preloaded_;              // per tile: preloadColumnInputs()'s loads, unextended
@@ -262,8 +267,9 @@ private:
   // of a split tile (partial_), the chunk's unit index and its tile's index among the split
   // tiles.
   Value m0_, n0_, base_, kBegin_, kEnd_;
-  /// The first of A's rows the tile loads: m0_, but for a decode twin's tile that would run
-  /// past C's last row, C's last tileM rows (its box inside A: setTile()).
+  /// The first of A's rows the tile loads, and the accumulator's first row: m0_, but for a
+  /// tile that would run past C's last row, C's last tileM rows (its box inside A: setTile()).
+  /// Such a tile stores only its rows from m0_ on.
   Value aM0_;
   // Ping-pong, per item of this consumer: the item, the end of the items and the loop's
   // step (two of the CTA's), from which takeTurn's conditions are computed where used.

@@ -173,7 +173,7 @@ void Emitter::epilogue(Value acc) {
   Value t = remu(tid_, i32(128));
   Value w = divu(t, i32(32));
   Value l = remu(t, i32(32));
-  Value row0 = add(add(add(m0_, mul(rowBlock(), i32(64))), mul(w, i32(16))), divu(l, i32(4)));
+  Value row0 = add(add(add(aM0_, mul(rowBlock(), i32(64))), mul(w, i32(16))), divu(l, i32(4)));
   Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
   // Tiles inside C (all but the last row and column of tiles) read their inputs without
   // clamps and store without masks; the edge tiles take the careful path.
@@ -181,9 +181,11 @@ void Emitter::epilogue(Value acc) {
   // The careful path also serves inputs that cannot be read two columns at a time (a
   // misaligned residual): the fast one reads them so.
   inside = b_.create<arith::AndIOp>(loc_, inside, pairsAligned());
+  // A tile moved up inside A (the last row of tiles: setTile) is never inside: the masked
+  // path stores only its rows from m0_ on.
   auto body = [&](bool masked) {
     if (tmC_) epilogueTma(acc, row0, col0, masked);
-    else epilogueStores(acc, row0, col0, masked);
+    else epilogueStores(acc, row0, col0, masked, masked ? ext64(m0_) : Value());
   };
   auto both = [&] { ifThenElse(inside, [&] { body(false); }, [&] { body(true); }); };
   // A cluster's tile past C's last column (row, along M) stores nothing.
@@ -222,7 +224,7 @@ void Emitter::storeC(Value v, Value row, Value col, Value M, Value N, bool maske
   else store();
 }
 
-void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
+void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked, Value rowMin) {
   Value M = ext64(M_), N = ext64(N_);
   for (int64_t j0 = 0; j0 < cfg_.outN() / 8; j0 += kChunk) {
     SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
@@ -233,7 +235,7 @@ void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
       Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
       Value row = ext64(add(row0, i32(8 * s.h)));
       Value col = ext64(add(col0, i32(s.c)));
-      storeC(v, row, col, M, N, masked);
+      storeC(v, row, col, M, N, masked, rowMin);
     }
   }
 }
@@ -252,7 +254,7 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
   // in order and the one before last used this buffer: "at most one store still reading"
   // frees it. The first box waits for none (the last tile's stores may have skipped).
   for (int64_t q = 0; q < cfg_.outN() / 64; ++q) {
-    Value boxRow = add(m0_, mul(rowBlock(), i32(64))), boxCol = add(n0_, i32(64 * q));
+    Value boxRow = add(aM0_, mul(rowBlock(), i32(64))), boxCol = add(n0_, i32(64 * q)); // (aM0_ = m0_ here)
     Value buf = add(myStaging, i32((q % 2) * kStagingBoxBytes));
     auto box = [&] {
       ifThen(leader, [&] {
@@ -265,14 +267,44 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
       b_.create<NVVM::FenceProxyOp>(loc_, NVVM::ProxyKind::async_shared,
                                     NVVM::SharedSpaceAttr::get(b_.getContext(), NVVM::SharedSpace::shared_cta));
       syncWarpgroup();
-      ifThen(b_.create<arith::AndIOp>(loc_, leader, ult(boxRow, M_)), [&] {
-        b_.create<NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp>(loc_, tmC_, sharedPtr(buf), ValueRange{boxCol, boxRow},
-                                                              Value(), NVVM::TMAStoreMode::TILE, Value());
-        b_.create<NVVM::CpAsyncBulkCommitGroupOp>(loc_);
-      });
+      auto byTma = [&] {
+        ifThen(b_.create<arith::AndIOp>(loc_, leader, ult(boxRow, M_)), [&] {
+          b_.create<NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp>(loc_, tmC_, sharedPtr(buf), ValueRange{boxCol, boxRow},
+                                                                Value(), NVVM::TMAStoreMode::TILE, Value());
+          b_.create<NVVM::CpAsyncBulkCommitGroupOp>(loc_);
+        });
+      };
+      // A tile moved up inside A: TMA would write the box's rows before m0_ too (another
+      // tile's), so the warpgroup copies the box's rows from m0_ on itself.
+      if (masked) ifThenElse(ult(aM0_, m0_), [&] { copyBoxRows(buf, boxRow, boxCol); }, byTma);
+      else byTma();
     };
     if (masked && q > 0) ifThen(ult(boxCol, N_), box); // the same for the whole warpgroup
     else box();
+  }
+}
+
+void Emitter::copyBoxRows(Value buf, Value boxRow, Value boxCol) {
+  // 64 rows of 8 16-byte chunks (C's rows are whole 16-byte units: Sm90Launch.cpp), four per
+  // thread; chunk c of row r lies at chunk c ^ (r % 8) of the swizzled row (cShared_).
+  const int64_t rowBytes = cShared_.getSwizzle(), chunks = rowBytes / 16;
+  auto shared = LLVM::LLVMPointerType::get(b_.getContext(), 3);
+  auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
+  auto v4 = VectorType::get({4}, b_.getI32Type());
+  Type cElt = m_.kernel.getArgType(m_.c).getElementType();
+  Value t = remu(tid_, i32(128));
+  for (int64_t k = 0; k < 64 * chunks / 128; ++k) {
+    Value i = add(t, i32(128 * k));
+    Value r = divu(i, i32(chunks)), c = remu(i, i32(chunks));
+    Value row = add(boxRow, r), col = add(boxCol, mul(c, i32(8)));
+    Value keep = b_.create<arith::AndIOp>(loc_, b_.create<arith::AndIOp>(loc_, ule(m0_, row), ult(row, M_)), ult(col, N_));
+    ifThen(keep, [&] {
+      Value off = add(add(buf, mul(r, i32(rowBytes))), mul(b_.create<arith::XOrIOp>(loc_, c, remu(r, i32(8))), i32(16)));
+      Value v = b_.create<LLVM::LoadOp>(loc_, v4, b_.create<LLVM::GEPOp>(loc_, shared, b_.getI8Type(), smem_, ValueRange{off}),
+                                        /*alignment=*/16);
+      Value at = add(mul(ext64(row), cStride_), ext64(col));
+      b_.create<LLVM::StoreOp>(loc_, v, b_.create<LLVM::GEPOp>(loc_, global, cElt, cPtr_, ValueRange{at}), /*alignment=*/16);
+    });
   }
 }
 

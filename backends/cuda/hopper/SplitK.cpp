@@ -59,7 +59,7 @@ std::pair<Value, Value> Emitter::splitKFixup(Value acc) {
   // neither writes nor reads its part of the slots (a decode GEMM's tile of M = 16 rows
   // moves a quarter of the bytes). Warp-uniform. (The decode twin never comes here: it
   // splits in clusters, clusterFixup.)
-  Value warpRow0 = add(add(m0_, mul(rowBlock(), i32(64))), mul(divu(lane, i32(32)), i32(16)));
+  Value warpRow0 = add(add(aM0_, mul(rowBlock(), i32(64))), mul(divu(lane, i32(32)), i32(16)));
   Value live = ult(warpRow0, M_);
 
   // 1. This chunk's sums into its unit's slot.

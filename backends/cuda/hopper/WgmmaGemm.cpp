@@ -22,7 +22,8 @@
 //     f32 accumulators in registers), keeps one wgmma group in flight, and releases the
 //     stage before. Then the epilogue: the tile kernel's own elementwise ops, evaluated on
 //     each accumulator element where it lives; a 16-bit C goes out by TMA through 64 x 64
-//     staging boxes (two per warpgroup), an f32 C by masked stores from registers.
+//     staging boxes (two per warpgroup), an f32 C by masked stores from registers (as does
+//     the last row of tiles where it is moved up to stay inside A: setTile).
 // Shared memory (1024-B aligned): per stage A as 128 rows of 128 B (K-major), B as BN/64
 // boxes of 64 K-rows x 128 B (MN-major); then the C staging boxes; then the 2 x stages mbarriers.
 #include "hopper/Emitter.h"
@@ -52,12 +53,11 @@ void Emitter::declareParams() {
   param({LaunchParam::TensorMap, int(m_.b), 0, {64, kBK}}, generic);
   if (cfg_.dual) param({LaunchParam::TensorMap, int(m_.b2), 0, {64, kBK}}, generic);
   const bool cByTma = !cfg_.swapAB && m_.kernel.getArgType(m_.c).getElementType().getIntOrFloatBitWidth() == 16;
-  if (cByTma) {
-    param({LaunchParam::TensorMap, int(m_.c), 0, {64, 64}}, generic);
-  } else {
-    param({LaunchParam::Pointer, int(m_.c), 0, {}}, global);
-    param({LaunchParam::Stride, int(m_.c), 0, {}}, b_.getI64Type());
-  }
+  // A 16-bit C goes by TMA; its pointer too, for a last row of tiles moved up inside A
+  // (setTile), which stores only some of its rows.
+  if (cByTma) param({LaunchParam::TensorMap, int(m_.c), 0, {64, 64}}, generic);
+  param({LaunchParam::Pointer, int(m_.c), 0, {}}, global);
+  param({LaunchParam::Stride, int(m_.c), 0, {}}, b_.getI64Type());
   for (unsigned in : m_.epilogueInputs) {
     param({LaunchParam::Pointer, int(in), 0, {}}, global);
     for (int d = 0; d < m_.kernel.getArgType(in).getRank(); ++d) param({LaunchParam::Stride, int(in), d, {}}, b_.getI64Type());
@@ -87,12 +87,9 @@ void Emitter::declareParams() {
   tmA_ = entry.getArgument(i++);
   tmB_ = entry.getArgument(i++);
   if (cfg_.dual) tmB2_ = entry.getArgument(i++);
-  if (cByTma) {
-    tmC_ = entry.getArgument(i++);
-  } else {
-    cPtr_ = entry.getArgument(i++);
-    cStride_ = entry.getArgument(i++);
-  }
+  if (cByTma) tmC_ = entry.getArgument(i++);
+  cPtr_ = entry.getArgument(i++);
+  cStride_ = entry.getArgument(i++);
   for (unsigned in : m_.epilogueInputs) {
     auto& [ptr, strides] = inputs_[in];
     ptr = entry.getArgument(i++);
@@ -373,16 +370,15 @@ void Emitter::setTile(Value t, Value rows, Value columns) {
   const bool alongM = cfg_.cluster > 1 && cfg_.clusterAlongM, alongN = cfg_.cluster > 1 && !cfg_.clusterAlongM;
   m0_ = mul(alongM ? rankTh(row) : row, i32(cfg_.bm));
   n0_ = mul(alongN ? rankTh(column) : column, i32(cfg_.outN()));
-  // A decode twin's last row of tiles, where it runs past C's last row, loads C's last tileM
-  // rows instead, and its epilogue stores only the rows from m0_ on: TMA then fills no row
-  // of A's box out of bounds, which slowed the whole launch (H200, 2026-12-01, + bias + ReLU:
-  // 65 x 4096 x 14336 50.5 -> 38.5 us, 100 x 2048 x 4096 14.6 -> 12.4, 65 x 4096 x 4096
-  // 16.9 -> 15.6). A C of fewer rows than the tile keeps its box at row 0.
-  aM0_ = m0_;
-  if (cfg_.swapAB) {
-    Value bm = i32(cfg_.bm);
-    aM0_ = b_.create<arith::SelectOp>(loc_, ule(bm, M_), b_.create<arith::MinUIOp>(loc_, m0_, sub(M_, bm)), m0_);
-  }
+  // The last row of tiles, where it runs past C's last row, loads C's last tileM rows
+  // instead, and its epilogue stores only the rows from m0_ on: TMA then fills no row of A's
+  // box out of bounds, which slowed the whole launch (decode twins, H200, 2026-12-01, + bias
+  // + ReLU: 65 x 4096 x 14336 50.5 -> 38.5 us, 100 x 2048 x 4096 14.6 -> 12.4; the 128 x 256
+  // tile on an H100, 2026-12-06: 4097 x 4096 x 4096 178-187 us against 174.5 at 4224 rows,
+  // whose 33 rows of tiles are all whole). A C of fewer rows than the tile keeps its box at
+  // row 0. All CTAs of a cluster side by side share m0_, so they move alike.
+  Value bm = i32(cfg_.bm);
+  aM0_ = b_.create<arith::SelectOp>(loc_, ule(bm, M_), b_.create<arith::MinUIOp>(loc_, m0_, sub(M_, bm)), m0_);
 }
 
 void Emitter::takeTurn(bool arrive) {
@@ -463,7 +459,7 @@ void Emitter::producer() {
     } else {
       // This CTA's share of A's rows, multicast.
       const int64_t rows = cfg_.bm / cfg_.cluster;
-      tma(add(stage, mul(rank_, i32(rows * 128))), tmA_, {k0, add(m0_, mul(rank_, i32(rows)))}, true);
+      tma(add(stage, mul(rank_, i32(rows * 128))), tmA_, {k0, add(aM0_, mul(rank_, i32(rows)))}, true);
     }
     const int64_t boxes = cfg_.bn / 64;
     if (cfg_.cluster > 1 && cfg_.clusterAlongM) {

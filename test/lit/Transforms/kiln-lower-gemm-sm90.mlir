@@ -171,9 +171,10 @@
 // CHECK: tile.kernel @mm
 // CHECK: gpu.module @kiln
 // CHECK: llvm.mlir.global external @kiln_sm90_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
-// The parameters: tensor maps of A, B and C (bf16: stored by TMA), the bias and its stride, M, N, K,
-// then split-K's workspace, split tiles and chunks per tile.
-// CHECK: gpu.func @mm__sm90(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32) kernel
+// The parameters: tensor maps of A, B and C (bf16: stored by TMA), C's pointer and row stride (the
+// last row of tiles, moved up inside A, stores part of its rows from registers), the bias and its
+// stride, M, N, K, then split-K's workspace, split tiles and chunks per tile.
+// CHECK: gpu.func @mm__sm90(%{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i64, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: !llvm.ptr<1>, %{{[a-z0-9]*}}: i32, %{{[a-z0-9]*}}: i32) kernel
 // CHECK-SAME: kiln.launch_plan = "{{.*}}\22entry\22:\22mm__sm90\22
 // CHECK-SAME: \22output\22:3
 // CHECK-SAME: \22kind\22:\22tensormap\22
@@ -202,12 +203,17 @@
 // often (its M or N rows x K x 2 bytes) fits 12 MiB, it is evict_last (0x14F0000000000000)
 // and the other evict_first (0x12F0000000000000); else both evict_normal (0x1000000000000000).
 // CHECK: [[REUSED:%[0-9]+]] = arith.cmpi uge, %{{.*}}, %{{.*}} : i32
-// CHECK: arith.select [[REUSED]], %arg5, %arg6 : i32
+// CHECK: arith.select [[REUSED]], %arg7, %arg8 : i32
 // CHECK: [[FITS:%[0-9]+]] = arith.cmpi ule, %{{.*}}, %c12582912_i64 : i64
 // CHECK: [[LA:%[0-9]+]] = arith.select [[REUSED]], %c1508705875169116160_i64{{[_0-9]*}}, %c1364590687093260288_i64{{[_0-9]*}} : i64
 // CHECK: [[PA:%[0-9]+]] = arith.select [[FITS]], [[LA]], %c1152921504606846976_i64{{[_0-9]*}} : i64
 // CHECK: [[LB:%[0-9]+]] = arith.select [[REUSED]], %c1364590687093260288_i64{{[_0-9]*}}, %c1508705875169116160_i64{{[_0-9]*}} : i64
 // CHECK: [[PB:%[0-9]+]] = arith.select [[FITS]], [[LB]], %c1152921504606846976_i64{{[_0-9]*}} : i64
+// The last row of tiles moves up inside A where C has 128 rows or more (min(m0, M - 128)):
+// TMA reads no row past A's last.
+// CHECK: [[ROOM:%[0-9]+]] = arith.cmpi ule, %c128_i32{{[_0-9]*}}, %arg7 : i32
+// CHECK: arith.minui
+// CHECK: arith.select [[ROOM]]
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
@@ -238,6 +244,11 @@
 // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
 // CHECK: nvvm.cp.async.bulk.commit.group
 // CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
+// On the edge tiles, a tile moved up copies its staged box's rows from m0 on to C itself, 16 bytes
+// at a time through C's pointer (a TMA store would write the rows before m0 too).
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// CHECK: llvm.getelementptr %arg3[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // The last stores have read shared memory before the CTA exits (their writes complete with the kernel).
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NOT: nvvm.cp.async.bulk.wait_group 0{{ *$}}
