@@ -54,6 +54,9 @@ struct KILN_API Row {
   /// call; absent where it never does (not faster) or a row has no first run (no cold figures).
   std::optional<double> break_even_calls;
   std::string verdict; ///< in plain words: adopt it, keep the baseline, or it is wrong here
+  /// Which machine code ran, as CompiledKernel::launch_path words it (e.g. which sm_90a twin,
+  /// its grid, a split along K); empty where it was not recorded (the framework's routes).
+  std::string launch;
 };
 
 struct KILN_API TimingOptions {

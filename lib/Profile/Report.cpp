@@ -231,7 +231,7 @@ std::string to_csv(const std::vector<Row>& rows) {
   std::string out =
       "shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb,route,kernel,import_ms,"
       "first_run_ms,cache,warm_p10_ms,warm_p90_ms,warm_min_ms,warm_reps,tflops,gbps,rel_err,compile_phases,tune_ms,"
-      "accept,speedup,clears,break_even_calls,verdict\n";
+      "accept,speedup,clears,break_even_calls,verdict,launch\n";
   for (const Row& r : rows) {
     std::vector<std::string> f = {
         csvField(r.shape), csvField(r.dtype), csvField(r.device), cell(r.reference_ok),
@@ -241,7 +241,7 @@ std::string to_csv(const std::vector<Row>& rows) {
         r.warm ? num(r.warm->min) : kNotRun, r.warm ? std::to_string(r.warm->reps) : kNotRun,
         cell(r.tflops), cell(r.gbps), cell(r.rel_err), csvField(phasesText(r)), cell(r.tune_ms),
         cell(r.accept), cell(r.speedup), cell(r.clears), cell(r.break_even_calls),
-        r.verdict.empty() ? kNotRun : csvField(r.verdict)};
+        r.verdict.empty() ? kNotRun : csvField(r.verdict), r.launch.empty() ? kNotRun : csvField(r.launch)};
     for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + f[i];
     out += "\n";
   }
@@ -272,6 +272,7 @@ std::string to_json(const std::vector<Row>& rows) {
     arr.back()["clears"] = opt(r.clears);
     arr.back()["break_even_calls"] = opt(r.break_even_calls);
     arr.back()["verdict"] = r.verdict.empty() ? json(nullptr) : json(r.verdict);
+    arr.back()["launch"] = r.launch.empty() ? json(nullptr) : json(r.launch);
   }
   return json{{"rows", arr}}.dump(2) + "\n";
 }
@@ -304,6 +305,7 @@ std::vector<Row> from_json(const std::string& text) {
       r.accept = opt("accept"), r.speedup = opt("speedup"), r.break_even_calls = opt("break_even_calls");
       if (j.contains("clears") && !j["clears"].is_null()) r.clears = j["clears"].get<bool>();
       if (j.contains("verdict") && j["verdict"].is_string()) r.verdict = j["verdict"].get<std::string>();
+      if (j.contains("launch") && j["launch"].is_string()) r.launch = j["launch"].get<std::string>();
       if (j.contains("warm") && j["warm"].is_object()) {
         const json& w = j["warm"];
         r.warm = Stat{w.at("median_ms").get<double>(), w.at("p10_ms").get<double>(), w.at("p90_ms").get<double>(),

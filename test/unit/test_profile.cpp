@@ -35,7 +35,9 @@ std::vector<Row> sampleRows() {
   kiln.first_run_ms = 2.3;
   kiln.warm = summarize({1.51, 1.50, 1.52, 1.49, 1.60});
   kiln.tflops = 91.5;
+  kiln.launch = "sm_90a twin gemm_bias_relu__sm90_n256, 132 CTAs, persistent";
   Row framework = kiln;
+  framework.launch.clear(); // cuBLASLt's choice is its own
   framework.route = "framework";
   framework.compile_ms.reset(); // cuBLAS compiles nothing
   framework.compile_phases.clear();
@@ -207,6 +209,25 @@ TEST_CASE("compile phases are one CSV field and a JSON object; a row without the
   CHECK(from_json(to_json({r}))[0].compile_phases == std::vector<std::pair<std::string, double>>{{"trace", 1.5}, {"fallback", 400}});
 }
 
+TEST_CASE("a row names the machine code that ran in the CSV's last field and in JSON; not-run where none was recorded",
+          "[profile]") {
+  std::vector<Row> rows = sampleRows();
+  std::istringstream in(to_csv(rows));
+  std::string header, kilnLine, frameworkLine;
+  std::getline(in, header);
+  std::getline(in, kilnLine);
+  std::getline(in, frameworkLine);
+  CHECK_THAT(header, Catch::Matchers::EndsWith(",verdict,launch"));
+  // (Its commas make it one quoted field.)
+  CHECK_THAT(kilnLine, Catch::Matchers::EndsWith(",\"sm_90a twin gemm_bias_relu__sm90_n256, 132 CTAs, persistent\""));
+  CHECK_THAT(frameworkLine, Catch::Matchers::EndsWith(",not-run"));
+  auto j = nlohmann::json::parse(to_json(rows));
+  CHECK(j["rows"][0]["launch"] == "sm_90a twin gemm_bias_relu__sm90_n256, 132 CTAs, persistent");
+  CHECK(j["rows"][1]["launch"].is_null());
+  CHECK(from_json(to_json(rows))[0].launch == rows[0].launch);
+  CHECK(from_json(to_json(rows))[1].launch.empty());
+}
+
 TEST_CASE("a saved JSON report reads back into the same rows", "[profile]") {
   std::vector<Row> rows = sampleRows();
   std::vector<Row> back = from_json(to_json(rows));
@@ -329,7 +350,7 @@ TEST_CASE("a judged report keeps its verdicts in CSV columns after the fixed one
   judge(rows, 1.10);
   const std::string csv = to_csv(rows);
   CHECK_THAT(csv, StartsWith("shape,dtype,device,reference_ok,compile_ms,warm_ms,model_ms,peak_mb,"));
-  CHECK_THAT(csv, Contains(",tune_ms,accept,speedup,clears,break_even_calls,verdict\n"));
+  CHECK_THAT(csv, Contains(",tune_ms,accept,speedup,clears,break_even_calls,verdict,launch\n"));
   CHECK_THAT(csv, Contains(",1.1,2,true,101,adopt kiln for gemm 64x64x64 f32"));
   std::vector<Row> back = from_json(to_json(rows));
   REQUIRE(back.size() == 2);

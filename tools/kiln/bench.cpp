@@ -311,6 +311,7 @@ int cmdBench(const BenchOptions& o) {
         auto rep = kiln::catalogue::verify_output(trt, d, p);
         row.reference_ok = rep.ok;
         row.rel_err = rep.rel_l2;
+        row.launch = tk.launch_path(d.views);
         if (rep.ok) row.warm = kiln::profile::time_kernel(trt, tk, d.views, timing); // a wrong result is never timed
         row.peak_mb = double(trt.memory().peak_bytes) / kMiB;
       } else if (route.name == "eigen") {
@@ -353,6 +354,7 @@ int cmdBench(const BenchOptions& o) {
         p.poison_outputs(); // the last route's result was downloaded into it
         kiln::catalogue::DeviceProblem d = kiln::catalogue::upload(rt, p);
         const std::vector<kiln::TensorView>& v = d.views;
+        if (route.kernel) row.launch = route.kernel->launch_path(v); // which twin, grid, split: per shape
         std::function<void()> run;
         if (route.kernel) {
           run = [&] { route.kernel->launch(v, nullptr); };
