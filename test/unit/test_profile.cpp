@@ -35,7 +35,7 @@ std::vector<Row> sampleRows() {
   kiln.first_run_ms = 2.3;
   kiln.warm = summarize({1.51, 1.50, 1.52, 1.49, 1.60});
   kiln.tflops = 91.5;
-  kiln.launch = "sm_90a twin gemm_bias_relu__sm90_n256, 132 CTAs, persistent";
+  kiln.launch = "sm_90a twin 'gemm_bias_relu__sm90_n256' (132 CTAs, persistent)";
   Row framework = kiln;
   framework.launch.clear(); // cuBLASLt's choice is its own
   framework.route = "framework";
@@ -219,10 +219,10 @@ TEST_CASE("a row names the machine code that ran in the CSV's last field and in 
   std::getline(in, frameworkLine);
   CHECK_THAT(header, Catch::Matchers::EndsWith(",verdict,launch"));
   // (Its commas make it one quoted field.)
-  CHECK_THAT(kilnLine, Catch::Matchers::EndsWith(",\"sm_90a twin gemm_bias_relu__sm90_n256, 132 CTAs, persistent\""));
+  CHECK_THAT(kilnLine, Catch::Matchers::EndsWith(",\"sm_90a twin 'gemm_bias_relu__sm90_n256' (132 CTAs, persistent)\""));
   CHECK_THAT(frameworkLine, Catch::Matchers::EndsWith(",not-run"));
   auto j = nlohmann::json::parse(to_json(rows));
-  CHECK(j["rows"][0]["launch"] == "sm_90a twin gemm_bias_relu__sm90_n256, 132 CTAs, persistent");
+  CHECK(j["rows"][0]["launch"] == "sm_90a twin 'gemm_bias_relu__sm90_n256' (132 CTAs, persistent)");
   CHECK(j["rows"][1]["launch"].is_null());
   CHECK(from_json(to_json(rows))[0].launch == rows[0].launch);
   CHECK(from_json(to_json(rows))[1].launch.empty());
