@@ -22,8 +22,9 @@
 //     f32 accumulators in registers), keeps one wgmma group in flight, and releases the
 //     stage before. Then the epilogue: the tile kernel's own elementwise ops, evaluated on
 //     each accumulator element where it lives; a 16-bit C goes out by TMA through 64 x 64
-//     staging boxes (two per warpgroup), an f32 C by masked stores from registers (as does
-//     the last row of tiles where it is moved up to stay inside A: setTile).
+//     staging boxes (two per warpgroup), an f32 C by masked stores from registers. A last
+//     row of tiles moved up to stay inside A (setTile) writes only its own rows: a 16-bit
+//     C's staged boxes copied by the warpgroup (copyBoxRows), an f32 C's stores masked.
 // Shared memory (1024-B aligned): per stage A as 128 rows of 128 B (K-major), B as BN/64
 // boxes of 64 K-rows x 128 B (MN-major); then the C staging boxes; then the 2 x stages mbarriers.
 #include "hopper/Emitter.h"
