@@ -286,8 +286,9 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
 
 void Emitter::copyBoxRows(Value buf, Value boxRow, Value boxCol) {
   // 64 rows of 8 16-byte chunks (C's rows are whole 16-byte units: Sm90Launch.cpp), four per
-  // thread; chunk c of row r lies at chunk c ^ (r % 8) of the swizzled row (cShared_).
-  const int64_t rowBytes = cShared_.getSwizzle(), chunks = rowBytes / 16;
+  // thread; chunk c of row r lies at chunk c ^ (r % period) of the swizzled row (cShared_, as
+  // stageChunk wrote it).
+  const int64_t rowBytes = cShared_.getSwizzle(), chunks = cShared_.period();
   auto shared = LLVM::LLVMPointerType::get(b_.getContext(), 3);
   auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
   auto v4 = VectorType::get({4}, b_.getI32Type());
@@ -299,7 +300,7 @@ void Emitter::copyBoxRows(Value buf, Value boxRow, Value boxCol) {
     Value row = add(boxRow, r), col = add(boxCol, mul(c, i32(8)));
     Value keep = b_.create<arith::AndIOp>(loc_, b_.create<arith::AndIOp>(loc_, ule(m0_, row), ult(row, M_)), ult(col, N_));
     ifThen(keep, [&] {
-      Value off = add(add(buf, mul(r, i32(rowBytes))), mul(b_.create<arith::XOrIOp>(loc_, c, remu(r, i32(8))), i32(16)));
+      Value off = add(add(buf, mul(r, i32(rowBytes))), mul(b_.create<arith::XOrIOp>(loc_, c, remu(r, i32(chunks))), i32(16)));
       Value v = b_.create<LLVM::LoadOp>(loc_, v4, b_.create<LLVM::GEPOp>(loc_, shared, b_.getI8Type(), smem_, ValueRange{off}),
                                         /*alignment=*/16);
       Value at = add(mul(ext64(row), cStride_), ext64(col));
