@@ -363,7 +363,7 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
   out += std::string("<table>\n<tr><th>route</th><th>kernel</th><th>shape</th><th>dtype</th>") +
          (oneDevice ? "" : "<th>device</th>") +
          "<th>reference_ok</th><th>import ms</th><th>compile ms</th><th>compile phases ms</th><th>first run ms</th>"
-         "<th>warm ms (p10-p90)</th><th>TFLOP/s</th><th>GB/s</th><th>model ms</th><th>peak MB</th><th>tune ms</th></tr>\n";
+         "<th>warm ms (p10-p90)</th><th>TFLOP/s</th><th>GB/s</th><th>model ms</th><th>peak MB</th><th>tune ms</th><th>launch</th></tr>\n";
   for (const Row& r : rows) {
     std::string ok = cell(r.reference_ok), ph;
     for (const auto& [name, ms] : r.compile_phases) ph += (ph.empty() ? "" : "<br>") + html(name) + " " + shortNum(ms);
@@ -376,7 +376,8 @@ std::string to_html(const std::vector<Row>& rows, const std::string& title) {
                    : kNotRun) +
            "</td><td>" + shortCell(r.tflops) + "</td><td>" + shortCell(r.gbps) + "</td><td>" + shortCell(r.model_ms) +
            "</td><td>" +
-           shortCell(r.peak_mb) + "</td><td>" + shortCell(r.tune_ms) + "</td></tr>\n";
+           shortCell(r.peak_mb) + "</td><td>" + shortCell(r.tune_ms) + "</td><td class=\"ph\">" +
+           (r.launch.empty() ? kNotRun : html(r.launch)) + "</td></tr>\n";
   }
   out += "</table>\n";
   out += barChart("Throughput per shape and route", "TFLOP/s", shapes, routes, tput);

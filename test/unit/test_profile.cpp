@@ -252,6 +252,17 @@ TEST_CASE("the HTML table names a shared device once and lists compile phases", 
   CHECK_THAT(to_html(sampleRows(), "t"), Contains("<th>device</th>"));
 }
 
+TEST_CASE("the HTML table names the machine code each row ran, and not-run for a framework's", "[profile]") {
+  const std::string page = to_html(sampleRows(), "t");
+  CHECK_THAT(page, Contains("<th>tune ms</th><th>launch</th></tr>"));
+  CHECK_THAT(page, Contains("<td class=\"ph\">sm_90a twin 'gemm_bias_relu__sm90_n256' (132 CTAs, persistent)</td></tr>"));
+  // The framework row (cuBLASLt chose its own kernel) ends its row with not-run.
+  const size_t fw = page.find("<tr><td>framework</td>");
+  REQUIRE(fw != std::string::npos);
+  const std::string row = page.substr(fw, page.find("</tr>", fw) - fw);
+  CHECK_THAT(row, Catch::Matchers::EndsWith("<td class=\"ph\">not-run</td>"));
+}
+
 namespace {
 /// A verified row of `route` on gemm 64x64x64 f32: `warm` ms warm, `cold` ms of compile.
 Row judged(const std::string& route, double warm, double cold) {
