@@ -200,13 +200,16 @@ private:
   void epilogue(Value acc);
   /// The sites of column groups [j0, j1) of this thread's fragment (4 per group).
   SmallVector<Site> chunkSites(int64_t j0, int64_t j1, Value row0, Value col0, bool masked);
-  /// f32 C: element by element from registers, masked on edge tiles; only rows from `rowMin`
-  /// on (a tile moved up inside A, aM0_ < m0_: the rows before are another tile's).
-  void epilogueStores(Value acc, Value row0, Value col0, bool masked, Value rowMin = {});
-  /// A staged 64 x 64 box of a 16-bit C whose first row is boxRow: its rows from m0_ on, inside
-  /// C, by the warpgroup's 16-byte stores (for a tile moved up inside A, where a TMA store
-  /// would write the box's every row).
-  void copyBoxRows(Value buf, Value boxRow, Value boxCol);
+  /// f32 C: element by element from registers, masked on edge tiles; on those only rows from
+  /// m0_ and columns from n0_ on (a tile moved inside A or B, aM0_ < m0_ or bN0_ < n0_: the
+  /// rows above and the columns left are another tile's).
+  void epilogueStores(Value acc, Value row0, Value col0, bool masked);
+  /// A staged 64 x 64 box of a 16-bit C whose corner is (boxRow, boxCol): its part from row
+  /// m0_ and column n0_ on, inside C, by the warpgroup's 16-byte stores (for a tile moved
+  /// inside A or B, where a TMA store would write the box's every row and column).
+  void copyBox(Value buf, Value boxRow, Value boxCol);
+  /// Whether this tile was moved inside A or B (aM0_ < m0_ or bN0_ < n0_).
+  Value moved();
   /// 16-bit C: 64 x 64 boxes through shared memory, stored by TMA (which clips edge tiles).
   void epilogueTma(Value acc, Value row0, Value col0, bool masked);
   /// The decode twin: C^T's fragment stored element by element, masked.
@@ -214,8 +217,8 @@ private:
   /// The decode twin: this thread's first C column in the tile's fragment (its second is 8 on).
   Value swappedCol0();
   /// One element `v` of C at (row, col), by pointer; with `masked`, only inside C's M x N
-  /// (all i64), and with `rowMin` only from that row on.
-  void storeC(Value v, Value row, Value col, Value M, Value N, bool masked, Value rowMin = {});
+  /// (all i64), and with `rowMin` / `colMin` only from that row / column on.
+  void storeC(Value v, Value row, Value col, Value M, Value N, bool masked, Value rowMin = {}, Value colMin = {});
   /// Column groups [j0, j0 + kChunk) into the staging box `buf` whose first group is `jBox`.
   void stageChunk(Value acc, int64_t j0, Value row0, Value col0, bool masked, Value buf, int64_t jBox);
   /// Emits the epilogue's loads for `site` into `loaded` (as f32), once per distinct element
@@ -253,7 +256,7 @@ private:
   // Function arguments.
   Value tmA_, tmB_, tmB2_, M_, N_, K_;
   Value tmC_;            // 16-bit C: stored by TMA from shared memory
-  Value cPtr_, cStride_; // C by pointer: f32 C's stores; a 16-bit C's tile moved up (copyBoxRows)
+  Value cPtr_, cStride_; // C by pointer: f32 C's stores; a 16-bit C's moved tile (copyBox)
   DenseMap<unsigned, std::pair<Value, SmallVector<Value, 2>>> inputs_; // arg -> (ptr, strides)
   SmallVector<Value> epilogueLoads_; // the epilogue's tile.load results, each once
   LoadCache preloaded_;              // per tile: preloadColumnInputs()'s loads, unextended
@@ -271,6 +274,10 @@ private:
   /// tile that would run past C's last row, C's last tileM rows (its box inside A: setTile()).
   /// Such a tile stores only its rows from m0_ on.
   Value aM0_;
+  /// The first of B's columns the tile loads, and the accumulator's first column: n0_, but
+  /// for a tile that would run past C's last column, C's last tileN columns (setTile()). Such
+  /// a tile stores only its columns from n0_ on.
+  Value bN0_;
   // Ping-pong, per item of this consumer: the item, the end of the items and the loop's
   // step (two of the CTA's), from which takeTurn's conditions are computed where used.
   struct {

@@ -110,7 +110,7 @@ void Emitter::preloadColumnInputs() {
     columns = {{0, 0}, {1, 8}};
   } else {
     Value l = remu(remu(tid_, i32(128)), i32(32));
-    col0 = add(n0_, mul(remu(l, i32(4)), i32(2))); // as epilogue()'s
+    col0 = add(bN0_, mul(remu(l, i32(4)), i32(2))); // as epilogue()'s
     // How many of this thread's column groups (2 columns each, 8j + e): all of a 128-wide
     // tile's; half of a 256-wide one's, and none beside inputs that vary along rows (a
     // residual): more would spill beside its 128 accumulators.
@@ -174,18 +174,18 @@ void Emitter::epilogue(Value acc) {
   Value w = divu(t, i32(32));
   Value l = remu(t, i32(32));
   Value row0 = add(add(add(aM0_, mul(rowBlock(), i32(64))), mul(w, i32(16))), divu(l, i32(4)));
-  Value col0 = add(n0_, mul(remu(l, i32(4)), i32(2)));
+  Value col0 = add(bN0_, mul(remu(l, i32(4)), i32(2)));
   // Tiles inside C (all but the last row and column of tiles) read their inputs without
   // clamps and store without masks; the edge tiles take the careful path.
   Value inside = b_.create<arith::AndIOp>(loc_, ule(add(m0_, i32(cfg_.bm)), M_), ule(add(n0_, i32(cfg_.outN())), N_));
   // The careful path also serves inputs that cannot be read two columns at a time (a
   // misaligned residual): the fast one reads them so.
   inside = b_.create<arith::AndIOp>(loc_, inside, pairsAligned());
-  // A tile moved up inside A (the last row of tiles: setTile) is never inside: the masked
-  // path stores only its rows from m0_ on.
+  // A tile moved inside A or B (the last row or column of tiles: setTile) is never inside:
+  // the masked path stores only its rows from m0_ and columns from n0_ on.
   auto body = [&](bool masked) {
     if (tmC_) epilogueTma(acc, row0, col0, masked);
-    else epilogueStores(acc, row0, col0, masked, masked ? ext64(m0_) : Value());
+    else epilogueStores(acc, row0, col0, masked);
   };
   auto both = [&] { ifThenElse(inside, [&] { body(false); }, [&] { body(true); }); };
   // A cluster's tile past C's last column (row, along M) stores nothing.
@@ -211,7 +211,9 @@ SmallVector<Site> Emitter::chunkSites(int64_t j0, int64_t j1, Value row0, Value 
 // still read (from an epilogue input) before the same thread writes it, so C may be the
 // residual input itself.
 
-void Emitter::storeC(Value v, Value row, Value col, Value M, Value N, bool masked, Value rowMin) {
+Value Emitter::moved() { return b_.create<arith::OrIOp>(loc_, ult(aM0_, m0_), ult(bN0_, n0_)); }
+
+void Emitter::storeC(Value v, Value row, Value col, Value M, Value N, bool masked, Value rowMin, Value colMin) {
   auto store = [&] {
     auto global = LLVM::LLVMPointerType::get(b_.getContext(), 1);
     Type cElt = m_.kernel.getArgType(m_.c).getElementType();
@@ -220,12 +222,14 @@ void Emitter::storeC(Value v, Value row, Value col, Value M, Value N, bool maske
   };
   Value inside = b_.create<arith::AndIOp>(loc_, ult(row, M), ult(col, N));
   if (rowMin) inside = b_.create<arith::AndIOp>(loc_, inside, ule(rowMin, row));
+  if (colMin) inside = b_.create<arith::AndIOp>(loc_, inside, ule(colMin, col));
   if (masked) ifThen(inside, store);
   else store();
 }
 
-void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked, Value rowMin) {
+void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
   Value M = ext64(M_), N = ext64(N_);
+  Value rowMin = masked ? ext64(m0_) : Value(), colMin = masked ? ext64(n0_) : Value();
   for (int64_t j0 = 0; j0 < cfg_.outN() / 8; j0 += kChunk) {
     SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
     LoadCache loaded;
@@ -235,7 +239,7 @@ void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked, Val
       Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
       Value row = ext64(add(row0, i32(8 * s.h)));
       Value col = ext64(add(col0, i32(s.c)));
-      storeC(v, row, col, M, N, masked, rowMin);
+      storeC(v, row, col, M, N, masked, rowMin, colMin);
     }
   }
 }
@@ -252,9 +256,13 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
 
   // Boxes wholly right of C are skipped, so within a tile the stores are boxes 0, 1, ...
   // in order and the one before last used this buffer: "at most one store still reading"
-  // frees it. The first box waits for none (the last tile's stores may have skipped).
+  // frees it. The first box waits for none (the last tile's stores may have skipped). A
+  // tile moved inside A or B stores no box by TMA (after its first box, none is pending),
+  // and skips its boxes after the first that lie wholly left of n0_. (Its first is staged
+  // and copied, masked, even there: skipping it too spilled the 128 x 256 twin's registers.)
+  Value isMoved = masked ? moved() : Value();
   for (int64_t q = 0; q < cfg_.outN() / 64; ++q) {
-    Value boxRow = add(aM0_, mul(rowBlock(), i32(64))), boxCol = add(n0_, i32(64 * q)); // (aM0_ = m0_ here)
+    Value boxRow = add(aM0_, mul(rowBlock(), i32(64))), boxCol = add(bN0_, i32(64 * q));
     Value buf = add(myStaging, i32((q % 2) * kStagingBoxBytes));
     auto box = [&] {
       ifThen(leader, [&] {
@@ -274,17 +282,18 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
           b_.create<NVVM::CpAsyncBulkCommitGroupOp>(loc_);
         });
       };
-      // A tile moved up inside A: TMA would write the box's rows before m0_ too (another
-      // tile's), so the warpgroup copies the box's rows from m0_ on itself.
-      if (masked) ifThenElse(ult(aM0_, m0_), [&] { copyBoxRows(buf, boxRow, boxCol); }, byTma);
+      // A tile moved inside A or B: TMA would write the box's rows before m0_ and columns
+      // before n0_ too (another tile's), so the warpgroup copies the rest itself.
+      if (masked) ifThenElse(isMoved, [&] { copyBox(buf, boxRow, boxCol); }, byTma);
       else byTma();
     };
-    if (masked && q > 0) ifThen(ult(boxCol, N_), box); // the same for the whole warpgroup
+    // (The same for the whole warpgroup.)
+    if (masked && q > 0) ifThen(b_.create<arith::AndIOp>(loc_, ult(boxCol, N_), ult(n0_, add(boxCol, i32(64)))), box);
     else box();
   }
 }
 
-void Emitter::copyBoxRows(Value buf, Value boxRow, Value boxCol) {
+void Emitter::copyBox(Value buf, Value boxRow, Value boxCol) {
   // 64 rows of 8 16-byte chunks (C's rows are whole 16-byte units: Sm90Launch.cpp), four per
   // thread; chunk c of row r lies at chunk c ^ (r % period) of the swizzled row (cShared_, as
   // stageChunk wrote it).
@@ -298,7 +307,8 @@ void Emitter::copyBoxRows(Value buf, Value boxRow, Value boxCol) {
     Value i = add(t, i32(128 * k));
     Value r = divu(i, i32(chunks)), c = remu(i, i32(chunks));
     Value row = add(boxRow, r), col = add(boxCol, mul(c, i32(8)));
-    Value keep = b_.create<arith::AndIOp>(loc_, b_.create<arith::AndIOp>(loc_, ule(m0_, row), ult(row, M_)), ult(col, N_));
+    Value keep = b_.create<arith::AndIOp>(loc_, b_.create<arith::AndIOp>(loc_, ule(m0_, row), ult(row, M_)),
+                                          b_.create<arith::AndIOp>(loc_, ule(n0_, col), ult(col, N_)));
     ifThen(keep, [&] {
       Value off = add(add(buf, mul(r, i32(rowBytes))), mul(b_.create<arith::XOrIOp>(loc_, c, remu(r, i32(chunks))), i32(16)));
       Value v = b_.create<LLVM::LoadOp>(loc_, v4, b_.create<LLVM::GEPOp>(loc_, shared, b_.getI8Type(), smem_, ValueRange{off}),

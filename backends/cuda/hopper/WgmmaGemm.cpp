@@ -23,8 +23,9 @@
 //     stage before. Then the epilogue: the tile kernel's own elementwise ops, evaluated on
 //     each accumulator element where it lives; a 16-bit C goes out by TMA through 64 x 64
 //     staging boxes (two per warpgroup), an f32 C by masked stores from registers. A last
-//     row of tiles moved up to stay inside A (setTile) writes only its own rows: a 16-bit
-//     C's staged boxes copied by the warpgroup (copyBoxRows), an f32 C's stores masked.
+//     row (column) of tiles moved up (left) to stay inside A (B) (setTile) writes only its
+//     own rows and columns: a 16-bit C's staged boxes copied by the warpgroup (copyBox), an
+//     f32 C's stores masked.
 // Shared memory (1024-B aligned): per stage A as 128 rows of 128 B (K-major), B as BN/64
 // boxes of 64 K-rows x 128 B (MN-major); then the C staging boxes; then the 2 x stages mbarriers.
 #include "hopper/Emitter.h"
@@ -380,6 +381,18 @@ void Emitter::setTile(Value t, Value rows, Value columns) {
   // row 0. All CTAs of a cluster side by side share m0_, so they move alike.
   Value bm = i32(cfg_.bm);
   aM0_ = b_.create<arith::SelectOp>(loc_, ule(bm, M_), b_.create<arith::MinUIOp>(loc_, m0_, sub(M_, bm)), m0_);
+  // Likewise the last column of tiles loads B's last tileN columns, and stores only the
+  // columns from n0_ on (H100, 2026-12-06: 4096 x 4104 x 4096, whose last column of 128 x 128
+  // tiles held 8 of C's columns and fell on 8 CTAs four times each, ran 239 us against
+  // cuBLASLt's 180). Stacked pairs share n0_; a cluster's CTA past C's last column loads
+  // inside B too and stores nothing. (The decode twins keep theirs: their tile is 64 columns
+  // of C^T's rows.)
+  if (cfg_.swapAB) {
+    bN0_ = n0_;
+  } else {
+    Value bn = i32(cfg_.outN());
+    bN0_ = b_.create<arith::SelectOp>(loc_, ule(bn, N_), b_.create<arith::MinUIOp>(loc_, n0_, sub(N_, bn)), n0_);
+  }
 }
 
 void Emitter::takeTurn(bool arrive) {
@@ -454,7 +467,7 @@ void Emitter::producer() {
                                                                 policy, NVVM::TMALoadMode::TILE, false,
                                                                 NVVM::CTAGroupKindAttr(), Value());
     };
-    // Coordinates are innermost first: A's box at (k0, m0), B's boxes at (n0 + 64h, k0).
+    // Coordinates are innermost first: A's box at (k0, aM0), B's boxes at (bN0 + 64h, k0).
     if (cfg_.cluster == 1 || cfg_.clusterAlongM) {
       tma(stage, tmA_, {k0, aM0_});
     } else {
@@ -469,7 +482,7 @@ void Emitter::producer() {
       for (int64_t j = 0; j * cfg_.cluster < boxes; ++j) {
         Value h = add(i32(j * cfg_.cluster), rank_);
         auto load = [&] {
-          tma(add(stage, add(i32(cfg_.aBytes()), mul(h, i32(kBoxBytes)))), tmB_, {add(n0_, mul(h, i32(64))), k0}, true);
+          tma(add(stage, add(i32(cfg_.aBytes()), mul(h, i32(kBoxBytes)))), tmB_, {add(bN0_, mul(h, i32(64))), k0}, true);
         };
         if ((j + 1) * cfg_.cluster <= boxes) load();
         else ifThen(ult(h, i32(boxes)), load);
@@ -479,7 +492,7 @@ void Emitter::producer() {
       // columns of C.
       const int64_t half = cfg_.dual ? boxes / 2 : boxes;
       for (int64_t h = 0; h < boxes; ++h)
-        tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), h < half ? tmB_ : tmB2_, {add(n0_, i32(64 * (h % half))), k0});
+        tma(add(stage, i32(cfg_.aBytes() + h * kBoxBytes)), h < half ? tmB_ : tmB2_, {add(bN0_, i32(64 * (h % half))), k0});
     }
   }); });
 }

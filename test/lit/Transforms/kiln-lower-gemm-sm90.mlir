@@ -209,16 +209,23 @@
 // CHECK: [[PA:%[0-9]+]] = arith.select [[FITS]], [[LA]], %c1152921504606846976_i64{{[_0-9]*}} : i64
 // CHECK: [[LB:%[0-9]+]] = arith.select [[REUSED]], %c1364590687093260288_i64{{[_0-9]*}}, %c1508705875169116160_i64{{[_0-9]*}} : i64
 // CHECK: [[PB:%[0-9]+]] = arith.select [[FITS]], [[LB]], %c1152921504606846976_i64{{[_0-9]*}} : i64
-// The last row of tiles moves up inside A where C has 128 rows or more (min(m0, M - 128)):
-// TMA reads no row past A's last.
+// The last row of tiles moves up inside A where C has 128 rows or more (min(m0, M - 128)),
+// the last column left inside B where it has 128 columns or more (min(n0, N - 128)): TMA
+// reads no row past A's last, no column past B's.
 // CHECK: [[ROOM:%[0-9]+]] = arith.cmpi ule, %c128_i32{{[_0-9]*}}, %arg7 : i32
 // CHECK: arith.minui
-// CHECK: arith.select [[ROOM]]
+// CHECK: [[AM0:%[0-9]+]] = arith.select [[ROOM]]
+// CHECK: [[NROOM:%[0-9]+]] = arith.cmpi ule, %c128_i32{{[_0-9]*}}, %arg8 : i32
+// CHECK: arith.minui
+// CHECK: [[BN0:%[0-9]+]] = arith.select [[NROOM]]
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, {{.*}} l2_cache_hint = [[PA]]
-// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1, {{.*}} l2_cache_hint = [[PB]]
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, %{{.*}}, box[%{{.*}}, [[AM0]]] l2_cache_hint = [[PA]]
+// CHECK: [[B0:%[0-9]+]] = arith.addi [[BN0]], %c0_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1, %{{.*}}, box[[[B0]], %{{.*}}] l2_cache_hint = [[PB]]
+// CHECK: [[B1:%[0-9]+]] = arith.addi [[BN0]], %c64_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1, %{{.*}}, box[[[B1]], %{{.*}}] l2_cache_hint = [[PB]]
 // The consumers: k-tile 0 peeled (the first wgmma zeroes the accumulator), then the loop.
 // CHECK: nvvm.setmaxregister increase 240
 // Per tile, the bias where each of the thread's columns lives, loaded before the main loop
@@ -244,11 +251,21 @@
 // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
 // CHECK: nvvm.cp.async.bulk.commit.group
 // CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
-// On the edge tiles, a tile moved up copies its staged box's rows from m0 on to C itself, 16 bytes
-// at a time through C's pointer (a TMA store would write the rows before m0 too).
+// On the edge tiles, a tile moved up or left copies its staged box's part from row m0 and column
+// n0 on to C itself, 16 bytes at a time through C's pointer (a TMA store would write the rows
+// before m0 and the columns before n0 too).
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
 // CHECK: llvm.getelementptr %arg3[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, bf16
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// Other edge tiles store by TMA. Box 1 is skipped where it lies wholly right of C or left of
+// n0 (a tile moved left): boxCol < N and n0 < boxCol + 64.
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
+// CHECK: [[BOXCOL:%[0-9]+]] = arith.addi %{{.*}}, %c64_i32
+// CHECK: [[RIGHT:%[0-9]+]] = arith.cmpi ult, [[BOXCOL]], %arg8 : i32
+// CHECK: [[END:%[0-9]+]] = arith.addi [[BOXCOL]], %c64_i32
+// CHECK: [[LEFT:%[0-9]+]] = arith.cmpi ult, %{{.*}}, [[END]] : i32
+// CHECK: [[SOME:%[0-9]+]] = arith.andi [[RIGHT]], [[LEFT]] : i1
+// CHECK-NEXT: scf.if [[SOME]] {
 // The last stores have read shared memory before the CTA exits (their writes complete with the kernel).
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NOT: nvvm.cp.async.bulk.wait_group 0{{ *$}}
