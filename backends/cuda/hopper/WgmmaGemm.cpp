@@ -382,11 +382,11 @@ void Emitter::setTile(Value t, Value rows, Value columns) {
   Value bm = i32(cfg_.bm);
   aM0_ = b_.create<arith::SelectOp>(loc_, ule(bm, M_), b_.create<arith::MinUIOp>(loc_, m0_, sub(M_, bm)), m0_);
   // Likewise the last column of tiles loads B's last tileN columns, and stores only the
-  // columns from n0_ on (H100, 2026-12-06: 4096 x 4104 x 4096, whose last column of 128 x 128
-  // tiles held 8 of C's columns and fell on 8 CTAs four times each, ran 239 us against
-  // cuBLASLt's 180). Stacked pairs share n0_; a cluster's CTA past C's last column loads
-  // inside B too and stores nothing. (The decode twins keep theirs: their tile is 64 columns
-  // of C^T's rows.)
+  // columns from n0_ on: no B box is filled with zeros (H100, 2026-12-06: 4096 x 4104 x 4096
+  // 239.5 -> 235.5 us, 4096 x 4160 x 4096 212 -> 210; what is left there is B's row pitch and
+  // rounds, docs/benchmarks/2026-12-06-hopper-gemm-ragged-columns). Stacked pairs share n0_; a
+  // cluster's CTA past C's last column loads inside B too and stores nothing. (The decode
+  // twins keep theirs: their tile is 64 columns of C^T's rows.)
   if (cfg_.swapAB) {
     bN0_ = n0_;
   } else {
