@@ -1538,8 +1538,9 @@ TEST_CASE("gpu: kernels that declare it run in place and verify, the twin's resi
   for (const Case& c : {Case{"add", {37, 300}, DType::bf16, 2, 0}, Case{"softmax", {9, 3000}, DType::f16, 1, 0},
                         Case{"rmsnorm", {33, 1000}, DType::bf16, 2, 0},
                         Case{"gemm_bias_residual", {256, 256, 512}, DType::bf16, 4, 3},    // the sm_90a twin
-                        // Its last row of tiles moved up inside A: it must not write the rows before
-                        // its own (another tile's, whose residual is read in place).
+                        // Its last row (column) of tiles moved up (left) inside A (B): it must not
+                        // write the rows above or the columns left of its own (another tile's, whose
+                        // residual is read in place).
                         Case{"gemm_bias_residual", {2049, 2056, 136}, DType::bf16, 4, 3},
                         Case{"gemm_bias_residual", {257, 129, 65}, DType::f16, 4, 3}}) { // the portable kernel
     INFO(c.kernel << " " << str(c.shape));

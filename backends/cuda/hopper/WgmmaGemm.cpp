@@ -379,20 +379,19 @@ void Emitter::setTile(Value t, Value rows, Value columns) {
   // tile on an H100, 2026-12-06: 4097 x 4096 x 4096 178-187 us against 174.5 at 4224 rows,
   // whose 33 rows of tiles are all whole). A C of fewer rows than the tile keeps its box at
   // row 0. All CTAs of a cluster side by side share m0_, so they move alike.
-  Value bm = i32(cfg_.bm);
-  aM0_ = b_.create<arith::SelectOp>(loc_, ule(bm, M_), b_.create<arith::MinUIOp>(loc_, m0_, sub(M_, bm)), m0_);
+  // (A tile of `size` at `origin` moved to end at `extent`'s last, where the extent holds one.)
+  auto inside = [&](Value origin, int64_t size, Value extent) -> Value {
+    Value s = i32(size);
+    return b_.create<arith::SelectOp>(loc_, ule(s, extent), b_.create<arith::MinUIOp>(loc_, origin, sub(extent, s)), origin);
+  };
+  aM0_ = inside(m0_, cfg_.bm, M_);
   // Likewise the last column of tiles loads B's last tileN columns, and stores only the
   // columns from n0_ on: no B box is filled with zeros (H100, 2026-12-06: 4096 x 4104 x 4096
   // 239.5 -> 235.5 us, 4096 x 4160 x 4096 212 -> 210; what is left there is B's row pitch and
   // rounds, docs/benchmarks/2026-12-06-hopper-gemm-ragged-columns). Stacked pairs share n0_; a
   // cluster's CTA past C's last column loads inside B too and stores nothing. (The decode
   // twins keep theirs: their tile is 64 columns of C^T's rows.)
-  if (cfg_.swapAB) {
-    bN0_ = n0_;
-  } else {
-    Value bn = i32(cfg_.outN());
-    bN0_ = b_.create<arith::SelectOp>(loc_, ule(bn, N_), b_.create<arith::MinUIOp>(loc_, n0_, sub(N_, bn)), n0_);
-  }
+  bN0_ = cfg_.swapAB ? n0_ : inside(n0_, cfg_.outN(), N_);
 }
 
 void Emitter::takeTurn(bool arrive) {
