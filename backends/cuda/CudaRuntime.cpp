@@ -1017,7 +1017,7 @@ std::shared_ptr<RuntimeImpl> makeCudaRuntime(const RuntimeOptions& options) {
     state->options.hopper_tile_n = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER_M", {"on", "off"}); v && !options.hopper_cluster_m)
     state->options.hopper_cluster_m = *v == "on";
-  if (auto v = env("KILN_HOPPER_TILE_M", {"0", "64", "128"}); v && options.hopper_tile_m == 0)
+  if (auto v = env("KILN_HOPPER_TILE_M", {"0", "64", "128", "256"}); v && options.hopper_tile_m == 0)
     state->options.hopper_tile_m = std::stoi(*v);
   if (auto v = env("KILN_HOPPER_CLUSTER", {"0", "1", "2", "4"}); v && options.hopper_cluster == 0)
     state->options.hopper_cluster = std::stoi(*v);

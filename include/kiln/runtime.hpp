@@ -71,7 +71,8 @@ struct KILN_API RuntimeOptions {
   /// 64 with hopper_tile_n 256 (EXPERIMENTAL): a ping-pong 64 x 256 tile, two consumer
   /// warpgroups taking the CTA's tiles in turn (one's epilogue beside the other's main
   /// loop); not for kernels whose epilogue reads a residual. About 10% slower than the
-  /// default on the H200 (docs/cuda.md).
+  /// default on the H200 (docs/cuda.md). 256 (EXPERIMENTAL): a 256 x 128 tile, two consumer
+  /// warpgroups of 128 rows each (hopper_tile_n 0 or 128, no clusters).
   int hopper_tile_m = 0;
   /// The twin's ring of shared-memory stages (TMA loads in flight): 2 up to what fits in
   /// 227 KiB (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128; 4 at 128 x 192, 6 at 64 x 192,

@@ -627,7 +627,7 @@ TEST_CASE("hopper_tile_m picks the twins' height: 64 rows by one consumer warpgr
   CHECK_THAT(make(0, 128).emit(k, Stage::ptx), Contains(".entry gemm_bias_relu__sm90(") &&
                                                    Contains(".entry gemm_bias_relu__sm90_m64(") && !Contains("_sm90_n256"));
   CHECK_THAT(make(0, 256).emit(k, Stage::ptx), Contains(".entry gemm_bias_relu__sm90(") && !Contains("_sm90_m64"));
-  CHECK_THROWS_WITH(make(32).compile(k), Contains("hopper_tile_m must be 0, 64 or 128, got 32"));
+  CHECK_THROWS_WITH(make(32).compile(k), Contains("hopper_tile_m must be 0, 64, 128 or 256, got 32"));
   // KILN_HOPPER_TILE_M when the options leave it to kiln.
   ScopedEnv env("KILN_HOPPER_TILE_M", "64");
   CHECK_THAT(make(0).compile(k).report().sm90, Contains("64x128x64 tiles") && !Contains("128x256x64"));
@@ -894,7 +894,7 @@ TEST_CASE("KILN_HOPPER_* set the twin where the options leave the defaults", "[c
     const char *name, *value, *shows, *bad, *error;
   };
   for (const Case& c : {Case{"KILN_HOPPER_TILE_N", "256", "128x256x64 tiles", "300", "expected 0, 128, 192 or 256"},
-                        Case{"KILN_HOPPER_TILE_M", "64", "64x128x64 tiles", "96", "expected 0, 64 or 128"},
+                        Case{"KILN_HOPPER_TILE_M", "64", "64x128x64 tiles", "96", "expected 0, 64, 128 or 256"},
                         Case{"KILN_HOPPER_GEMM", "off", "", "maybe", "expected on or off"},
                         Case{"KILN_HOPPER_STAGES", "3", "3 stages", "many", "expected 0, 1, 2"},
                         Case{"KILN_HOPPER_CLUSTER", "4", "clusters of 4", "3", "expected 0, 1, 2 or 4"},

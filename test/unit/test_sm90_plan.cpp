@@ -895,6 +895,16 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   // for C staging, three peers' partial sums (K-clusters of up to 4), 4 KiB each.
   CHECK(stagingBytes(16, 64, true) == 3 * 4096);
   CHECK(maxStages(16, 64, true) >= 16);
+  // The tall 256 x 128 tile only when tile-m asks for it, alone: two consumer warpgroups of
+  // two 64-row parts each, on the 128 x 256 tile's stages.
+  CHECK(names(selectTwins(256, 0, 0, false)) == "__sm90:256x128/1 ");
+  CHECK(names(selectTwins(256, 128, 1, false)) == "__sm90:256x128/1 ");
+  CHECK(names(selectTwins(0, 0, 0, false)).find("256x128") == std::string::npos);
+  CHECK(consumers(256, 128) == 2);
+  CHECK(rowParts(256) == 2);
+  CHECK(rowParts(128) == 1);
+  CHECK(threads(256, 128) == 384);
+  CHECK(maxStages(256, 128) == maxStages(128, 256));
   // Clusters off: four tiles; side by side: every tile in pairs sharing A.
   CHECK(names(selectTwins(0, 0, 1, false)) ==
         "__sm90:128x128/1 __sm90_n256:128x256/1 __sm90_m64:64x128/1 __sm90_n192:128x192/1 ");
@@ -925,7 +935,14 @@ TEST_CASE("the runtime's and the pass's twin options are checked by one rule, ea
   CHECK(checkTwinOptions({.tileM = 64, .tileN = 256, .stages = 4}, pass).empty());
   CHECK(checkTwinOptions({.tileN = 96}, runtime) == "hopper_tile_n must be 0, 128, 192 or 256, got 96");
   CHECK(checkTwinOptions({.tileN = 96}, pass) == "tile-n must be 0, 128, 192 or 256, got 96");
-  CHECK(checkTwinOptions({.tileM = 32}, pass) == "tile-m must be 0, 64 or 128, got 32");
+  CHECK(checkTwinOptions({.tileM = 32}, pass) == "tile-m must be 0, 64, 128 or 256, got 32");
+  // The tall tile is 256 x 128 and runs alone.
+  CHECK(checkTwinOptions({.tileM = 256}, runtime).empty());
+  CHECK(checkTwinOptions({.tileM = 256, .tileN = 128, .cluster = 1}, runtime).empty());
+  CHECK(checkTwinOptions({.tileM = 256, .tileN = 256}, runtime) ==
+        "hopper_tile_n must be 0 or 128 at hopper_tile_m 256 (the tall tile is 256 x 128), got 256");
+  CHECK(checkTwinOptions({.tileM = 256, .cluster = 2}, pass) ==
+        "cluster must be 0 or 1 at tile-m 256 (the tall tile runs alone), got 2");
   CHECK(checkTwinOptions({.cluster = 3}, runtime) == "hopper_cluster must be 0, 1, 2 or 4, got 3");
   CHECK(checkTwinOptions({.cluster = 4}, runtime).empty());
   CHECK(checkTwinOptions({.tileM = 64, .tileN = 256, .cluster = 4}, runtime) ==

@@ -35,7 +35,7 @@ constexpr int64_t kBoxBytes = 64 * 2 * 64; // one 64 x 64 box of 16-bit elements
 constexpr int64_t kPreloadGroups = 24;
 
 struct Config {
-  int64_t bm = 128; ///< rows of C per tile: 64 per consumer warpgroup (but see pingpong())
+  int64_t bm = 128; ///< rows of C per tile: 64 per consumer warpgroup (but see pingpong(), rowParts())
   int64_t bn = 128; ///< columns of the product wgmma computes (C's, unless `dual`)
   int64_t stages = 4;
   bool persistent = true;
@@ -62,6 +62,8 @@ struct Config {
   /// C's columns per tile.
   int64_t outN() const { return dual ? bn / 2 : bn; }
   int64_t consumers() const { return hopper::consumers(bm, bn, swapAB); }
+  /// 64-row parts per consumer warpgroup, each an m64 accumulator of its own (the tall tile: 2).
+  int64_t rowParts() const { return swapAB ? 1 : hopper::rowParts(bm); }
   /// A swapped twin of 128 columns: two consumer warpgroups, each on 64 of them (its own
   /// B box) and every row; no K-clusters.
   bool wideSwap() const { return swapAB && bn > 64; }
@@ -115,18 +117,27 @@ private:
     b_.create<scf::YieldOp>(loc_, otherwise());
     return op.getResult(0);
   }
-  LLVM::LLVMStructType accType() {
-    return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(cfg_.mmaN() / 2, b_.getF32Type()));
+  /// The consumer's accumulators: one m64nN fragment (N / 2 f32 a thread) per row part,
+  /// part p's elements at p x N / 2 on.
+  LLVM::LLVMStructType accType() { return fragmentType(cfg_.mmaN() / 2 * cfg_.rowParts()); }
+  LLVM::LLVMStructType fragmentType(int64_t elements) {
+    return LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(elements, b_.getF32Type()));
   }
+  /// Elements of one row part's fragment in accType().
+  int64_t partElements() const { return cfg_.mmaN() / 2; }
 
   void declareParams();
   /// `body` once per work item of this CTA; with `inTurn` in a ping-pong twin, only the
   /// items of this consumer warpgroup (every other one, from its index).
   template <class F> void forEachTile(F&& body, bool inTurn = false);
-  /// Which 64 rows of the tile this consumer warpgroup computes: its index, or 0 in
-  /// ping-pong (each computes a whole 64-row tile) and in swapped twins (every consumer
-  /// takes all of the tile's rows; a wide one splits its columns: colBlock()).
-  Value rowBlock() { return cfg_.pingpong() || cfg_.swapAB ? i32(0) : sub(wg_, i32(1)); }
+  /// Which 64 rows of the tile this consumer warpgroup computes first: its index times its
+  /// row parts, or 0 in ping-pong (each computes a whole 64-row tile) and in swapped twins
+  /// (every consumer takes all of the tile's rows; a wide one splits its columns: colBlock()).
+  Value rowBlock() {
+    if (cfg_.pingpong() || cfg_.swapAB) return i32(0);
+    Value c = sub(wg_, i32(1));
+    return cfg_.rowParts() > 1 ? mul(c, i32(cfg_.rowParts())) : c;
+  }
   /// A swapped twin's 64 columns of the tile this consumer warpgroup computes (0 with one).
   Value colBlock() { return cfg_.wideSwap() ? sub(wg_, i32(1)) : i32(0); }
   /// Ping-pong: the consumers' main loops run one at a time, in the CTA's item order, so
@@ -278,6 +289,9 @@ private:
   /// for a tile that would run past C's last column, C's last tileN columns (setTile()). Such
   /// a tile stores only its columns from n0_ on.
   Value bN0_;
+  /// The epilogue's row part (the tall tile's second: partElements()): added to every site's
+  /// accumulator index (chunkSites). 0 outside the part loops.
+  int64_t accBase_ = 0;
   // Ping-pong, per item of this consumer: the item, the end of the items and the loop's
   // step (two of the CTA's), from which takeTurn's conditions are computed where used.
   struct {

@@ -114,8 +114,9 @@ void Emitter::preloadColumnInputs() {
     // How many of this thread's column groups (2 columns each, 8j + e): all of a 128-wide
     // tile's; half of a 256-wide one's, and none beside inputs that vary along rows (a
     // residual): more would spill beside its 128 accumulators.
-    // (Accumulators of 128 registers: a 256-wide product, or two 128-wide ones.)
-    const int64_t groups = cfg_.bn <= 128 ? cfg_.outN() / 8
+    // (Accumulators of 128 registers: a 256-wide product, two 128-wide ones, or the tall
+    // tile's two row parts.)
+    const int64_t groups = partElements() * cfg_.rowParts() <= 64 ? cfg_.outN() / 8
                            : readsRowInputs(m_) ? 0
                                                 : std::min(kPreloadGroups, cfg_.outN() / 8);
     for (int64_t j = 0; j < groups; ++j)
@@ -170,6 +171,7 @@ void Emitter::epilogue(Value acc) {
   if (cfg_.swapAB) return epilogueSwapped(acc);
   // Accumulator fragment of m64nNk16 (per warpgroup): thread t = tid % 128, warp w = t / 32,
   // lane l = t % 32; struct element 4j + 2h + e holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e.
+  // (The tall tile's part p: element p x N / 2 + 4j + 2h + e, its row 64p further.)
   Value t = remu(tid_, i32(128));
   Value w = divu(t, i32(32));
   Value l = remu(t, i32(32));
@@ -202,6 +204,7 @@ SmallVector<Site> Emitter::chunkSites(int64_t j0, int64_t j1, Value row0, Value 
       for (int64_t e = 0; e < 2; ++e)
         sites.push_back({4 * j + 2 * h + e, clamp(ext64(add(row0, i32(8 * h))), lastRow),
                          clamp(ext64(add(col0, i32(8 * j + e))), lastCol), h, 8 * j + e});
+  for (Site& s : sites) s.accIndex += accBase_;
   return sites;
 }
 
@@ -227,24 +230,29 @@ void Emitter::storeC(Value v, Value row, Value col, Value M, Value N, bool maske
   else store();
 }
 
-void Emitter::epilogueStores(Value acc, Value row0, Value col0, bool masked) {
+void Emitter::epilogueStores(Value acc, Value row0Of0, Value col0, bool masked) {
   Value M = ext64(M_), N = ext64(N_);
   Value rowMin = masked ? ext64(m0_) : Value(), colMin = masked ? ext64(n0_) : Value();
-  for (int64_t j0 = 0; j0 < cfg_.outN() / 8; j0 += kChunk) {
-    SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
-    LoadCache loaded;
-    loadChunkInputs(sites, loaded, /*pairs=*/!masked);
-    for (const Site& s : sites) {
-      DenseMap<Value, Value> memo;
-      Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
-      Value row = ext64(add(row0, i32(8 * s.h)));
-      Value col = ext64(add(col0, i32(s.c)));
-      storeC(v, row, col, M, N, masked, rowMin, colMin);
+  for (int64_t p = 0; p < cfg_.rowParts(); ++p) {
+    accBase_ = p * partElements();
+    Value row0 = p ? add(row0Of0, i32(64 * p)) : row0Of0;
+    for (int64_t j0 = 0; j0 < cfg_.outN() / 8; j0 += kChunk) {
+      SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
+      LoadCache loaded;
+      loadChunkInputs(sites, loaded, /*pairs=*/!masked);
+      for (const Site& s : sites) {
+        DenseMap<Value, Value> memo;
+        Value v = evalElement(m_.store.getValue(), acc, s, loaded, memo);
+        Value row = ext64(add(row0, i32(8 * s.h)));
+        Value col = ext64(add(col0, i32(s.c)));
+        storeC(v, row, col, M, N, masked, rowMin, colMin);
+      }
     }
   }
+  accBase_ = 0;
 }
 
-void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
+void Emitter::epilogueTma(Value acc, Value row0Of0, Value col0, bool masked) {
   // Each consumer warpgroup stores its 64 rows as 64 x 64 boxes, alternating between its
   // two staging buffers.
   Value cw = sub(wg_, i32(1));
@@ -260,13 +268,20 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
   // tile moved inside A or B stores no box by TMA (after its first box, none is pending),
   // and skips its boxes after the first that lie wholly left of n0_. (Its first is staged
   // and copied, masked, even there: skipping it too spilled the 128 x 256 twin's registers.)
+  // The tall tile's two row parts take turns box by box, column by column (i = 2q + p): boxes
+  // skipped right of C are still the last ones.
   Value isMoved = masked ? moved() : Value();
-  for (int64_t q = 0; q < cfg_.outN() / 64; ++q) {
-    Value boxRow = add(aM0_, mul(rowBlock(), i32(64))), boxCol = add(bN0_, i32(64 * q));
-    Value buf = add(myStaging, i32((q % 2) * kStagingBoxBytes));
+  const int64_t parts = cfg_.rowParts();
+  for (int64_t i = 0; i < cfg_.outN() / 64 * parts; ++i) {
+    const int64_t q = i / parts, p = i % parts;
+    accBase_ = p * partElements();
+    Value rowBlock64 = mul(rowBlock(), i32(64));
+    Value boxRow = add(aM0_, p ? add(rowBlock64, i32(64 * p)) : rowBlock64), boxCol = add(bN0_, i32(64 * q));
+    Value row0 = p ? add(row0Of0, i32(64 * p)) : row0Of0;
+    Value buf = add(myStaging, i32((i % 2) * kStagingBoxBytes));
     auto box = [&] {
       ifThen(leader, [&] {
-        b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(q == 0 ? 0 : 1), b_.getUnitAttr());
+        b_.create<NVVM::CpAsyncBulkWaitGroupOp>(loc_, b_.getI32IntegerAttr(i == 0 ? 0 : 1), b_.getUnitAttr());
       });
       syncWarpgroup();
       for (int64_t j0 = 8 * q; j0 < 8 * q + 8; j0 += kChunk) stageChunk(acc, j0, row0, col0, masked, buf, 8 * q);
@@ -288,9 +303,10 @@ void Emitter::epilogueTma(Value acc, Value row0, Value col0, bool masked) {
       else byTma();
     };
     // (The same for the whole warpgroup.)
-    if (masked && q > 0) ifThen(b_.create<arith::AndIOp>(loc_, ult(boxCol, N_), ult(n0_, add(boxCol, i32(64)))), box);
+    if (masked && i > 0) ifThen(b_.create<arith::AndIOp>(loc_, ult(boxCol, N_), ult(n0_, add(boxCol, i32(64)))), box);
     else box();
   }
+  accBase_ = 0;
 }
 
 void Emitter::copyBox(Value buf, Value boxRow, Value boxCol) {

@@ -338,7 +338,7 @@ int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::
 double tileWork(const LaunchPlan& p) {
   const int64_t mmaN = p.tileN * p.products;
   double perElement = 1.0;
-  if (mmaN >= 256) perElement = 0.94;
+  if (mmaN >= 256 || p.tileM >= 256) perElement = 0.94; // (the tall 256 x 128 tile: assumed, not measured)
   else if (p.tileM < 128) perElement = 1.0 / 0.74;
   else if (mmaN == 192) perElement = 0.98;
   return double(p.tileM * mmaN) / (128.0 * 128.0) * perElement;

@@ -15,13 +15,20 @@ inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 /// own, taking the CTA's tiles in turn, so one's epilogue runs beside the other's main loop
 /// (experimental: asked for, never kiln's own choice).
 constexpr bool pingpong(int64_t tileM, int64_t tileN) { return tileM == 64 && tileN == 256; }
+/// The tall 256 x 128 tile (experimental: asked for by tileM 256, never kiln's own choice
+/// yet): two consumer warpgroups of 128 rows, each holding two m64n128 accumulators (its
+/// `rowParts`) that share B's descriptor: the 128 x 256 tile's bytes per multiply-add, with
+/// half as many columns per tile (C of 4104 columns in 33 of them where 256-wide tiles take 17).
+constexpr bool tall(int64_t tileM) { return tileM == 256; }
+/// 64-row parts of the tile each consumer warpgroup computes: 2 in the tall tile, else 1.
+constexpr int64_t rowParts(int64_t tileM) { return tall(tileM) ? 2 : 1; }
 /// kiln's decode twins: 16, 32, 48 and 64 rows (C of at most 16 rows, 17 to 32, 33 to 48, 49 to 64).
 inline constexpr int kDecodeRows = 64;
 /// `swapAB`: the decode twin's tile (tileM rows of C, 16 to 64, by 64 columns), computed as
 /// C^T = B^T A^T by one consumer warpgroup (WgmmaGemm.cpp); a swapped twin of 128 columns
 /// (tileM 80 to 128 rows) has two, one per 64 columns, both on the same rows.
 constexpr int64_t consumers(int64_t tileM, int64_t tileN, bool swapAB = false) {
-  return pingpong(tileM, tileN) ? 2 : swapAB ? tileN / 64 : tileM / 64;
+  return pingpong(tileM, tileN) ? 2 : swapAB ? tileN / 64 : tileM / 64 / rowParts(tileM);
 }
 /// kiln's swapped twins of 128 columns: 80, 96, 112 and 128 rows of C (Twins.h). For C of
 /// 129 to 512 rows, where a 128-row tile would multiply many absent rows: 160 rows in two

@@ -33,7 +33,8 @@ struct TwinShape {
 /// in 12.0 us with 64 x 128 pairs against 13.4 with lone 128 x 128 tiles, 2000 x 1000 x 1000
 /// in 15.0 us with 128 x 128 pairs against 18.2 alone), and the 128 x 128 tile also in
 /// clusters of four side by side sharing A, suffixed x4 (below). 64 x 256 (__sm90_m64n256,
-/// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental). With
+/// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental); 256 x 128
+/// (__sm90_m256, the tall tile: Sm90Tiles.h) alone, only when tileM asks for 256 (experimental). With
 /// kiln's tiles (tileM = tileN = 0, no forced clusters), decode twins of 16, 32, ... up to
 /// `decodeRows` rows by 64 columns (__sm90_dec, __sm90_dec32, ...: C^T = B^T A^T, Sm90Tiles.h).
 /// The options' values are the caller's to check; checkTwinOptions below accepts only values
@@ -48,14 +49,17 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
     const char* suffix;
   };
   static constexpr Tile kTiles[] = {{128, 128, "__sm90"},      {128, 256, "__sm90_n256"},     {64, 128, "__sm90_m64"},
-                                    {128, 192, "__sm90_n192"}, {64, 192, "__sm90_m64n192"}, {64, 256, "__sm90_m64n256"}};
+                                    {128, 192, "__sm90_n192"}, {64, 192, "__sm90_m64n192"}, {64, 256, "__sm90_m64n256"},
+                                    {256, 128, "__sm90_m256"}};
   std::vector<TwinShape> twins;
   for (const Tile& t : kTiles) {
     if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (tileN == 0 && t.bn == 192 && t.bm < 128) ||
-        (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)))
+        (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)) || (tall(t.bm) && tileM == 0))
       continue;
+    // (The tall tile: alone only, so far.)
+    if (tall(t.bm) && cluster > 1) continue;
     twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
-    if (cluster == 0 && (t.bm < 128 || t.bn == 128))
+    if (cluster == 0 && (t.bm < 128 || (t.bn == 128 && !tall(t.bm))))
       twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
     // Four 128 x 128 tiles side by side sharing A, each CTA loading a quarter of its rows
     // (multicast), on a ring of 5: for C of one row of tiles that takes one round (a GEMM of
@@ -104,8 +108,12 @@ inline std::string checkTwinOptions(const TwinOptions& o, const TwinOptionNames&
   auto got = [](int64_t v) { return ", got " + std::to_string(v); };
   if (o.tileN != 0 && o.tileN != 128 && o.tileN != 192 && o.tileN != 256)
     return std::string(n.tileN) + " must be 0, 128, 192 or 256" + got(o.tileN);
-  if (o.tileM != 0 && o.tileM != 64 && o.tileM != 128)
-    return std::string(n.tileM) + " must be 0, 64 or 128" + got(o.tileM);
+  if (o.tileM != 0 && o.tileM != 64 && o.tileM != 128 && o.tileM != 256)
+    return std::string(n.tileM) + " must be 0, 64, 128 or 256" + got(o.tileM);
+  if (tall(o.tileM) && o.tileN != 0 && o.tileN != 128)
+    return std::string(n.tileN) + " must be 0 or 128 at " + n.tileM + " 256 (the tall tile is 256 x 128)" + got(o.tileN);
+  if (tall(o.tileM) && o.cluster > 1)
+    return std::string(n.cluster) + " must be 0 or 1 at " + n.tileM + " 256 (the tall tile runs alone)" + got(o.cluster);
   if (o.cluster < 0 || o.cluster > 4 || o.cluster == 3)
     return std::string(n.cluster) + " must be 0, 1, 2 or 4" + got(o.cluster);
   // (Ping-pong consumers in fours: never built nor tested.)
@@ -115,7 +123,8 @@ inline std::string checkTwinOptions(const TwinOptions& o, const TwinOptionNames&
   if (o.clusterM && o.cluster != 2)
     return std::string(n.clusterM) + " pairs tiles in clusters: it needs " + n.cluster + " 2" + got(o.cluster);
   if (o.raster < 0 || o.raster > 64) return std::string(n.raster) + " must be 0..64" + got(o.raster);
-  // Every height has every width: the values above always select at least one twin.
+  // Every height has every width (the tall tile's one, checked above): the values above
+  // always select at least one twin.
   const int64_t most = maxStagesOf(selectTwins(o.tileM, o.tileN, o.cluster, o.clusterM));
   if (o.stages != 0 && (o.stages < 2 || o.stages > most))
     return std::string(n.stages) + " must be 0 or 2.." + std::to_string(most) + " at " + n.tileN + " " +

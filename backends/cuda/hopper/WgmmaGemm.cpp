@@ -70,7 +70,7 @@ void Emitter::declareParams() {
   // Split-K (persistent CTAs without clusters): the runtime's workspace, how many of C's
   // tiles this launch cuts along K and into how many chunks (Sm90Tiles.h).
   // (The decode twin splits inside clusters instead: no parameters.)
-  const bool splitK = cfg_.persistent && cfg_.cluster == 1 && !cfg_.pingpong() && !cfg_.swapAB && !cfg_.dual;
+  const bool splitK = cfg_.persistent && cfg_.cluster == 1 && !cfg_.pingpong() && !cfg_.swapAB && !cfg_.dual && cfg_.rowParts() == 1;
   if (splitK) {
     param({LaunchParam::Workspace, 0, 0, {}}, global);
     param({LaunchParam::SplitTiles, 0, 0, {}}, b_.getI32Type());
@@ -499,8 +499,8 @@ void Emitter::producer() {
 Value Emitter::kTile(Value j, Value acc, bool first) {
   auto [s, phase] = slotOf(add(base_, j));
   b_.create<NVVM::MBarrierTryWaitParityOp>(loc_, fullBarrier(s), phase, i32(10000000));
-  // Descriptor start addresses: (shared address >> 4) & 0x3FFF. This consumer's 64 rows of
-  // A start 64 x 128 B into the stage.
+  // Descriptor start addresses: (shared address >> 4) & 0x3FFF. This consumer's first 64
+  // rows of A start rowBlock() x 64 x 128 B into the stage.
   Value stageAddr = add(sbase_, mul(s, i32(cfg_.stageBytes())));
   Value aAddr = add(stageAddr, mul(rowBlock(), i32(64 * 128)));
   // (A wide swapped twin: this consumer's own box of B's two.)
@@ -519,14 +519,33 @@ Value Emitter::kTile(Value j, Value acc, bool first) {
   const bool swap = cfg_.swapAB;
   auto layoutA = swap ? NVVM::MMALayout::col : NVVM::MMALayout::row;
   auto layoutB = swap ? NVVM::MMALayout::col : NVVM::MMALayout::row;
+  const int64_t parts = cfg_.rowParts(), n = partElements();
   for (int64_t kk = 0; kk < kBK / 16; ++kk) {
     // k16 steps: A (K-major) advances 32 B inside its swizzled rows; B (MN-major) 16 rows of 128 B.
     Value da = kk ? add(descA, i64(kk * 32 >> 4)) : descA;
     Value db = kk ? add(descB, i64(kk * 16 * 128 >> 4)) : descB;
-    acc = b_.create<NVVM::WgmmaMmaAsyncOp>(
-        loc_, accType(), acc, swap ? db : da, swap ? da : db, shape, type, type, NVVM::WGMMATypes::f32,
-        first && kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-        NVVM::WGMMAScaleIn::one, layoutA, layoutB, NVVM::MMAIntOverflowAttr());
+    auto mma = [&](Type t, Value d, Value a) {
+      return b_.create<NVVM::WgmmaMmaAsyncOp>(
+          loc_, t, d, swap ? db : a, swap ? a : db, shape, type, type, NVVM::WGMMATypes::f32,
+          first && kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+          NVVM::WGMMAScaleIn::one, layoutA, layoutB, NVVM::MMAIntOverflowAttr());
+    };
+    if (parts == 1) {
+      acc = mma(accType(), acc, da);
+      continue;
+    }
+    // The tall tile: part p's 64 rows of A lie p x 64 rows of 128 B further; both parts
+    // read the same B. Each part's fragment goes through wgmma as a struct of its own.
+    for (int64_t p = 0; p < parts; ++p) {
+      Value part = b_.create<LLVM::UndefOp>(loc_, fragmentType(n));
+      for (int64_t e = 0; e < n; ++e)
+        part = b_.create<LLVM::InsertValueOp>(loc_, part, b_.create<LLVM::ExtractValueOp>(loc_, acc, ArrayRef<int64_t>{p * n + e}),
+                                              ArrayRef<int64_t>{e});
+      part = mma(fragmentType(n), part, p ? add(da, i64(p * 64 * 128 >> 4)) : da);
+      for (int64_t e = 0; e < n; ++e)
+        acc = b_.create<LLVM::InsertValueOp>(loc_, acc, b_.create<LLVM::ExtractValueOp>(loc_, part, ArrayRef<int64_t>{e}),
+                                             ArrayRef<int64_t>{p * n + e});
+    }
   }
   b_.create<NVVM::WgmmaGroupSyncAlignedOp>(loc_);
   return acc;
@@ -618,7 +637,9 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
         // Two products take lone tiles of the plain kind, 128 or 256 wide (C's half of that a
         // whole number of 64-column boxes): no clusters, ping-pong or decode twin, and no
         // split-K (declareParams).
-        if (match.dual && (cfg.cluster > 1 || cfg.pingpong() || cfg.swapAB || cfg.bn % 128 != 0)) continue;
+        // (Nor the tall tile, not yet tried with them.)
+        if (match.dual && (cfg.cluster > 1 || cfg.pingpong() || cfg.swapAB || cfg.bn % 128 != 0 || cfg.rowParts() > 1))
+          continue;
         Config twin = cfg;
         twin.dual = match.dual;
         GemmMatch copy = match; // the emitter reads the match; each twin its own
@@ -629,8 +650,8 @@ struct LowerGemmSm90Pass : kiln::impl::KilnLowerGemmSm90Base<LowerGemmSm90Pass> 
         m->setAttr("kiln.sm90",
                    StringAttr::get(&getContext(),
                                    "kernel '" + k.getSymName().str() + "': " +
-                                       (match.dual ? "two products take lone tiles 128 or 256 wide (no clusters, "
-                                                     "ping-pong or decode twin), and the options select none"
+                                       (match.dual ? "two products take lone tiles 128 or 256 wide of 64 or 128 rows (no "
+                                                     "clusters, ping-pong, tall or decode twin), and the options select none"
                                                    : "the 64 x 256 ping-pong tile takes no residual (its loads would "
                                                      "spill beside the accumulators)")));
     }

@@ -115,6 +115,26 @@
 // BADCLM: cluster-m pairs tiles in clusters: it needs cluster 2, got 1
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=64 tile-n=256" | FileCheck %s --check-prefix=PP
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=32" 2>&1 | FileCheck %s --check-prefix=BADM
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=256" | FileCheck %s --check-prefix=TALL
+// RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=256 cluster=2" 2>&1 | FileCheck %s --check-prefix=BADTALL
+
+// The tall 256 x 128 tile: A's box 256 rows; two consumer warpgroups (384 threads) of 128 rows,
+// each two m64n128 products per k16 step on the same B, the second on A's rows 64 further
+// (64 rows x 128 B: descriptor + 512); no split-K parameters. It runs alone.
+// TALL: gpu.func @mm__sm90(
+// TALL-SAME: \22tile\22:256
+// TALL-SAME: \22params\22:[{\22arg\22:0,\22box\22:[64,256],\22dim\22:0,\22kind\22:\22tensormap\22}
+// TALL-NOT: workspace
+// TALL-SAME: \22threads\22:384
+// TALL-SAME: \22tile\22:[256,128,64]
+// TALL: nvvm.setmaxregister decrease 24
+// TALL: [[DA:%[0-9]+]] = arith.ori %c{{[0-9]+}}_i64, %{{[0-9]+}} : i64
+// TALL: [[DB:%[0-9]+]] = arith.ori %c{{[0-9]+}}_i64, %{{[0-9]+}} : i64
+// TALL: nvvm.wgmma.mma_async [[DA]], [[DB]], %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
+// TALL: [[DA1:%[0-9]+]] = arith.addi [[DA]], %c512_i64 : i64
+// TALL: nvvm.wgmma.mma_async [[DA1]], [[DB]], %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
+// TALL-NOT: gpu.func @mm__sm90_
+// BADTALL: cluster must be 0 or 1 at tile-m 256 (the tall tile runs alone), got 2
 
 // The 64-row tile: one consumer warpgroup (256 threads: no setmaxnreg needed, each may hold
 // 255 registers), A's box 64 rows, a ring of 8 stages of 24 KiB, 128 arrivals free a slot.
@@ -144,7 +164,7 @@
 // PP: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
 // PP: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // PP: nvvm.cp.async.bulk.tensor.global.shared.cta
-// BADM: tile-m must be 0, 64 or 128, got 32
+// BADM: tile-m must be 0, 64, 128 or 256, got 32
 
 // The tile order: groups of raster-group tile rows (8 unless set), recorded in the plan.
 // RASTER: \22raster\22:16
