@@ -628,6 +628,16 @@ TEST_CASE("hopper_tile_m picks the twins' height: 64 rows by one consumer warpgr
                                                    Contains(".entry gemm_bias_relu__sm90_m64(") && !Contains("_sm90_n256"));
   CHECK_THAT(make(0, 256).emit(k, Stage::ptx), Contains(".entry gemm_bias_relu__sm90(") && !Contains("_sm90_m64"));
   CHECK_THROWS_WITH(make(32).compile(k), Contains("hopper_tile_m must be 0, 64, 128 or 256, got 32"));
+  // 256: the tall 256 x 128 twin alone, two consumer warpgroups (384 threads) of two m64n128
+  // parts each, its 128 accumulators and the bias beside them in registers without a spill.
+  Runtime tallest = make(256);
+  const std::string ptx256 = tallest.emit(k, Stage::ptx);
+  CHECK_THAT(ptx256, Contains(".entry gemm_bias_relu__sm90(") && Contains(".maxntid 384, 1, 1") &&
+                         Contains("m64n128k16") && !Contains("m64n256k16") && !Contains("_sm90_n256"));
+  CHECK(wholeProgramSpills(ptx256, "gemm_bias_relu__sm90") == 0);
+  CHECK_THAT(tallest.compile(k).report().sm90, Contains("256x128x64 tiles, 4 stages, 384 threads"));
+  CHECK_THROWS_WITH(make(256, 256).compile(k),
+                    Contains("hopper_tile_n must be 0 or 128 at hopper_tile_m 256 (the tall tile is 256 x 128), got 256"));
   // KILN_HOPPER_TILE_M when the options leave it to kiln.
   ScopedEnv env("KILN_HOPPER_TILE_M", "64");
   CHECK_THAT(make(0).compile(k).report().sm90, Contains("64x128x64 tiles") && !Contains("128x256x64"));
