@@ -65,14 +65,16 @@ struct KILN_API RuntimeOptions {
   int hopper_tile_n = 0;
   /// The twin's rows of C per CTA: 128 (two consumer warpgroups; 128 x 128 and 128 x 256
   /// tiles) or 64 (one; a 64 x 128 tile, for shapes with too few 128-row tiles to fill the
-  /// GPU); 0 compiles both and lets each launch choose, or KILN_HOPPER_TILE_M when set.
+  /// GPU); 0 compiles both (and the tall tile below) and lets each launch choose, or
+  /// KILN_HOPPER_TILE_M when set.
   /// (With both this and hopper_tile_n 0, kiln also compiles its decode twins, for C of at
   /// most 128 rows, and swapped twins of 128 columns, for C of 129 to 512: docs/cuda.md.)
   /// 64 with hopper_tile_n 256 (EXPERIMENTAL): a ping-pong 64 x 256 tile, two consumer
   /// warpgroups taking the CTA's tiles in turn (one's epilogue beside the other's main
   /// loop); not for kernels whose epilogue reads a residual. About 10% slower than the
-  /// default on the H200 (docs/cuda.md). 256 (EXPERIMENTAL): a 256 x 128 tile, two consumer
-  /// warpgroups of 128 rows each (hopper_tile_n 0 or 128, no clusters).
+  /// default on the H200 (docs/cuda.md). 256: the tall 256 x 128 tile alone, two consumer
+  /// warpgroups of 128 rows each (hopper_tile_n 0 or 128, no clusters); kiln's own choice
+  /// takes it where it needs fewer rounds of CTAs than the 128 x 256 tile.
   int hopper_tile_m = 0;
   /// The twin's ring of shared-memory stages (TMA loads in flight): 2 up to what fits in
   /// 227 KiB (6 at 128 x 128, 4 at 128 x 256, 8 at 64 x 128; 4 at 128 x 192, 6 at 64 x 192,

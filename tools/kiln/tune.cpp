@@ -61,8 +61,10 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
                                                 {"hopper_cluster_m", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
-    // The 64-row tile alone, without clusters (by default it runs in stacked pairs).
+    // The 64-row tile alone, without clusters (by default it runs in stacked pairs), and the
+    // tall 256 x 128 tile alone on every shape (by default only where it saves a round).
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 1}}});
+    s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 256}}});
     // Split-K (a launch-time choice: no compile): never, and in 2, 4 and 8 chunks.
     for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_split_k", 8}, {"hopper_split_k", 4},
                               {"hopper_split_k", 2}, {"hopper_split_k", 1}, {"hopper_cluster", 4},

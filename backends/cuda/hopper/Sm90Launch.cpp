@@ -331,14 +331,16 @@ int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::
 /// 8192^3), a 128 x 192 one 2% (its forced runs took 0.98 of the 128 x 128 tile's time per
 /// element where rounds were near full: H200, 8192^3, 1411.5 us in 20.8 rounds against the
 /// 128 x 256 tile's 1373.3 in 15.5, 2026-11-30; so it wins only where it saves a round), a
-/// 64-row one (one consumer warpgroup) 26% slower (580 against 779 TFLOP/s at 4096^3).
+/// 64-row one (one consumer warpgroup) 26% slower (580 against 779 TFLOP/s at 4096^3), the
+/// tall 256 x 128 one as fast as the 128 x 256 one (H100, 2026-12-06: 174 us both at 4096^3,
+/// 1.365 and 1.360 ms at 8192^3; at equal cost the earlier twin, 128 x 256, keeps the place).
 /// Two products (one wgmma of twice tileN) weigh by that width: at 2048 x 14336 x 4096 the
 /// 128 x 128 tile of two (wgmma N 256) ran in 634 us against 667 for 128 x 64 (N 128), at
 /// 8192 rows 2552 against 2969 (H200, 2026-12-04, docs/benchmarks/2026-12-04-h200-llama-layer/).
 double tileWork(const LaunchPlan& p) {
   const int64_t mmaN = p.tileN * p.products;
   double perElement = 1.0;
-  if (mmaN >= 256 || p.tileM >= 256) perElement = 0.94; // (the tall 256 x 128 tile: assumed, not measured)
+  if (mmaN >= 256 || p.tileM >= 256) perElement = 0.94;
   else if (p.tileM < 128) perElement = 1.0 / 0.74;
   else if (mmaN == 192) perElement = 0.98;
   return double(p.tileM * mmaN) / (128.0 * 128.0) * perElement;

@@ -15,8 +15,8 @@ inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
 /// own, taking the CTA's tiles in turn, so one's epilogue runs beside the other's main loop
 /// (experimental: asked for, never kiln's own choice).
 constexpr bool pingpong(int64_t tileM, int64_t tileN) { return tileM == 64 && tileN == 256; }
-/// The tall 256 x 128 tile (experimental: asked for by tileM 256, never kiln's own choice
-/// yet): two consumer warpgroups of 128 rows, each holding two m64n128 accumulators (its
+/// The tall 256 x 128 tile (one of kiln's own, or asked for by tileM 256): two consumer
+/// warpgroups of 128 rows, each holding two m64n128 accumulators (its
 /// `rowParts`) that share B's descriptor: the 128 x 256 tile's bytes per multiply-add, with
 /// half as many columns per tile (C of 4104 columns in 33 of them where 256-wide tiles take 17).
 constexpr bool tall(int64_t tileM) { return tileM == 256; }

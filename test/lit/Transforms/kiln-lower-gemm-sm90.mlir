@@ -18,7 +18,7 @@
 // Clusters left to kiln: the 128 x 128 and 64 x 128 tiles alone and in stacked pairs (each
 // CTA multicasting its half of B to both), the 128 x 128 one also in fours side by side
 // (each CTA multicasting a quarter of A's rows, 32, to all four, on a ring of 5), the
-// 128 x 256 and 128 x 192 tiles alone.
+// 128 x 256, 128 x 192 and tall 256 x 128 tiles alone.
 // PAIRS: gpu.func @mm__sm90(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS: gpu.func @mm__sm90x2(
@@ -39,6 +39,10 @@
 // PAIRS: gpu.func @mm__sm90_n192(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS-SAME: \22tile\22:[128,192,64]
+// PAIRS: gpu.func @mm__sm90_m256(
+// PAIRS-SAME: \22cluster\22:1,
+// PAIRS-SAME: \22threads\22:384
+// PAIRS-SAME: \22tile\22:[256,128,64]
 // PAIRS-NOT: gpu.func
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0 decode-rows=16" | FileCheck %s --check-prefix=DEC
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="cluster=0 wide-rows=96" | FileCheck %s --check-prefix=WIDE
