@@ -290,8 +290,14 @@ private:
   /// a tile stores only its columns from n0_ on.
   Value bN0_;
   /// The epilogue's row part (the tall tile's second: partElements()): added to every site's
-  /// accumulator index (chunkSites). 0 outside the part loops.
+  /// accumulator index (chunkSites). 0 outside the part loops (enterPart()).
   int64_t accBase_ = 0;
+  /// Starts the epilogue's row part p: its accumulator elements (accBase_) and its first row,
+  /// 64p below `row0` (the part 0's).
+  Value enterPart(int64_t p, Value row0) {
+    accBase_ = p * partElements();
+    return p ? add(row0, i32(64 * p)) : row0;
+  }
   // Ping-pong, per item of this consumer: the item, the end of the items and the loop's
   // step (two of the CTA's), from which takeTurn's conditions are computed where used.
   struct {

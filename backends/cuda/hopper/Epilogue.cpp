@@ -234,8 +234,7 @@ void Emitter::epilogueStores(Value acc, Value row0Of0, Value col0, bool masked) 
   Value M = ext64(M_), N = ext64(N_);
   Value rowMin = masked ? ext64(m0_) : Value(), colMin = masked ? ext64(n0_) : Value();
   for (int64_t p = 0; p < cfg_.rowParts(); ++p) {
-    accBase_ = p * partElements();
-    Value row0 = p ? add(row0Of0, i32(64 * p)) : row0Of0;
+    Value row0 = enterPart(p, row0Of0);
     for (int64_t j0 = 0; j0 < cfg_.outN() / 8; j0 += kChunk) {
       SmallVector<Site> sites = chunkSites(j0, j0 + kChunk, row0, col0, masked);
       LoadCache loaded;
@@ -272,12 +271,11 @@ void Emitter::epilogueTma(Value acc, Value row0Of0, Value col0, bool masked) {
   // skipped right of C are still the last ones.
   Value isMoved = masked ? moved() : Value();
   const int64_t parts = cfg_.rowParts();
+  Value boxRowOf0 = add(aM0_, mul(rowBlock(), i32(64)));
   for (int64_t i = 0; i < cfg_.outN() / 64 * parts; ++i) {
     const int64_t q = i / parts, p = i % parts;
-    accBase_ = p * partElements();
-    Value rowBlock64 = mul(rowBlock(), i32(64));
-    Value boxRow = add(aM0_, p ? add(rowBlock64, i32(64 * p)) : rowBlock64), boxCol = add(bN0_, i32(64 * q));
-    Value row0 = p ? add(row0Of0, i32(64 * p)) : row0Of0;
+    Value row0 = enterPart(p, row0Of0);
+    Value boxRow = p ? add(boxRowOf0, i32(64 * p)) : boxRowOf0, boxCol = add(bN0_, i32(64 * q));
     Value buf = add(myStaging, i32((i % 2) * kStagingBoxBytes));
     auto box = [&] {
       ifThen(leader, [&] {

@@ -354,7 +354,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
   // Stacked pairs: 2-CTA clusters of vertically adjacent tiles (a plan sets clusterAlongM
   // only with a cluster).
   auto stacked = [](const LaunchPlan& t) { return t.cluster > 1 && t.clusterAlongM; };
-  const bool tall = std::any_of(twins.begin(), twins.end(), [](const LaunchPlan& t) { return t.tileM >= 128; });
+  const bool fullHeight = std::any_of(twins.begin(), twins.end(), [](const LaunchPlan& t) { return t.tileM >= 128; });
   const bool lone = !std::all_of(twins.begin(), twins.end(), stacked);
   // Each twin's rules checked once, when first asked (this runs at every launch: no
   // allocation; a kernel has far fewer than 64 twins, any past 64 are checked each time).
@@ -400,7 +400,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
       // 1000^3: 14.0 against 13.4 us); in stacked pairs sharing B, anywhere, and the rounds
       // decide (1000^3: 12.0 us).
       const int64_t stack = stacked(p) ? p.cluster : 1; // stacked tiles make one unit
-      if (p.tileM < 128 && tall && ((rows + p.tileM - 1) / p.tileM + stack - 1) / stack > (rows + 127) / 128) continue;
+      if (p.tileM < 128 && fullHeight && ((rows + p.tileM - 1) / p.tileM + stack - 1) / stack > (rows + 127) / 128) continue;
     }
     const double perTile = tileWork(p);
     const Split s = split(p, args, config);
