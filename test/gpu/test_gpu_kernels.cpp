@@ -976,8 +976,11 @@ struct TwinRuntimes {
       Backend::cuda, {.hopper_tile_n = 256, .hopper_tile_m = 64, .hopper_cluster = 2, .hopper_cluster_m = true});
   // The tall 256 x 128 tile (two consumer warpgroups of two 64-row parts each), alone: C of
   // fewer rows than it (its A box partly past A), and 2049 rows (its last row of tiles moved
-  // up inside A, 255 rows of it another tile's).
+  // up inside A, 255 rows of it another tile's); and in stacked pairs sharing B (a pair's
+  // second CTA past C's rows where C has one row of them).
   Runtime tall = Runtime::create(Backend::cuda, {.hopper_tile_m = 256});
+  Runtime stackedTall =
+      Runtime::create(Backend::cuda, {.hopper_tile_m = 256, .hopper_cluster = 2, .hopper_cluster_m = true});
   // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles
   // cut into chunks of k-steps, summed in order by whichever CTA finishes its chunk last.
   // (Clusters off: clustered twins take whole tiles.)
@@ -1036,7 +1039,7 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
         for (const Runtime* rt : std::initializer_list<const Runtime*>{
                  &gpu(), &r.wide, &r.paired, &r.pairedWide, &r.quads, &r.low, &r.pairedLow, &r.stacked, &r.stackedWide,
                  &r.narrow, &r.stackedNarrow, &r.stackedNarrowTall, &r.pairedNarrow, &r.pingpong, &r.stackedPingpong,
-                 &r.tall, &r.splitK, &r.splitKWide, &r.splitKLowNarrow, &r.portable}) {
+                 &r.tall, &r.stackedTall, &r.splitK, &r.splitKWide, &r.splitKLowNarrow, &r.portable}) {
           CompiledKernel ck = rt->compile(e.make(d));
           INFO(name << " " << to_string(d) << ": " << ck.report().str());
           if (rt != &r.portable) CHECK(ck.report().sm90.empty() != hopper); // a twin exactly on Hopper

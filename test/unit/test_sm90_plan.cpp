@@ -933,6 +933,8 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   // the 128 x 256 tile's stages.
   CHECK(names(selectTwins(256, 0, 0, false)) == "__sm90:256x128/1 ");
   CHECK(names(selectTwins(256, 128, 1, false)) == "__sm90:256x128/1 ");
+  CHECK(names(selectTwins(256, 0, 2, true)) == "__sm90:256x128/2m ");
+  CHECK(names(selectTwins(256, 0, 2, false)).empty());
   CHECK(names(selectTwins(0, 128, 0, false)).find("256x128") == std::string::npos);
   CHECK(names(selectTwins(0, 0, 2, false)).find("256x128") == std::string::npos);
   CHECK(names(selectTwins(0, 0, 4, false)).find("256x128") == std::string::npos);
@@ -972,13 +974,17 @@ TEST_CASE("the runtime's and the pass's twin options are checked by one rule, ea
   CHECK(checkTwinOptions({.tileN = 96}, runtime) == "hopper_tile_n must be 0, 128, 192 or 256, got 96");
   CHECK(checkTwinOptions({.tileN = 96}, pass) == "tile-n must be 0, 128, 192 or 256, got 96");
   CHECK(checkTwinOptions({.tileM = 32}, pass) == "tile-m must be 0, 64, 128 or 256, got 32");
-  // The tall tile is 256 x 128 and runs alone.
+  // The tall tile is 256 x 128 and runs alone or in stacked pairs.
   CHECK(checkTwinOptions({.tileM = 256}, runtime).empty());
   CHECK(checkTwinOptions({.tileM = 256, .tileN = 128, .cluster = 1}, runtime).empty());
+  CHECK(checkTwinOptions({.tileM = 256, .cluster = 2, .clusterM = true}, runtime).empty());
   CHECK(checkTwinOptions({.tileM = 256, .tileN = 256}, runtime) ==
         "hopper_tile_n must be 0 or 128 at hopper_tile_m 256 (the tall tile is 256 x 128), got 256");
   CHECK(checkTwinOptions({.tileM = 256, .cluster = 2}, pass) ==
-        "cluster must be 0 or 1 at tile-m 256 (the tall tile runs alone), got 2");
+        "cluster must be 0, 1, or 2 with cluster-m at tile-m 256 (the tall tile runs alone or in stacked pairs), got 2");
+  CHECK(checkTwinOptions({.tileM = 256, .cluster = 4}, runtime) ==
+        "hopper_cluster must be 0, 1, or 2 with hopper_cluster_m at hopper_tile_m 256 (the tall tile runs alone or in "
+        "stacked pairs), got 4");
   CHECK(checkTwinOptions({.cluster = 3}, runtime) == "hopper_cluster must be 0, 1, 2 or 4, got 3");
   CHECK(checkTwinOptions({.cluster = 4}, runtime).empty());
   CHECK(checkTwinOptions({.tileM = 64, .tileN = 256, .cluster = 4}, runtime) ==

@@ -59,8 +59,9 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
     if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (tileN == 0 && t.bn == 192 && t.bm < 128) ||
         (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)) || (tall(t.bm) && tileM == 0 && tileN != 0))
       continue;
-    // (The tall tile: alone only; not yet built or measured in clusters.)
-    if (tall(t.bm) && cluster > 1) continue;
+    // The tall tile: alone, or in stacked pairs sharing B where asked for (experimental); not
+    // side by side (not built).
+    if (tall(t.bm) && cluster > 1 && !(cluster == 2 && clusterAlongM)) continue;
     twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
     if (cluster == 0 && (t.bm < 128 || (t.bn == 128 && !tall(t.bm))))
       twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
@@ -115,8 +116,9 @@ inline std::string checkTwinOptions(const TwinOptions& o, const TwinOptionNames&
     return std::string(n.tileM) + " must be 0, 64, 128 or 256" + got(o.tileM);
   if (tall(o.tileM) && o.tileN != 0 && o.tileN != 128)
     return std::string(n.tileN) + " must be 0 or 128 at " + n.tileM + " 256 (the tall tile is 256 x 128)" + got(o.tileN);
-  if (tall(o.tileM) && o.cluster > 1)
-    return std::string(n.cluster) + " must be 0 or 1 at " + n.tileM + " 256 (the tall tile runs alone)" + got(o.cluster);
+  if (tall(o.tileM) && o.cluster > 1 && !(o.cluster == 2 && o.clusterM))
+    return std::string(n.cluster) + " must be 0, 1, or 2 with " + n.clusterM + " at " + n.tileM +
+           " 256 (the tall tile runs alone or in stacked pairs)" + got(o.cluster);
   if (o.cluster < 0 || o.cluster > 4 || o.cluster == 3)
     return std::string(n.cluster) + " must be 0, 1, 2 or 4" + got(o.cluster);
   // (Ping-pong consumers in fours: never built nor tested.)

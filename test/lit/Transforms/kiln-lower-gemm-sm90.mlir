@@ -121,6 +121,7 @@
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=32" 2>&1 | FileCheck %s --check-prefix=BADM
 // RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=256" | FileCheck %s --check-prefix=TALL
 // RUN: not kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=256 cluster=2" 2>&1 | FileCheck %s --check-prefix=BADTALL
+// RUN: kiln-opt %s --split-input-file --kiln-lower-gemm-sm90="tile-m=256 cluster=2 cluster-m=true" | FileCheck %s --check-prefix=TALLCLM
 
 // The tall 256 x 128 tile: A's box 256 rows; two consumer warpgroups (384 threads) of 128 rows,
 // each two m64n128 products per k16 step on the same B, the second on A's rows 64 further
@@ -138,7 +139,17 @@
 // TALL: [[DA1:%[0-9]+]] = arith.addi [[DA]], %c512_i64 : i64
 // TALL: nvvm.wgmma.mma_async [[DA1]], [[DB]], %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
 // TALL-NOT: gpu.func @mm__sm90_
-// BADTALL: cluster must be 0 or 1 at tile-m 256 (the tall tile runs alone), got 2
+// BADTALL: cluster must be 0, 1, or 2 with cluster-m at tile-m 256 (the tall tile runs alone or in stacked pairs), got 2
+// In stacked pairs (experimental): each CTA loads its own 256 rows of A and one of B's two
+// 64-column boxes, multicast to both.
+// TALLCLM: gpu.func @mm__sm90(
+// TALLCLM-SAME: \22cluster\22:2,\22cluster_m\22:true
+// TALLCLM-SAME: \22params\22:[{\22arg\22:0,\22box\22:[64,256],\22dim\22:0,\22kind\22:\22tensormap\22}
+// TALLCLM-SAME: \22threads\22:384
+// TALLCLM-SAME: \22tile\22:[256,128,64]
+// TALLCLM-COUNT-1: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask
+// TALLCLM-NOT: multicast_mask
+// TALLCLM-NOT: gpu.func @mm__sm90_
 
 // The 64-row tile: one consumer warpgroup (256 threads: no setmaxnreg needed, each may hold
 // 255 registers), A's box 64 rows, a ring of 8 stages of 24 KiB, 128 arrivals free a slot.
