@@ -978,7 +978,7 @@ struct TwinRuntimes {
   // fewer rows than it (its A box partly past A), and 2049 rows (its last row of tiles moved
   // up inside A, 255 rows of it another tile's); and in stacked pairs sharing B (a pair's
   // second CTA past C's rows where C has one row of them).
-  Runtime tall = Runtime::create(Backend::cuda, {.hopper_tile_m = 256});
+  Runtime tall = Runtime::create(Backend::cuda, {.hopper_tile_m = 256, .hopper_cluster = 1});
   Runtime stackedTall =
       Runtime::create(Backend::cuda, {.hopper_tile_m = 256, .hopper_cluster = 2, .hopper_cluster_m = true});
   // Split-K wherever the tiles leave the last round of CTAs part-empty, both widths: tiles

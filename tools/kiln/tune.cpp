@@ -61,10 +61,11 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
                                                 {"hopper_cluster_m", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
-    // The 64-row tile alone, without clusters (by default it runs in stacked pairs), and the
-    // tall 256 x 128 tile alone on every shape (by default only where it saves a round).
+    // The 64-row and tall 256 x 128 tiles alone, without clusters (by default the 64-row tile
+    // runs alone and in stacked pairs, the tall one in stacked pairs where it saves a round;
+    // stacked on every shape above).
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 1}}});
-    s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 256}}});
+    s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 256}, {"hopper_cluster", 1}}});
     // Split-K (a launch-time choice: no compile): never, and in 2, 4 and 8 chunks.
     for (auto [key, value] : {std::pair<const char*, int64_t>{"hopper_split_k", 8}, {"hopper_split_k", 4},
                               {"hopper_split_k", 2}, {"hopper_split_k", 1}, {"hopper_cluster", 4},

@@ -34,10 +34,11 @@ struct TwinShape {
 /// in 15.0 us with 128 x 128 pairs against 18.2 alone), and the 128 x 128 tile also in
 /// clusters of four side by side sharing A, suffixed x4 (below). 64 x 256 (__sm90_m64n256,
 /// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental); 256 x 128
-/// (__sm90_m256, the tall tile: Sm90Tiles.h) alone, among kiln's tiles (no width asked for) or
-/// when tileM asks for 256: the 128 x 256 tile's speed per element in half as many columns, it
-/// takes fewer rounds where C's columns fall just past a multiple of 256 (H100, 2026-12-06:
-/// 4096 x 4160 x 4096 in 174 us against the default's 209, 4096^3 in 174 against 174). With
+/// (the tall tile: Sm90Tiles.h) among kiln's tiles (no width asked for) or when tileM asks for
+/// 256, in stacked pairs sharing B (__sm90_m256x2; alone with cluster 1): the 128 x 256 tile's
+/// speed per element in half as many columns, it takes fewer rounds where C's columns fall
+/// just past a multiple of 256 (H100, 2026-12-06: 4096 x 4160 x 4096 in 174 us alone against
+/// the 128 x 256 tile's 209, 4096^3 in 174 against 174). With
 /// kiln's tiles (tileM = tileN = 0, no forced clusters), decode twins of 16, 32, ... up to
 /// `decodeRows` rows by 64 columns (__sm90_dec, __sm90_dec32, ...: C^T = B^T A^T, Sm90Tiles.h).
 /// The options' values are the caller's to check; checkTwinOptions below accepts only values
@@ -59,12 +60,15 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
     if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (tileN == 0 && t.bn == 192 && t.bm < 128) ||
         (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)) || (tall(t.bm) && tileM == 0 && tileN != 0))
       continue;
-    // The tall tile: alone, or in stacked pairs sharing B where asked for (experimental); not
-    // side by side (not built).
+    // The tall tile: alone or in stacked pairs sharing B; not side by side (not built). In
+    // kiln's choice (cluster 0) in pairs only: where it wins a round the pairs were as fast as
+    // the lone tile or faster, much faster where B's rows are off 128 bytes (H100, 2026-12-06,
+    // bf16 plain GEMM: 4096 x 4104 x 4096 in 185 us against 218, 4096 x 4160 x 4096 179
+    // against 177), and one twin of it keeps the cold compile as it was.
     if (tall(t.bm) && cluster > 1 && !(cluster == 2 && clusterAlongM)) continue;
-    twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
-    if (cluster == 0 && (t.bm < 128 || (t.bn == 128 && !tall(t.bm))))
-      twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
+    if (!(tall(t.bm) && cluster == 0))
+      twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
+    if (cluster == 0 && (t.bm < 128 || t.bn == 128)) twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
     // Four 128 x 128 tiles side by side sharing A, each CTA loading a quarter of its rows
     // (multicast), on a ring of 5: for C of one row of tiles that takes one round (a GEMM of
     // 65 to 128 rows past the decode twins' reach), where the lone tiles leave SMs idle and

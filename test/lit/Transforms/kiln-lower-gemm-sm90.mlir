@@ -18,7 +18,7 @@
 // Clusters left to kiln: the 128 x 128 and 64 x 128 tiles alone and in stacked pairs (each
 // CTA multicasting its half of B to both), the 128 x 128 one also in fours side by side
 // (each CTA multicasting a quarter of A's rows, 32, to all four, on a ring of 5), the
-// 128 x 256, 128 x 192 and tall 256 x 128 tiles alone.
+// 128 x 256 and 128 x 192 tiles alone, the tall 256 x 128 tile in stacked pairs only.
 // PAIRS: gpu.func @mm__sm90(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS: gpu.func @mm__sm90x2(
@@ -39,8 +39,9 @@
 // PAIRS: gpu.func @mm__sm90_n192(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS-SAME: \22tile\22:[128,192,64]
-// PAIRS: gpu.func @mm__sm90_m256(
-// PAIRS-SAME: \22cluster\22:1,
+// PAIRS-NOT: gpu.func @mm__sm90_m256(
+// PAIRS: gpu.func @mm__sm90_m256x2(
+// PAIRS-SAME: \22cluster\22:2,\22cluster_m\22:true
 // PAIRS-SAME: \22threads\22:384
 // PAIRS-SAME: \22tile\22:[256,128,64]
 // PAIRS-NOT: gpu.func
@@ -140,8 +141,8 @@
 // TALL: nvvm.wgmma.mma_async [[DA1]], [[DB]], %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
 // TALL-NOT: gpu.func @mm__sm90_
 // BADTALL: cluster must be 0, 1, or 2 with cluster-m at tile-m 256 (the tall tile runs alone or in stacked pairs), got 2
-// In stacked pairs (experimental): each CTA loads its own 256 rows of A and one of B's two
-// 64-column boxes, multicast to both.
+// In stacked pairs (kiln's choice for it): each CTA loads its own 256 rows of A and one of
+// B's two 64-column boxes, multicast to both.
 // TALLCLM: gpu.func @mm__sm90(
 // TALLCLM-SAME: \22cluster\22:2,\22cluster_m\22:true
 // TALLCLM-SAME: \22params\22:[{\22arg\22:0,\22box\22:[64,256],\22dim\22:0,\22kind\22:\22tensormap\22}
