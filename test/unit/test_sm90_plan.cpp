@@ -246,43 +246,52 @@ TEST_CASE("a launch takes the 128 x 192 tile only where it takes fewer rounds of
   CHECK(pick(128, 12288, 4096) == 0);
 }
 
-TEST_CASE("a launch takes the tall 256 x 128 tiles only where they take fewer rounds than the 128 x 256 one", "[sm90]") {
+TEST_CASE("a launch takes the tall 256 x 128 tile only where it takes fewer rounds, in pairs where B's rows are off sectors", "[sm90]") {
   // kiln's order: 128 x 128 alone and in pairs, 128 x 256, 64 x 128 alone and in pairs,
-  // 128 x 192, then the tall tile (two consumer warpgroups of 128 rows: 384 threads) in
-  // stacked pairs sharing B: a unit of 512 x 128, 66 of them at once on 132 SMs.
+  // 128 x 192, then the tall tile (two consumer warpgroups of 128 rows: 384 threads) alone
+  // (6) and in stacked pairs sharing B (7: a unit of 512 x 128, 66 of them at once on 132 SMs).
   std::vector<LaunchPlan> twins = ownTwins(true);
   LaunchPlan tallTile = twins[2];
   tallTile.tileM = 256, tallTile.tileN = 128;
   tallTile.gridDims[0].tile = 256, tallTile.gridDims[1].tile = 128;
+  twins.push_back(tallTile);
   tallTile.cluster = 2, tallTile.clusterAlongM = true;
   twins.push_back(tallTile);
   std::string why;
   Split work;
   auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why, &work); };
   // C's columns just past a multiple of 256: 17 columns of 128 x 256 tiles take 5 rounds
-  // (544 tiles), 33 of tall pairs 4 (264 pairs) (H100, 2026-12-06: 4096 x 4160 x 4096 in 179
-  // us against 209, 4096 x 4104 185 against 235).
+  // (544 tiles), 33 of tall ones 4 (528) (H100, 2026-12-06: 4096 x 4160 x 4096 in 174 us
+  // against 209, 4096 x 4112 182 against 224). Alone where B's rows are whole 32-byte sectors
+  // (8320 and 8224 bytes long), in pairs where they are not (8208: H200, 179.9 us in pairs
+  // against 188.8 alone).
   CHECK(pick(4096, 4160, 4096) == 6);
   CHECK(work.ctas == 132);
-  CHECK(pick(4096, 4104, 4096) == 6);
   CHECK(pick(4096, 4112, 4096) == 6);
+  CHECK(pick(4096, 4104, 4096) == 7);
+  CHECK(work.ctas == 132);
+  CHECK(pick(2048, 4104, 4096) == 7);
+  // B's pitch, not its width, decides: 4160 columns of B in rows 4168 long (8336 bytes).
+  std::vector<TensorView> strided = args(4096, 4160, 4096);
+  strided[1].strides = {4168, 1};
+  CHECK(choose(twins, strided, {132}, &why) == 7);
   // Equal rounds: the 128 x 256 tile keeps the place (4096^3, 8192^3: as fast as it).
   CHECK(pick(4096, 4096, 4096) == 2);
   CHECK(pick(8192, 8192, 8192) == 2);
-  // Rows just past a multiple of 256 favour the wide tile (4097 x 4096^2: 9 rows of tall pairs
-  // take 5 rounds, 215 against 175 us alone), and 2049 rows the 128 x 192 one (132 against
-  // 104).
+  // Rows just past a multiple of 256 favour the wide tile (4097 x 4096^2: 17 rows of tall tiles
+  // take 5 rounds, 215 against 175 us), and 2049 rows the 128 x 192 one (129 against 102).
   CHECK(pick(4097, 4096, 4096) == 2);
   CHECK(pick(2049, 4096, 4096) == 5);
   // An odd number of tall rows: the last pair's second CTA has no rows, and the pairs take the
-  // rounds of one row more. 4352 x 4160 (17 tall rows): 9 x 33 pairs take 5 rounds, no fewer
-  // than 34 x 17 tiles of 128 x 256 (counted as 8 x 33 pairs, they would take 4).
-  CHECK(pick(4352, 4160, 4096) != 6);
+  // rounds of one row more. 1792 x 2184 (7 rows, 18 columns, B's rows off sectors): 126 tiles
+  // alone take one round, 4 x 18 pairs two.
+  CHECK(pick(1792, 2184, 4096) != 7);
   // Small C keeps its twins: one row of tiles (a pair would hold an SM with no rows), 1000^3,
   // decode-sized M.
   CHECK(pick(128, 12288, 4096) == 0);
   CHECK(pick(1000, 1000, 1000) == 4);
-  CHECK(pick(256, 4160, 4096) != 6);
+  CHECK(pick(256, 4160, 4096) < 6);
+  CHECK(pick(256, 4104, 4096) != 7);
 }
 
 TEST_CASE("two products sharing A weigh their tiles by the wgmma's width, and say so in the plan", "[sm90]") {
@@ -898,13 +907,14 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
            (t.clusterAlongM ? "m" : "") + " ";
     return s;
   };
-  // kiln's choice: the 128 x 256 and 128 x 192 tiles alone, the 128 x 128 and 64-row ones
-  // alone and in stacked pairs, the tall 256 x 128 one in stacked pairs only, the 128 x 128 one
-  // also in fours (on its own ring of 5), the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the deepest ring
+  // kiln's choice: the 128 x 256 and 128 x 192 tiles alone, the 128 x 128, 64-row and tall
+  // 256 x 128 ones alone and in stacked pairs, the 128 x 128 one also in fours (on its own ring
+  // of 5), the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the deepest ring
   // all of them fit is the 128 x 256 tile's (the tall tile's is the same).
   CHECK(names(selectTwins(0, 0, 0, false, 64)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90x4:128x128/4 __sm90_n256:128x256/1 "
                                                     "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_n192:128x192/1 "
-                                                    "__sm90_m256x2:256x128/2m __sm90_dec:16x64/1 __sm90_dec32:32x64/1 __sm90_dec48:48x64/1 "
+                                                    "__sm90_m256:256x128/1 __sm90_m256x2:256x128/2m __sm90_dec:16x64/1 __sm90_dec32:32x64/1 "
+                                                    "__sm90_dec48:48x64/1 "
                                                     "__sm90_dec64:64x64/1 ");
   CHECK(names(selectTwins(0, 0, 0, false, 32)).ends_with("__sm90_dec:16x64/1 __sm90_dec32:32x64/1 "));
   CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 64)) == maxStages(128, 256));
@@ -937,10 +947,9 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   CHECK(stagingBytes(16, 64, true) == 3 * 4096);
   CHECK(maxStages(16, 64, true) >= 16);
   // The tall 256 x 128 tile, among kiln's tiles or when tile-m asks for it (not with a width
-  // asked for): in stacked pairs where the clusters are kiln's, alone with cluster 1, never
-  // side by side; two consumer warpgroups of two 64-row parts each, on the 128 x 256 tile's
-  // stages.
-  CHECK(names(selectTwins(256, 0, 0, false)) == "__sm90:256x128/2m ");
+  // asked for): alone and in stacked pairs where the clusters are kiln's, never side by side;
+  // two consumer warpgroups of two 64-row parts each, on the 128 x 256 tile's stages.
+  CHECK(names(selectTwins(256, 0, 0, false)) == "__sm90:256x128/1 __sm90_m256x2:256x128/2m ");
   CHECK(names(selectTwins(256, 128, 1, false)) == "__sm90:256x128/1 ");
   CHECK(names(selectTwins(256, 0, 2, true)) == "__sm90:256x128/2m ");
   CHECK(names(selectTwins(256, 0, 2, false)).empty());

@@ -61,9 +61,9 @@ kiln::tune::Space defaultSpace(kiln::Backend b, kiln::DType dt, int64_t smemLimi
                                                 {"hopper_cluster_m", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_cluster", 2}, {"hopper_cluster_m", 1}}});
-    // The 64-row and tall 256 x 128 tiles alone, without clusters (by default the 64-row tile
-    // runs alone and in stacked pairs, the tall one in stacked pairs where it saves a round;
-    // stacked on every shape above).
+    // The 64-row and tall 256 x 128 tiles alone on every shape, without clusters (by default
+    // each runs alone or in stacked pairs only where the shape favours it; stacked on every
+    // shape above).
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 64}, {"hopper_cluster", 1}}});
     s.configs.insert(s.configs.begin(), Config{{{"hopper_tile_m", 256}, {"hopper_cluster", 1}}});
     // Split-K (a launch-time choice: no compile): never, and in 2, 4 and 8 chunks.

@@ -326,6 +326,16 @@ int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::
   return best;
 }
 
+/// Whether B's rows start off 32-byte sectors (its row pitch not a multiple of 32 bytes, as
+/// where N is an odd multiple of 8 bf16 elements): every 128-byte row of a B box then touches
+/// five sectors in L2 instead of four, a quarter more of B's traffic, which stacked pairs
+/// sharing B halve. (B's base address is not looked at: the choice is cached by address
+/// modulo 16, and views of B that start off a sector are rare.)
+bool bRowsOffSectors(const LaunchPlan& p, const std::vector<TensorView>& args) {
+  const TensorView& b = args[size_t(p.gridDims.back().arg)]; // B: the grid's columns are its dim 1
+  return b.rank() == 2 && (strideOf(b, 0) * int64_t(size_of(b.dtype))) % 32 != 0;
+}
+
 /// A tile's work relative to a 128 x 128 tile's: its area times the time per element of its
 /// kind. A 128 x 256 one computes 6% faster per element (measured: 1442 vs 1366 us at
 /// 8192^3), a 128 x 192 one 2% (its forced runs took 0.98 of the 128 x 128 tile's time per
@@ -408,9 +418,14 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // At equal cost, stacked pairs beat the same tile alone: they read each B tile from L2
     // once per pair (H200, 128 x 128: 2000 x 1000 x 1000 in 15.0 us against 18.2 alone,
     // and no slower on any shape measured).
+    // The tall tile's pairs only where B's rows start off a 32-byte sector (below): elsewhere
+    // they ran 1% slower than the tall tile alone (H200, 2026-12-06, bf16 plain GEMM: 4096 x
+    // 4160 x 4096 176.8 against 174.6 us, 4096 x 4112 178.0 against 175.7; 4096 x 4104: 179.9
+    // against 188.8, cuBLASLt 178.8).
     const bool tiesSameTile = best >= 0 && cost == bestCost && twins[size_t(best)].tileM == p.tileM &&
                               twins[size_t(best)].tileN == p.tileN;
-    const bool pairsOverAlone = tiesSameTile && stacked(p) && !stacked(twins[size_t(best)]);
+    const bool pairsOverAlone = tiesSameTile && stacked(p) && !stacked(twins[size_t(best)]) &&
+                                (!tall(p.tileM) || bRowsOffSectors(p, args));
     // At equal cost in one round, four tiles side by side sharing A beat the same tile alone:
     // each CTA reads a quarter of A's rows from L2 instead of all of them, and its ring is
     // shallower (H100, 2026-12-06: 128 x 12288 x 4096 in 37.1 us against 39.0, 128 x 14336 x

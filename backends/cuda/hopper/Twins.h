@@ -28,17 +28,17 @@ struct TwinShape {
 /// round of 96 where 128 x 256 leaves 60 SMs idle: 17.3 against 20.7 us on an H100,
 /// 2026-12-05); 64 x 192 (__sm90_m64n192) only when tileN asks for 192 (experimental). A
 /// twin selected alone (or with its stacked pairs) is <kernel>__sm90. cluster 0: the
-/// 128 x 256 tile alone; the 128 x 128 and 64-row tiles both alone and in stacked pairs
+/// 128 x 256 tile alone; the 128 x 128, 64-row and tall tiles both alone and in stacked pairs
 /// sharing B, suffixed x2 (each B tile read from L2 once per pair: on the H200, 1000^3 ran
 /// in 12.0 us with 64 x 128 pairs against 13.4 with lone 128 x 128 tiles, 2000 x 1000 x 1000
 /// in 15.0 us with 128 x 128 pairs against 18.2 alone), and the 128 x 128 tile also in
 /// clusters of four side by side sharing A, suffixed x4 (below). 64 x 256 (__sm90_m64n256,
 /// ping-pong: Sm90Tiles.h) only when both tileM and tileN ask for it (experimental); 256 x 128
-/// (the tall tile: Sm90Tiles.h) among kiln's tiles (no width asked for) or when tileM asks for
-/// 256, in stacked pairs sharing B (__sm90_m256x2; alone with cluster 1): the 128 x 256 tile's
-/// speed per element in half as many columns, it takes fewer rounds where C's columns fall
-/// just past a multiple of 256 (H100, 2026-12-06: 4096 x 4160 x 4096 in 174 us alone against
-/// the 128 x 256 tile's 209, 4096^3 in 174 against 174). With
+/// (__sm90_m256, the tall tile: Sm90Tiles.h) among kiln's tiles (no width asked for) or when
+/// tileM asks for 256, alone and in stacked pairs sharing B (__sm90_m256x2; the launch's rule:
+/// Sm90Launch.cpp): the 128 x 256 tile's speed per element in half as many columns, it takes
+/// fewer rounds where C's columns fall just past a multiple of 256 (H100, 2026-12-06: 4096 x
+/// 4160 x 4096 in 174 us alone against the 128 x 256 tile's 209, 4096^3 in 174 against 174). With
 /// kiln's tiles (tileM = tileN = 0, no forced clusters), decode twins of 16, 32, ... up to
 /// `decodeRows` rows by 64 columns (__sm90_dec, __sm90_dec32, ...: C^T = B^T A^T, Sm90Tiles.h).
 /// The options' values are the caller's to check; checkTwinOptions below accepts only values
@@ -60,14 +60,9 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
     if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (tileN == 0 && t.bn == 192 && t.bm < 128) ||
         (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)) || (tall(t.bm) && tileM == 0 && tileN != 0))
       continue;
-    // The tall tile: alone or in stacked pairs sharing B; not side by side (not built). In
-    // kiln's choice (cluster 0) in pairs only: where it wins a round the pairs were as fast as
-    // the lone tile or faster, much faster where B's rows are off 128 bytes (H100, 2026-12-06,
-    // bf16 plain GEMM: 4096 x 4104 x 4096 in 185 us against 218, 4096 x 4160 x 4096 179
-    // against 177), and one twin of it keeps the cold compile as it was.
+    // The tall tile: alone or in stacked pairs sharing B, not side by side (not built).
     if (tall(t.bm) && cluster > 1 && !(cluster == 2 && clusterAlongM)) continue;
-    if (!(tall(t.bm) && cluster == 0))
-      twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
+    twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
     if (cluster == 0 && (t.bm < 128 || t.bn == 128)) twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
     // Four 128 x 128 tiles side by side sharing A, each CTA loading a quarter of its rows
     // (multicast), on a ring of 5: for C of one row of tiles that takes one round (a GEMM of

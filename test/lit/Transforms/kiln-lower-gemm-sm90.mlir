@@ -18,7 +18,7 @@
 // Clusters left to kiln: the 128 x 128 and 64 x 128 tiles alone and in stacked pairs (each
 // CTA multicasting its half of B to both), the 128 x 128 one also in fours side by side
 // (each CTA multicasting a quarter of A's rows, 32, to all four, on a ring of 5), the
-// 128 x 256 and 128 x 192 tiles alone, the tall 256 x 128 tile in stacked pairs only.
+// 128 x 256 and 128 x 192 tiles alone, the tall 256 x 128 tile alone and in stacked pairs.
 // PAIRS: gpu.func @mm__sm90(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS: gpu.func @mm__sm90x2(
@@ -39,7 +39,10 @@
 // PAIRS: gpu.func @mm__sm90_n192(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS-SAME: \22tile\22:[128,192,64]
-// PAIRS-NOT: gpu.func @mm__sm90_m256(
+// PAIRS: gpu.func @mm__sm90_m256(
+// PAIRS-SAME: \22cluster\22:1,
+// PAIRS-SAME: \22threads\22:384
+// PAIRS-SAME: \22tile\22:[256,128,64]
 // PAIRS: gpu.func @mm__sm90_m256x2(
 // PAIRS-SAME: \22cluster\22:2,\22cluster_m\22:true
 // PAIRS-SAME: \22threads\22:384
