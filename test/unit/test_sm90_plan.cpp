@@ -283,9 +283,9 @@ TEST_CASE("a launch takes the tall 256 x 128 tile only where it takes fewer roun
   CHECK(pick(4097, 4096, 4096) == 2);
   CHECK(pick(2049, 4096, 4096) == 5);
   // An odd number of tall rows: the last pair's second CTA has no rows, and the pairs take the
-  // rounds of one row more. 1792 x 2184 (7 rows, 18 columns, B's rows off sectors): 126 tiles
-  // alone take one round, 4 x 18 pairs two.
-  CHECK(pick(1792, 2184, 4096) != 7);
+  // rounds of one row more. 3840 x 2056 (15 rows, 17 columns, B's rows off sectors): 255 tiles
+  // alone take two rounds, 8 x 17 pairs three (as 30 x 9 tiles of 128 x 256): alone it is.
+  CHECK(pick(3840, 2056, 4096) == 6);
   // Small C keeps its twins: one row of tiles (a pair would hold an SM with no rows), 1000^3,
   // decode-sized M.
   CHECK(pick(128, 12288, 4096) == 0);

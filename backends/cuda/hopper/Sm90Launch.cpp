@@ -418,10 +418,10 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // At equal cost, stacked pairs beat the same tile alone: they read each B tile from L2
     // once per pair (H200, 128 x 128: 2000 x 1000 x 1000 in 15.0 us against 18.2 alone,
     // and no slower on any shape measured).
-    // The tall tile's pairs only where B's rows start off a 32-byte sector (below): elsewhere
-    // they ran 1% slower than the tall tile alone (H200, 2026-12-06, bf16 plain GEMM: 4096 x
-    // 4160 x 4096 176.8 against 174.6 us, 4096 x 4112 178.0 against 175.7; 4096 x 4104: 179.9
-    // against 188.8, cuBLASLt 178.8).
+    // The tall tile's pairs only where B's rows start off a 32-byte sector (bRowsOffSectors):
+    // elsewhere they ran 1% slower than the tall tile alone (H200, 2026-12-06, bf16 plain GEMM:
+    // 4096 x 4160 x 4096 176.8 against 174.6 us, 4096 x 4112 178.0 against 175.7; 4096 x
+    // 4104: 179.9 against 188.8, cuBLASLt 178.8).
     const bool tiesSameTile = best >= 0 && cost == bestCost && twins[size_t(best)].tileM == p.tileM &&
                               twins[size_t(best)].tileN == p.tileN;
     const bool pairsOverAlone = tiesSameTile && stacked(p) && !stacked(twins[size_t(best)]) &&

@@ -21,6 +21,13 @@ struct TwinShape {
   int64_t stages = 0;  ///< its ring when the options name none (0: the deepest that fits)
 };
 
+/// Whether the tall tile is built in clusters of `cluster` (0: kiln's choice, 1: none),
+/// stacked along M when clusterAlongM: alone or in stacked pairs sharing B, not side by side
+/// (not built). One rule for the twins selected and the options accepted.
+constexpr bool tallClusterBuilt(int64_t cluster, bool clusterAlongM) {
+  return cluster <= 1 || (cluster == 2 && clusterAlongM);
+}
+
 /// The twins tileM / tileN select (0: any of kiln's), with `cluster` CTAs per cluster (1, 2
 /// or 4 side by side sharing A; 0: kiln's choice) stacked along M when clusterAlongM. Kiln's tiles: 128 x 128
 /// (<kernel>__sm90), 128 x 256 (__sm90_n256), 64 x 128 (__sm90_m64), 128 x 192
@@ -60,8 +67,7 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
     if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (tileN == 0 && t.bn == 192 && t.bm < 128) ||
         (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)) || (tall(t.bm) && tileM == 0 && tileN != 0))
       continue;
-    // The tall tile: alone or in stacked pairs sharing B, not side by side (not built).
-    if (tall(t.bm) && cluster > 1 && !(cluster == 2 && clusterAlongM)) continue;
+    if (tall(t.bm) && !tallClusterBuilt(cluster, clusterAlongM)) continue;
     twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
     if (cluster == 0 && (t.bm < 128 || t.bn == 128)) twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
     // Four 128 x 128 tiles side by side sharing A, each CTA loading a quarter of its rows
@@ -115,7 +121,7 @@ inline std::string checkTwinOptions(const TwinOptions& o, const TwinOptionNames&
     return std::string(n.tileM) + " must be 0, 64, 128 or 256" + got(o.tileM);
   if (tall(o.tileM) && o.tileN != 0 && o.tileN != 128)
     return std::string(n.tileN) + " must be 0 or 128 at " + n.tileM + " 256 (the tall tile is 256 x 128)" + got(o.tileN);
-  if (tall(o.tileM) && o.cluster > 1 && !(o.cluster == 2 && o.clusterM))
+  if (tall(o.tileM) && !tallClusterBuilt(o.cluster, o.clusterM))
     return std::string(n.cluster) + " must be 0, 1, or 2 with " + n.clusterM + " at " + n.tileM +
            " 256 (the tall tile runs alone or in stacked pairs)" + got(o.cluster);
   if (o.cluster < 0 || o.cluster > 4 || o.cluster == 3)
