@@ -275,6 +275,19 @@ TEST_CASE("a launch takes the tall 256 x 128 tile only where it takes fewer roun
   std::vector<TensorView> strided = args(4096, 4160, 4096);
   strided[1].strides = {4168, 1};
   CHECK(choose(twins, strided, {132}, &why) == 7);
+  // And where B's first row starts 16 bytes into a sector (a view into a larger allocation),
+  // every row is off: the pairs, and a cached choice tells the two addresses apart.
+  std::vector<TensorView> shifted = args(4096, 4160, 4096);
+  shifted[1].data = gMemory + 256 + 16;
+  CHECK(choose(twins, shifted, {132}, &why) == 7);
+  shifted[1].data = gMemory + 256 + 32; // 32 bytes in: whole sectors again
+  CHECK(choose(twins, shifted, {132}, &why) == 6);
+  ChoiceCache cache;
+  for (int64_t offset : {0, 16, 0, 48, 64}) {
+    CAPTURE(offset);
+    shifted[1].data = gMemory + 256 + offset;
+    CHECK(cache.choose(twins, shifted, {132}, &why, &work) == (offset % 32 ? 7 : 6));
+  }
   // Equal rounds: the 128 x 256 tile keeps the place (4096^3, 8192^3: as fast as it).
   CHECK(pick(4096, 4096, 4096) == 2);
   CHECK(pick(8192, 8192, 8192) == 2);

@@ -326,14 +326,15 @@ int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::
   return best;
 }
 
-/// Whether B's rows start off 32-byte sectors (its row pitch not a multiple of 32 bytes, as
-/// where N is an odd multiple of 8 bf16 elements): every 128-byte row of a B box then touches
-/// five sectors in L2 instead of four, a quarter more of B's traffic, which stacked pairs
-/// sharing B halve. (B's base address is not looked at: the choice is cached by address
-/// modulo 16, and views of B that start off a sector are rare.)
+/// Whether some of B's rows start off a 32-byte sector: its row pitch is not a multiple of 32
+/// bytes (N an odd multiple of 8 bf16 elements: every other row) or its first row starts off
+/// one (a view of B 16 bytes into an allocation: every row). Each such 128-byte row of a B
+/// box touches five sectors in L2 instead of four, a quarter more of B's traffic, which
+/// stacked pairs sharing B halve. (The choice cache keys addresses modulo 32 for this.)
 bool bRowsOffSectors(const LaunchPlan& p, const std::vector<TensorView>& args) {
   const TensorView& b = args[size_t(p.gridDims.back().arg)]; // B: the grid's columns are its dim 1
-  return b.rank() == 2 && (strideOf(b, 0) * int64_t(size_of(b.dtype))) % 32 != 0;
+  return b.rank() == 2 && ((strideOf(b, 0) * int64_t(size_of(b.dtype))) % 32 != 0 ||
+                           reinterpret_cast<uintptr_t>(b.data) % 32 != 0);
 }
 
 /// A tile's work relative to a 128 x 128 tile's: its area times the time per element of its
@@ -442,7 +443,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
 
 namespace {
 /// ChoiceCache's key for `args` into `key`: per argument its dtype, rank, dims, strides (a
-/// count, then the strides as given: none means row-major) and address modulo 16. The number
+/// count, then the strides as given: none means row-major) and address modulo 32. The number
 /// of words, or 0 where they do not fit.
 size_t choiceKey(const std::vector<TensorView>& args, int64_t* key, size_t capacity) {
   size_t n = 0;
@@ -456,7 +457,7 @@ size_t choiceKey(const std::vector<TensorView>& args, int64_t* key, size_t capac
     for (int64_t d : v.dims) put(d);
     put(int64_t(v.strides.size()));
     for (int64_t s : v.strides) put(s);
-    put(int64_t(reinterpret_cast<uintptr_t>(v.data) % 16));
+    put(int64_t(reinterpret_cast<uintptr_t>(v.data) % 32));
   }
   return n <= capacity ? n : 0;
 }

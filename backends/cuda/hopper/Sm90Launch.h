@@ -110,9 +110,10 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
 /// choose() for a kernel's launches, remembering its last few answers: choose() weighs every
 /// twin (about 0.5 µs for a GEMM's 13 on a 2-core build host), and an engine launches the
 /// same shapes again and again. An answer is reused only for arguments equal in everything
-/// choose() reads: each one's dtype, dims, strides as given, and address modulo 16 (the
-/// most alignment any rule asks); the twins and the config must stay as they were at the
-/// first call (a kernel's are fixed once loaded). Safe to call from several threads.
+/// choose() reads: each one's dtype, dims, strides as given, and address modulo 32 (TMA's
+/// rules ask 16-byte alignment, the tall pairs' rule whether B starts on a 32-byte sector
+/// of L2); the twins and the config must stay as they were at the first call (a kernel's
+/// are fixed once loaded). Safe to call from several threads.
 class ChoiceCache {
 public:
   int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& args, const LaunchConfig& config,
