@@ -38,6 +38,10 @@ int64_t strideOf(const TensorView& v, int d) {
   return s;
 }
 
+/// L2's sector: the unit the tall pairs' rule counts B's rows in (bRowsOffSectors), and so
+/// the modulus the choice cache keys addresses by (choiceKey; TMA's 16 divides it).
+constexpr int64_t kL2SectorBytes = 32;
+
 /// Says why argument `arg` breaks a rule; false. (Messages are built only on this path:
 /// applies() runs at every launch.)
 bool refuse(std::string* why, int arg, const char* rule) {
@@ -333,8 +337,8 @@ int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::
 /// stacked pairs sharing B halve. (The choice cache keys addresses modulo 32 for this.)
 bool bRowsOffSectors(const LaunchPlan& p, const std::vector<TensorView>& args) {
   const TensorView& b = args[size_t(p.gridDims.back().arg)]; // B: the grid's columns are its dim 1
-  return b.rank() == 2 && ((strideOf(b, 0) * int64_t(size_of(b.dtype))) % 32 != 0 ||
-                           reinterpret_cast<uintptr_t>(b.data) % 32 != 0);
+  return b.rank() == 2 && ((strideOf(b, 0) * int64_t(size_of(b.dtype))) % kL2SectorBytes != 0 ||
+                           reinterpret_cast<uintptr_t>(b.data) % kL2SectorBytes != 0);
 }
 
 /// A tile's work relative to a 128 x 128 tile's: its area times the time per element of its
@@ -443,8 +447,8 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
 
 namespace {
 /// ChoiceCache's key for `args` into `key`: per argument its dtype, rank, dims, strides (a
-/// count, then the strides as given: none means row-major) and address modulo 32. The number
-/// of words, or 0 where they do not fit.
+/// count, then the strides as given: none means row-major) and address modulo
+/// kL2SectorBytes. The number of words, or 0 where they do not fit.
 size_t choiceKey(const std::vector<TensorView>& args, int64_t* key, size_t capacity) {
   size_t n = 0;
   auto put = [&](int64_t w) {
@@ -457,7 +461,7 @@ size_t choiceKey(const std::vector<TensorView>& args, int64_t* key, size_t capac
     for (int64_t d : v.dims) put(d);
     put(int64_t(v.strides.size()));
     for (int64_t s : v.strides) put(s);
-    put(int64_t(reinterpret_cast<uintptr_t>(v.data) % 32));
+    put(int64_t(reinterpret_cast<uintptr_t>(v.data) % kL2SectorBytes));
   }
   return n <= capacity ? n : 0;
 }
