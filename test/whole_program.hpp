@@ -5,15 +5,22 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <unistd.h>
 
 namespace kiln::testing {
 
 /// What the toolkit's ptxas says (-v) when it compiles `ptx` as a whole program for
-/// sm_90a, as the driver's JIT does for a module with a twin on a GPU.
+/// sm_90a, as the driver's JIT does for a module with a twin on a GPU. A module holds a
+/// dozen twins and a test asks about each in turn: the last few logs are kept, keyed by the
+/// whole PTX text, so a module is compiled once (tests run one at a time in a process).
 inline std::string wholeProgramLog(const std::string& ptx) {
+  static std::deque<std::pair<std::string, std::string>> recent;
+  for (const auto& [text, log] : recent)
+    if (text == ptx) return log;
   char path[] = "/tmp/kiln-twin-XXXXXX";
   int fd = ::mkstemp(path);
   REQUIRE(fd >= 0);
@@ -29,6 +36,8 @@ inline std::string wholeProgramLog(const std::string& ptx) {
   std::remove(path);
   INFO(log);
   REQUIRE(rc == 0);
+  if (recent.size() == 4) recent.pop_front();
+  recent.emplace_back(ptx, log);
   return log;
 }
 

@@ -7,9 +7,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <unistd.h>
+#include <vector>
 
 #include "../scoped_env.hpp"
+#include "../sweep.hpp"
 #include "../whole_program.hpp"
 #include "kiln/catalogue.hpp"
 #include "kiln/dsl.hpp"
@@ -22,6 +25,7 @@
 
 using namespace kiln;
 using kiln::testing::ScopedEnv;
+using kiln::testing::sweep;
 using kiln::testing::wholeProgramLog;
 using Catch::Matchers::Contains;
 
@@ -29,6 +33,20 @@ namespace {
 
 Runtime offline(const std::string& arch, int warps = 4) {
   return Runtime::create(Backend::cuda, {.compile_only = true, .arch = arch, .num_warps = warps});
+}
+
+/// A catalogue kernel in a dtype: a case of a sweep (test/sweep.hpp).
+struct Case {
+  const char* name;
+  DType dtype;
+};
+
+/// Each of `names` in bf16 and f16, name by name.
+std::vector<Case> inBf16AndF16(std::initializer_list<const char*> names) {
+  std::vector<Case> cases;
+  for (const char* name : names)
+    for (DType d : {DType::bf16, DType::f16}) cases.push_back({name, d});
+  return cases;
 }
 
 /// The spill bytes (stores + loads) of `entry` in a whole-program compile (wholeProgramLog);
@@ -408,43 +426,62 @@ TEST_CASE("masks, transposes and a DSL attention compile for sm_80 and sm_90a wi
 
 // The sm_90a twin of GEMM-shaped kernels: what CI can check without a GPU.
 
+TEST_CASE("a sweep takes every case, or with KILN_TEST_SWEEP=ends its first and last", "[sm90][sweep]") {
+  const std::vector<Case> all = inBf16AndF16({"gemm", "gemm_bias_relu", "gemm_bias_gelu"});
+  auto names = [](const std::vector<Case>& cases) {
+    std::string s;
+    for (auto [name, d] : cases) s += std::string(name) + ":" + to_string(d) + " ";
+    return s;
+  };
+  {
+    ScopedEnv every("KILN_TEST_SWEEP", "all");
+    CHECK(names(sweep(all)) == names(all));
+  }
+  {
+    ScopedEnv ends("KILN_TEST_SWEEP", "ends");
+    CHECK(names(sweep(all)) == "gemm:bf16 gemm_bias_gelu:f16 ");
+    CHECK(sweep(std::vector<int>{1, 2}) == std::vector<int>{1, 2});
+  }
+  ScopedEnv typo("KILN_TEST_SWEEP", "end");
+  CHECK_THROWS_WITH(sweep(all), Contains("KILN_TEST_SWEEP is 'end'; expected all or ends"));
+}
+
 TEST_CASE("on sm_90a every catalogue GEMM in bf16 and f16 gets a TMA + wgmma twin with no spills", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
-  for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
-    for (DType d : {DType::bf16, DType::f16}) {
-      INFO(name << " " << to_string(d));
-      Kernel k = catalogue::find(name).make(d);
-      std::string ptx = rt.emit(k, Stage::ptx);
-      CHECK_THAT(ptx, Contains(".entry " + std::string(name) + "__sm90("));
-      CHECK_THAT(ptx, Contains("wgmma.mma_async.sync.aligned.m64n128k16.f32." + std::string(to_string(d))));
-      CHECK_THAT(ptx, Contains("cp.async.bulk.tensor.2d.shared::cluster.global"));
-      CHECK_THAT(ptx, Contains("mbarrier.try_wait.parity"));
-      CHECK_THAT(ptx, Contains("setmaxnreg.dec.sync.aligned.u32") && Contains("setmaxnreg.inc.sync.aligned.u32"));
-      // The tensor maps are read in place from the parameter space (__grid_constant__).
-      CHECK_THAT(ptx, Contains(".param .align 64 .b8 " + std::string(name) + "__sm90_param_0[128]"));
-      CompiledKernel ck = rt.compile(k);
-      CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles, 6 stages, 384 threads"));
-      // Compiled as the runtime compiles it on a GPU (a whole program: setmaxnreg holds):
-      // every tile.
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90") == 0);
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90x2") == 0);
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64") == 0);
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64x2") == 0);
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n192") == 0);
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec") == 0);
-      // Every TMA load of A and B names an L2 policy (the operand read by more CTAs stays).
-      size_t loads = 0, hinted = 0;
-      for (size_t at = ptx.find("cp.async.bulk.tensor.2d.shared::cluster"); at != std::string::npos;
-           at = ptx.find("cp.async.bulk.tensor.2d.shared::cluster", at + 1)) {
-        ++loads;
-        hinted += ptx.substr(at, ptx.find(' ', at) - at).ends_with(".L2::cache_hint");
-      }
-      CHECK(loads > 0);
-      CHECK(hinted == loads);
-      // ptxas neither serialises the wgmma chain nor warns (its notes are in the report).
-      CHECK_THAT(ck.report().ptxas_notes, !Contains("serializ") && !Contains("warning"));
+  for (auto [name, d] : sweep(inBf16AndF16({"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"}))) {
+    INFO(name << " " << to_string(d));
+    Kernel k = catalogue::find(name).make(d);
+    std::string ptx = rt.emit(k, Stage::ptx);
+    CHECK_THAT(ptx, Contains(".entry " + std::string(name) + "__sm90("));
+    CHECK_THAT(ptx, Contains("wgmma.mma_async.sync.aligned.m64n128k16.f32." + std::string(to_string(d))));
+    CHECK_THAT(ptx, Contains("cp.async.bulk.tensor.2d.shared::cluster.global"));
+    CHECK_THAT(ptx, Contains("mbarrier.try_wait.parity"));
+    CHECK_THAT(ptx, Contains("setmaxnreg.dec.sync.aligned.u32") && Contains("setmaxnreg.inc.sync.aligned.u32"));
+    // The tensor maps are read in place from the parameter space (__grid_constant__).
+    CHECK_THAT(ptx, Contains(".param .align 64 .b8 " + std::string(name) + "__sm90_param_0[128]"));
+    CompiledKernel ck = rt.compile(k);
+    CHECK_THAT(ck.report().sm90, Contains("128x128x64 tiles, 6 stages, 384 threads"));
+    // Compiled as the runtime compiles it on a GPU (a whole program: setmaxnreg holds):
+    // every tile.
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90") == 0);
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90x2") == 0);
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n256") == 0);
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64") == 0);
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_m64x2") == 0);
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_n192") == 0);
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec") == 0);
+    // Every TMA load of A and B names an L2 policy (the operand read by more CTAs stays).
+    size_t loads = 0, hinted = 0;
+    for (size_t at = ptx.find("cp.async.bulk.tensor.2d.shared::cluster"); at != std::string::npos;
+         at = ptx.find("cp.async.bulk.tensor.2d.shared::cluster", at + 1)) {
+      ++loads;
+      hinted += ptx.substr(at, ptx.find(' ', at) - at).ends_with(".L2::cache_hint");
     }
+    CHECK(loads > 0);
+    CHECK(hinted == loads);
+    // ptxas neither serialises the wgmma chain nor warns (its notes are in the report).
+    CHECK_THAT(ck.report().ptxas_notes, !Contains("serializ") && !Contains("warning"));
+  }
 }
 
 TEST_CASE("f32 GEMMs, row kernels and sm_80 get no twin, and the report says why", "[cuda][sm90]") {
@@ -462,11 +499,10 @@ TEST_CASE("the twin can be turned off, and its tile width chosen", "[cuda][sm90]
   CHECK_THAT(off.emit(catalogue::gemm(DType::bf16), Stage::ptx), !Contains("wgmma"));
   Runtime wide = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 256});
   CHECK_THAT(wide.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90, Contains("128x256x64 tiles"));
-  for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
-    for (DType d : {DType::bf16, DType::f16}) {
-      INFO(name << " " << to_string(d));
-      CHECK(wholeProgramSpills(wide.emit(catalogue::find(name).make(d), Stage::ptx), std::string(name) + "__sm90") == 0);
-    }
+  for (auto [name, d] : sweep(inBf16AndF16({"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"}))) {
+    INFO(name << " " << to_string(d));
+    CHECK(wholeProgramSpills(wide.emit(catalogue::find(name).make(d), Stage::ptx), std::string(name) + "__sm90") == 0);
+  }
   CHECK_THAT(wide.emit(catalogue::gemm(DType::bf16), Stage::ptx), Contains("wgmma.mma_async.sync.aligned.m64n256k16"));
   Runtime bad = Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 96});
   CHECK_THROWS_WITH(bad.compile(catalogue::gemm(DType::bf16)), Contains("hopper_tile_n must be 0, 128, 192 or 256, got 96"));
@@ -496,14 +532,13 @@ TEST_CASE("a twin loads its bias before the main loop, and no twin spills for it
   CHECK(before == 48);
   CHECK(all == 48 + 8 + 16);
   // Preloaded values live through the main loop: still no spills in any default twin.
-  for (const char* name : {"gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
-    for (DType d : {DType::bf16, DType::f16}) {
-      const std::string code = rt.emit(catalogue::find(name).make(d), Stage::ptx);
-      for (const char* twin : {"__sm90", "__sm90x2", "__sm90_n256", "__sm90_m64", "__sm90_m64x2", "__sm90_n192"}) {
-        INFO(name << twin << " " << to_string(d));
-        CHECK(wholeProgramSpills(code, std::string(name) + twin) == 0);
-      }
+  for (auto [name, d] : sweep(inBf16AndF16({"gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"}))) {
+    const std::string code = rt.emit(catalogue::find(name).make(d), Stage::ptx);
+    for (const char* twin : {"__sm90", "__sm90x2", "__sm90_n256", "__sm90_m64", "__sm90_m64x2", "__sm90_n192"}) {
+      INFO(name << twin << " " << to_string(d));
+      CHECK(wholeProgramSpills(code, std::string(name) + twin) == 0);
     }
+  }
 }
 
 TEST_CASE("two products sharing A with a bias, a residual and an f32 output get the two-product twins without spills",
@@ -688,43 +723,42 @@ TEST_CASE("by default a GEMM gets eleven twins, and the report names each", "[cu
 
 TEST_CASE("the decode twin multiplies the weight's columns as wgmma's rows and stores C from registers", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
-  for (DType d : {DType::bf16, DType::f16})
-    for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_residual"}) {
-      INFO(name << " " << to_string(d));
-      std::string ptx = rt.emit(catalogue::find(name).make(d), Stage::ptx);
-      const size_t at = ptx.find(".entry " + std::string(name) + "__sm90_dec(");
-      REQUIRE(at != std::string::npos);
-      const std::string body = ptx.substr(at, ptx.find("\n}", at) - at);
-      // C^T = B^T A^T: m64n16k16, wgmma's A (B's box) read transposed, its B (A's rows)
-      // K-major: imm-trans-a 1, imm-trans-b 0.
-      CHECK_THAT(body, Contains("wgmma.mma_async.sync.aligned.m64n16k16.f32." + std::string(to_string(d))));
-      // (scale-d p, imm-scale-a 1, imm-scale-b 1, then the transposes; spacing is the emitter's.)
-      std::string args = body;
-      args.erase(std::unique(args.begin(), args.end(), [](char x, char y) { return x == ' ' && y == ' '; }), args.end());
-      CHECK_THAT(args, Contains("p, 1, 1, 1, 0;"));
-      CHECK_THAT(body, !Contains("m64n128k16") && !Contains("cp.async.bulk.tensor.2d.global.shared"));
-      CHECK_THAT(body, Contains("cp.async.bulk.tensor.2d.shared::cluster.global"));
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec") == 0);
-      // K-clusters: the launch's cluster size read at run time; a peer's sums stored into rank
-      // 0's shared memory and released at cluster scope, acquired there; no workspace (no
-      // global atomics, no parameter past K).
-      const std::string whole = ptx.substr(at, ptx.find(".entry", at + 1) - at);
-      CHECK_THAT(whole, Contains("%cluster_nctarank") && Contains("%cluster_ctarank") &&
-                            Contains("mapa.shared::cluster") && Contains("st.shared::cluster.v4") &&
-                            Contains("mbarrier.arrive.release.cluster.shared::cluster.b64") &&
-                            Contains("mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64") &&
-                            !Contains("atom.global") && !Contains("membar.gl"));
-      // The 32-row one: m64n32k16.
-      const size_t at32 = ptx.find(".entry " + std::string(name) + "__sm90_dec32(");
-      REQUIRE(at32 != std::string::npos);
-      CHECK_THAT(ptx.substr(at32, ptx.find("\n}", at32) - at32), Contains("m64n32k16") && !Contains("m64n16k16"));
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec32") == 0);
-      // The 64-row one: m64n64k16.
-      const size_t at64 = ptx.find(".entry " + std::string(name) + "__sm90_dec64(");
-      REQUIRE(at64 != std::string::npos);
-      CHECK_THAT(ptx.substr(at64, ptx.find("\n}", at64) - at64), Contains("m64n64k16") && !Contains("m64n32k16"));
-      CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec64") == 0);
-    }
+  for (auto [name, d] : sweep(inBf16AndF16({"gemm", "gemm_bias_relu", "gemm_bias_residual"}))) {
+    INFO(name << " " << to_string(d));
+    std::string ptx = rt.emit(catalogue::find(name).make(d), Stage::ptx);
+    const size_t at = ptx.find(".entry " + std::string(name) + "__sm90_dec(");
+    REQUIRE(at != std::string::npos);
+    const std::string body = ptx.substr(at, ptx.find("\n}", at) - at);
+    // C^T = B^T A^T: m64n16k16, wgmma's A (B's box) read transposed, its B (A's rows)
+    // K-major: imm-trans-a 1, imm-trans-b 0.
+    CHECK_THAT(body, Contains("wgmma.mma_async.sync.aligned.m64n16k16.f32." + std::string(to_string(d))));
+    // (scale-d p, imm-scale-a 1, imm-scale-b 1, then the transposes; spacing is the emitter's.)
+    std::string args = body;
+    args.erase(std::unique(args.begin(), args.end(), [](char x, char y) { return x == ' ' && y == ' '; }), args.end());
+    CHECK_THAT(args, Contains("p, 1, 1, 1, 0;"));
+    CHECK_THAT(body, !Contains("m64n128k16") && !Contains("cp.async.bulk.tensor.2d.global.shared"));
+    CHECK_THAT(body, Contains("cp.async.bulk.tensor.2d.shared::cluster.global"));
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec") == 0);
+    // K-clusters: the launch's cluster size read at run time; a peer's sums stored into rank
+    // 0's shared memory and released at cluster scope, acquired there; no workspace (no
+    // global atomics, no parameter past K).
+    const std::string whole = ptx.substr(at, ptx.find(".entry", at + 1) - at);
+    CHECK_THAT(whole, Contains("%cluster_nctarank") && Contains("%cluster_ctarank") &&
+                          Contains("mapa.shared::cluster") && Contains("st.shared::cluster.v4") &&
+                          Contains("mbarrier.arrive.release.cluster.shared::cluster.b64") &&
+                          Contains("mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64") &&
+                          !Contains("atom.global") && !Contains("membar.gl"));
+    // The 32-row one: m64n32k16.
+    const size_t at32 = ptx.find(".entry " + std::string(name) + "__sm90_dec32(");
+    REQUIRE(at32 != std::string::npos);
+    CHECK_THAT(ptx.substr(at32, ptx.find("\n}", at32) - at32), Contains("m64n32k16") && !Contains("m64n16k16"));
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec32") == 0);
+    // The 64-row one: m64n64k16.
+    const size_t at64 = ptx.find(".entry " + std::string(name) + "__sm90_dec64(");
+    REQUIRE(at64 != std::string::npos);
+    CHECK_THAT(ptx.substr(at64, ptx.find("\n}", at64) - at64), Contains("m64n64k16") && !Contains("m64n32k16"));
+    CHECK(wholeProgramSpills(ptx, std::string(name) + "__sm90_dec64") == 0);
+  }
   // hopper_split_k is 0, 1 or 2..16, checked when the runtime is made.
   CHECK_THROWS_WITH(Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_split_k = 17}),
                     Contains("hopper_split_k must be 0 (kiln's choice), 1 (never) or 2..16 chunks, got 17"));
