@@ -689,13 +689,14 @@ TEST_CASE("the layouts stage shows the tile IR with its encodings and conversion
   CHECK_THROWS_WITH(cpu.emit(catalogue::gemm(DType::f32), Stage::layouts), Contains("are CUDA stages"));
 }
 
-TEST_CASE("by default a GEMM gets eleven twins, and the report names each", "[cuda][sm90]") {
+TEST_CASE("by default a GEMM gets every twin kiln picks from, and the report names each", "[cuda][sm90]") {
   Runtime rt = offline("sm_90a");
   std::string ptx = rt.emit(catalogue::gemm_bias_relu(DType::bf16), Stage::ptx);
   CHECK_THAT(ptx, Contains(".entry gemm_bias_relu__sm90(") && Contains(".entry gemm_bias_relu__sm90x2(") &&
                       Contains(".entry gemm_bias_relu__sm90x4(") && Contains(".entry gemm_bias_relu__sm90_n256(") &&
                       Contains(".entry gemm_bias_relu__sm90_m64(") && Contains(".entry gemm_bias_relu__sm90_m64x2(") &&
-                      Contains(".entry gemm_bias_relu__sm90_n192(") && Contains(".entry gemm_bias_relu__sm90_dec(") && Contains(".entry gemm_bias_relu__sm90_dec32(") &&
+                      Contains(".entry gemm_bias_relu__sm90_n192(") && Contains(".entry gemm_bias_relu__sm90_m64n192x2(") &&
+                      Contains(".entry gemm_bias_relu__sm90_dec(") && Contains(".entry gemm_bias_relu__sm90_dec32(") &&
                       Contains(".entry gemm_bias_relu__sm90_dec48(") && Contains(".entry gemm_bias_relu__sm90_dec64("));
   CHECK_THAT(ptx, Contains("m64n128k16") && Contains("m64n256k16") && Contains("m64n192k16"));
   std::string report = rt.compile(catalogue::gemm_bias_relu(DType::bf16)).report().sm90;
@@ -706,6 +707,7 @@ TEST_CASE("by default a GEMM gets eleven twins, and the report names each", "[cu
                          Contains("gemm_bias_relu__sm90_m64: 64x128x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_m64x2: 64x128x64 tiles, 8 stages, clusters of 2 (B multicast), 256 threads") &&
                          Contains("gemm_bias_relu__sm90_n192: 128x192x64 tiles, 4 stages, 384 threads") &&
+                         Contains("gemm_bias_relu__sm90_m64n192x2: 64x192x64 tiles, 6 stages, clusters of 2 (B multicast), 256 threads") &&
                          Contains("gemm_bias_relu__sm90_dec: 16x64x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_dec32: 32x64x64 tiles, 8 stages, 256 threads") &&
                          Contains("gemm_bias_relu__sm90_dec48: 48x64x64 tiles, 8 stages, 256 threads") &&
@@ -714,7 +716,8 @@ TEST_CASE("by default a GEMM gets eleven twins, and the report names each", "[cu
                          Contains("each launch takes the tile"));
   for (const char* entry :
        {"gemm_bias_relu__sm90", "gemm_bias_relu__sm90x2", "gemm_bias_relu__sm90x4", "gemm_bias_relu__sm90_n256", "gemm_bias_relu__sm90_m64",
-        "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_n192", "gemm_bias_relu__sm90_dec", "gemm_bias_relu__sm90_dec32",
+        "gemm_bias_relu__sm90_m64x2", "gemm_bias_relu__sm90_n192", "gemm_bias_relu__sm90_m64n192x2", "gemm_bias_relu__sm90_dec",
+        "gemm_bias_relu__sm90_dec32",
         "gemm_bias_relu__sm90_dec48", "gemm_bias_relu__sm90_dec64"}) {
     INFO(entry);
     CHECK(wholeProgramSpills(ptx, entry) == 0);

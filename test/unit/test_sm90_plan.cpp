@@ -458,6 +458,51 @@ TEST_CASE("a launch takes 128 x 128 tiles in fours sharing A where alone they wo
   CHECK(pick(16, 4096, 4096) == 4);
 }
 
+TEST_CASE("a launch takes 64 x 192 tiles in stacked pairs for C of one row of 128-row tiles in one round", "[sm90]") {
+  // The compiler's order: 128 x 128 alone, in stacked pairs, in fours; 128 x 256; 64 x 128
+  // alone and in pairs; 128 x 192; 64 x 192 in stacked pairs.
+  std::vector<LaunchPlan> twins = ownTwins(true);
+  LaunchPlan quads = twins[0];
+  quads.cluster = 4;
+  quads.stages = 5;
+  twins.insert(twins.begin() + 2, quads);
+  LaunchPlan narrowPairs = twins[5]; // the 64 x 128 pairs, 192 columns wide
+  narrowPairs.tileN = 192;
+  narrowPairs.gridDims[1].tile = 192;
+  twins.push_back(narrowPairs);
+  const int narrow = int(twins.size()) - 1;
+  std::string why;
+  Split work;
+  auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why, &work); };
+  // 64 pairs (128 CTAs) where the fours put 96 CTAs to work, both in one round.
+  CHECK(pick(128, 12288, 4096) == narrow);
+  CHECK(work.ctas == 128);
+  CHECK(work.cluster == 0);
+  CHECK(pick(100, 12288, 4096) == narrow); // C's rows need not fill the tiles
+  // Ragged: 65 columns of 64 x 192 tiles, 130 CTAs against 25 fours' 100.
+  CHECK(pick(100, 12352, 4096) == narrow);
+  CHECK(work.ctas == 130);
+  // Not in two rounds: 75 pairs on 66 slots; the fours keep 128 x 14336 (112 CTAs, one round).
+  CHECK(pick(128, 14336, 4096) == 2);
+  // Not where a one-round best puts more CTAs to work: 64 x 128 pairs at 128 x 6144 (96 CTAs
+  // against 64).
+  CHECK(pick(128, 6144, 4096) == 5);
+  CHECK(work.ctas == 96);
+  // Not for C past one row of 128-row tiles, nor of at most 64 rows (a pair's second tile empty).
+  CHECK(pick(256, 12288, 4096) == 6);
+  CHECK(pick(64, 12288, 4096) != narrow);
+  // Where the driver says fewer pairs fit at once (a cluster lives in one GPC), they count:
+  // 64 pairs on 60 slots take two rounds.
+  twins[size_t(narrow)].clusterSlots = {0, 0, 60};
+  CHECK(pick(128, 12288, 4096) == 2);
+  twins[size_t(narrow)].clusterSlots = {0, 0, 64};
+  CHECK(pick(128, 12288, 4096) == narrow);
+  // The tiles of 128 rows keep C past a 65-row one when the pairs would take two rounds.
+  twins[size_t(narrow)].clusterSlots.clear();
+  CHECK(pick(65, 25344, 4096) != narrow);
+  CHECK(pick(128, 12288, 4096) == narrow);
+}
+
 namespace {
 // The same plan as a split-K twin makes it: a workspace, the split tiles and their chunks,
 // K as its reduction.
@@ -922,11 +967,11 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   };
   // kiln's choice: the 128 x 256 and 128 x 192 tiles alone, the 128 x 128, 64-row and tall
   // 256 x 128 ones alone and in stacked pairs, the 128 x 128 one also in fours (on its own ring
-  // of 5), the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the deepest ring
+  // of 5), the 64 x 192 one only in stacked pairs, the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the deepest ring
   // all of them fit is the 128 x 256 tile's (the tall tile's is the same).
   CHECK(names(selectTwins(0, 0, 0, false, 64)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90x4:128x128/4 __sm90_n256:128x256/1 "
                                                     "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_n192:128x192/1 "
-                                                    "__sm90_m256:256x128/1 __sm90_m256x2:256x128/2m __sm90_dec:16x64/1 __sm90_dec32:32x64/1 "
+                                                    "__sm90_m64n192x2:64x192/2m __sm90_m256:256x128/1 __sm90_m256x2:256x128/2m __sm90_dec:16x64/1 __sm90_dec32:32x64/1 "
                                                     "__sm90_dec48:48x64/1 "
                                                     "__sm90_dec64:64x64/1 ");
   CHECK(names(selectTwins(0, 0, 0, false, 32)).ends_with("__sm90_dec:16x64/1 __sm90_dec32:32x64/1 "));

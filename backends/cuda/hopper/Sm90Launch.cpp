@@ -401,11 +401,13 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     if (work) *work = split(twins[size_t(w)], args, config);
     return w;
   }
+  Split bestSplit;
   for (size_t i = 0; i < twins.size(); ++i) {
     if (twins[i].swapAB || !usable(i)) continue; // (swapped twins: their own rules above)
     const LaunchPlan& p = twins[i];
+    // C's rows (every twin's first grid dim).
+    const int64_t rows = p.gridDims.empty() ? 0 : args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)];
     if (!p.gridDims.empty()) {
-      const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; // C's
       // Beside lone twins, stacked pairs only with two rows of tiles: with one, every pair's
       // second CTA has no rows and the pair is a lone tile holding two SMs.
       if (stacked(p) && lone && rows <= p.gridDims[0].tile) continue;
@@ -437,8 +439,18 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // 4096 42.6 against 44.7). Stacked pairs that tie keep the place (not measured beside it).
     const bool quadsOverAlone =
         tiesSameTile && s.cost == 1.0 && p.cluster == 4 && !p.clusterAlongM && twins[size_t(best)].cluster == 1;
-    if (best < 0 || cost < bestCost || pairsOverAlone || quadsOverAlone) {
-      best = int(i), bestCost = cost;
+    // In one round, for C of one row of 128-row tiles (65 to 128 rows), the 64 x 192 tile in
+    // stacked pairs over a best that also takes one round on fewer CTAs: its N / 96 CTAs put
+    // a third more SMs to work than the 128 x 128 tiles' N / 128 (fours or alone), each
+    // taking in as many bytes a k-step (64 rows of A and 192 columns of B against 128 and
+    // 128). The cost model counts rounds times a tile's compute, which this memory-bound
+    // class does not follow: H200, 2026-12-05, 128 x 12288 x 4096 in 29.4 us against 31.0
+    // (cuBLASLt 27.7-28.0); H100, 2026-12-07, 37.5 against 37.3-37.7 (DRAM-bound there).
+    const bool narrowPairsWider = best >= 0 && stacked(p) && p.tileM == 64 && p.tileN == 192 && rows > 64 &&
+                                  rows <= 128 && s.cost == 1.0 && s.splits == 0 && bestSplit.cost == 1.0 &&
+                                  bestSplit.splits == 0 && s.ctas > bestSplit.ctas;
+    if (best < 0 || cost < bestCost || pairsOverAlone || quadsOverAlone || narrowPairsWider) {
+      best = int(i), bestCost = cost, bestSplit = s;
       if (work) *work = s;
     }
   }

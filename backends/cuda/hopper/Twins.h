@@ -33,7 +33,8 @@ constexpr bool tallClusterBuilt(int64_t cluster, bool clusterAlongM) {
 /// (<kernel>__sm90), 128 x 256 (__sm90_n256), 64 x 128 (__sm90_m64), 128 x 192
 /// (__sm90_n192: where it takes fewer rounds of CTAs than the others, e.g. 1536^3 in one
 /// round of 96 where 128 x 256 leaves 60 SMs idle: 17.3 against 20.7 us on an H100,
-/// 2026-12-05); 64 x 192 (__sm90_m64n192) only when tileN asks for 192 (experimental). A
+/// 2026-12-05); 64 x 192 (__sm90_m64n192) when tileN asks for 192, and among kiln's own tiles
+/// in stacked pairs sharing B (__sm90_m64n192x2: below). A
 /// twin selected alone (or with its stacked pairs) is <kernel>__sm90. cluster 0: the
 /// 128 x 256 tile alone; the 128 x 128, 64-row and tall tiles both alone and in stacked pairs
 /// sharing B, suffixed x2 (each B tile read from L2 once per pair: on the H200, 1000^3 ran
@@ -64,10 +65,16 @@ inline std::vector<TwinShape> selectTwins(int64_t tileM, int64_t tileN, int64_t 
                                     {256, 128, "__sm90_m256"}};
   std::vector<TwinShape> twins;
   for (const Tile& t : kTiles) {
-    if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (tileN == 0 && t.bn == 192 && t.bm < 128) ||
-        (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)) || (tall(t.bm) && tileM == 0 && tileN != 0))
+    if ((tileM != 0 && tileM != t.bm) || (tileN != 0 && tileN != t.bn) || (pingpong(t.bm, t.bn) && (tileM == 0 || tileN == 0)) ||
+        (tall(t.bm) && tileM == 0 && tileN != 0))
       continue;
     if (tall(t.bm) && !tallClusterBuilt(cluster, clusterAlongM)) continue;
+    // The 64 x 192 tile with no width asked for: only among kiln's own tiles (no height nor
+    // clusters asked for either), in stacked pairs sharing B (the launch's rule: Sm90Launch.cpp).
+    if (tileN == 0 && t.bm < 128 && t.bn == 192) {
+      if (tileM == 0 && cluster == 0) twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
+      continue;
+    }
     twins.push_back({t.bm, t.bn, t.suffix, cluster == 0 ? 1 : cluster, cluster != 0 && clusterAlongM});
     if (cluster == 0 && (t.bm < 128 || t.bn == 128)) twins.push_back({t.bm, t.bn, std::string(t.suffix) + "x2", 2, true});
     // Four 128 x 128 tiles side by side sharing A, each CTA loading a quarter of its rows
