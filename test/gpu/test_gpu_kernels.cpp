@@ -1019,16 +1019,17 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
   // rows than a decode tile, in two rows of decode tiles (whole, in fours, in pairs);
   // {160, 1032, 1000} and {257, 2056, 520} C of 129 to 512 rows: swapped twins of 128 columns
   // (two rows of 80-row tiles; three of 96), ragged in N and K. {128, 12352, 264} and
-  // {100, 12352, 136}: one row of tiles too wide for two rows of decode tiles or 64-row pairs
-  // in one round: 128 x 128 tiles in fours sharing A (25 of them, the last with three CTAs
-  // past C's columns; the second ragged in M and K too).
+  // {100, 12352, 136}: one row of tiles too wide for two rows of decode tiles or 64 x 128 pairs
+  // in one round: 64 x 192 tiles in stacked pairs (65 of them, the last ragged in N; the
+  // second ragged in M and K too). {128, 14336, 264}: too wide for those in one round: 128 x
+  // 128 tiles in fours sharing A (28 of them).
   const std::vector<std::vector<int64_t>> shapes = {{1, 8, 8},         {77, 136, 72},     {1000, 1000, 1000},
                                                    {4097, 264, 128},  {129, 4096, 264},  {300, 200, 8},
                                                    {128, 256, 4096},  {2049, 2056, 136}, {300, 200, 1000},
                                                    {16, 264, 1024},   {3, 200, 1000},    {1, 4104, 520},
                                                    {17, 136, 328},    {40, 264, 1000},   {64, 4104, 520},
                                                    {100, 1032, 1000}, {160, 1032, 1000}, {257, 2056, 520},
-                                                   {128, 12352, 264}, {100, 12352, 136}};
+                                                   {128, 12352, 264}, {100, 12352, 136}, {128, 14336, 264}};
   const TwinRuntimes& r = twinRuntimes();
   const bool hopper = gpu().fingerprint().target == "sm_90a";
   for (const char* name : {"gemm", "gemm_bias_relu", "gemm_bias_gelu", "gemm_bias_residual"})
@@ -1055,7 +1056,8 @@ TEST_CASE("gpu: the sm_90a TMA + wgmma twin is right on ragged shapes, beside th
             CHECK((path.rfind("sm_90a twin", 0) == 0) == twin);
             if (twin && rt == &gpu() && s == std::vector<int64_t>{2049, 2056, 136})
               CHECK(path.find("__sm90_n192") != std::string::npos);
-            if (twin && rt == &gpu() && s[1] == 12352) CHECK(path.find("__sm90x4") != std::string::npos);
+            if (twin && rt == &gpu() && s[1] == 12352) CHECK(path.find("__sm90_m64n192x2") != std::string::npos);
+            if (twin && rt == &gpu() && s[1] == 14336) CHECK(path.find("__sm90x4") != std::string::npos);
             // The decode twins (C of at most 128 rows, kiln's tiles) split on their own: counted apart.
             if (path.find("__sm90_dec") != std::string::npos) {
               CHECK(s[0] <= 128);
