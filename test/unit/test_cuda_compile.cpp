@@ -572,7 +572,7 @@ TEST_CASE("two products sharing A with a bias, a residual and an f32 output get 
   }
 }
 
-TEST_CASE("hopper_tile_n 192 makes 192-wide twins of both heights; kiln's own choice has the 128 x 192 one alone", "[cuda][sm90]") {
+TEST_CASE("hopper_tile_n 192 makes 192-wide twins of both heights; kiln's own choice has the 128 x 192 one alone, the 64 x 192 one in pairs", "[cuda][sm90]") {
   auto make = [](int tileM, int cluster, bool stacked = false) {
     return Runtime::create(Backend::cuda, {.compile_only = true, .arch = "sm_90a", .hopper_tile_n = 192,
                                            .hopper_tile_m = tileM, .hopper_cluster = cluster,
@@ -600,10 +600,13 @@ TEST_CASE("hopper_tile_n 192 makes 192-wide twins of both heights; kiln's own ch
        at = stackedPtx.find(".multicast::cluster", at + 1))
     ++multicasts;
   CHECK(multicasts == 2);
-  // Without the option: the 128 x 192 twin alone, built without spills; no 64 x 192 one.
+  // Without the option: the 128 x 192 twin alone and the 64 x 192 one only in stacked pairs,
+  // both built without spills.
   const std::string own = offline("sm_90a").emit(k, Stage::ptx);
-  CHECK_THAT(own, Contains(".entry gemm_bias_relu__sm90_n192(") && !Contains("_sm90_m64n192") && !Contains("n192x2"));
+  CHECK_THAT(own, Contains(".entry gemm_bias_relu__sm90_n192(") && Contains(".entry gemm_bias_relu__sm90_m64n192x2(") &&
+                      !Contains(".entry gemm_bias_relu__sm90_m64n192(") && !Contains("_sm90_n192x2"));
   CHECK(wholeProgramSpills(own, "gemm_bias_relu__sm90_n192") == 0);
+  CHECK(wholeProgramSpills(own, "gemm_bias_relu__sm90_m64n192x2") == 0);
 }
 
 TEST_CASE("hopper_tile_m 64 with hopper_tile_n 256 makes ping-pong twins: two consumers taking tiles in turn", "[cuda][sm90]") {
