@@ -412,14 +412,21 @@ TEST_CASE("a launch takes 128 x 128 tiles in stacked pairs where they cost no mo
   CHECK(work.ctas == 64); // 32 units: each column's tile and an empty one below it
 }
 
-TEST_CASE("a launch takes 128 x 128 tiles in fours sharing A where alone they would take one round", "[sm90]") {
-  // The compiler's order: 128 x 128 alone, in stacked pairs, in fours; 128 x 256; 64 x 128
-  // alone and in pairs; 128 x 192.
+namespace {
+// ownTwins(true) with the fours in the compiler's place: 128 x 128 alone, in stacked pairs, in
+// fours; 128 x 256; 64 x 128 alone and in pairs; 128 x 192.
+std::vector<LaunchPlan> ownTwinsWithFours() {
   std::vector<LaunchPlan> twins = ownTwins(true);
   LaunchPlan quads = twins[0];
   quads.cluster = 4;
   quads.stages = 5;
   twins.insert(twins.begin() + 2, quads);
+  return twins;
+}
+} // namespace
+
+TEST_CASE("a launch takes 128 x 128 tiles in fours sharing A where alone they would take one round", "[sm90]") {
+  std::vector<LaunchPlan> twins = ownTwinsWithFours();
   std::string why;
   Split work;
   auto pick = [&](int64_t M, int64_t N, int64_t K) { return choose(twins, args(M, N, K), {132}, &why, &work); };
@@ -459,13 +466,8 @@ TEST_CASE("a launch takes 128 x 128 tiles in fours sharing A where alone they wo
 }
 
 TEST_CASE("a launch takes 64 x 192 tiles in stacked pairs for C of one row of 128-row tiles in one round", "[sm90]") {
-  // The compiler's order: 128 x 128 alone, in stacked pairs, in fours; 128 x 256; 64 x 128
-  // alone and in pairs; 128 x 192; 64 x 192 in stacked pairs.
-  std::vector<LaunchPlan> twins = ownTwins(true);
-  LaunchPlan quads = twins[0];
-  quads.cluster = 4;
-  quads.stages = 5;
-  twins.insert(twins.begin() + 2, quads);
+  // The compiler's order: as in ownTwinsWithFours(), then 64 x 192 in stacked pairs.
+  std::vector<LaunchPlan> twins = ownTwinsWithFours();
   LaunchPlan narrowPairs = twins[5]; // the 64 x 128 pairs, 192 columns wide
   narrowPairs.tileN = 192;
   narrowPairs.gridDims[1].tile = 192;
