@@ -39,6 +39,10 @@
 // PAIRS: gpu.func @mm__sm90_n192(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS-SAME: \22tile\22:[128,192,64]
+// PAIRS: gpu.func @mm__sm90_m64n192x2(
+// PAIRS-SAME: \22cluster\22:2,\22cluster_m\22:true
+// PAIRS-SAME: \22threads\22:256
+// PAIRS-SAME: \22tile\22:[64,192,64]
 // PAIRS: gpu.func @mm__sm90_m256(
 // PAIRS-SAME: \22cluster\22:1,
 // PAIRS-SAME: \22threads\22:384
