@@ -969,12 +969,13 @@ TEST_CASE("the options select the twins by one rule, for the pass and the option
   };
   // kiln's choice: the 128 x 256 and 128 x 192 tiles alone, the 128 x 128, 64-row and tall
   // 256 x 128 ones alone and in stacked pairs, the 128 x 128 one also in fours (on its own ring
-  // of 5), the 64 x 192 one only in stacked pairs, the decode twins of 16, 32, 48 and 64 rows (up to the rows asked for); the deepest ring
-  // all of them fit is the 128 x 256 tile's (the tall tile's is the same).
+  // of 5), the 64 x 192 one only in stacked pairs, the decode twins of 16, 32, 48 and 64 rows
+  // (up to the rows asked for); the deepest ring all of them fit is the 128 x 256 tile's (the
+  // tall tile's is the same).
   CHECK(names(selectTwins(0, 0, 0, false, 64)) == "__sm90:128x128/1 __sm90x2:128x128/2m __sm90x4:128x128/4 __sm90_n256:128x256/1 "
                                                     "__sm90_m64:64x128/1 __sm90_m64x2:64x128/2m __sm90_n192:128x192/1 "
-                                                    "__sm90_m64n192x2:64x192/2m __sm90_m256:256x128/1 __sm90_m256x2:256x128/2m __sm90_dec:16x64/1 __sm90_dec32:32x64/1 "
-                                                    "__sm90_dec48:48x64/1 "
+                                                    "__sm90_m64n192x2:64x192/2m __sm90_m256:256x128/1 __sm90_m256x2:256x128/2m "
+                                                    "__sm90_dec:16x64/1 __sm90_dec32:32x64/1 __sm90_dec48:48x64/1 "
                                                     "__sm90_dec64:64x64/1 ");
   CHECK(names(selectTwins(0, 0, 0, false, 32)).ends_with("__sm90_dec:16x64/1 __sm90_dec32:32x64/1 "));
   CHECK(maxStagesOf(selectTwins(0, 0, 0, false, 64)) == maxStages(128, 256));

@@ -279,16 +279,21 @@ std::string describe(const LaunchPlan& plan, const Split& work) {
 }
 
 namespace {
+/// C's rows for `p`'s launch over `args` (every twin's first grid dim); 0 for a plan with no
+/// grid dims.
+int64_t rowsOf(const LaunchPlan& p, const std::vector<TensorView>& args) {
+  return p.gridDims.empty() ? 0 : args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)];
+}
+
 /// The decode twin for `args`, or -1 (see choose()).
 template <class Usable>
 int chooseDecode(const std::vector<LaunchPlan>& twins, Usable& usable,
                  const std::vector<TensorView>& args, const LaunchConfig& config) {
-  auto rowsOf = [&](const LaunchPlan& p) { return args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)]; };
   auto decode = [&](size_t i) { return twins[i].decode() && !twins[i].gridDims.empty() && usable(i); };
   // One that holds C's rows in one tile, always: it reads each weight once and wastes no
   // multiply on absent rows.
   for (size_t i = 0; i < twins.size(); ++i)
-    if (decode(i) && rowsOf(twins[i]) <= twins[i].tileM) return int(i);
+    if (decode(i) && rowsOf(twins[i], args) <= twins[i].tileM) return int(i);
   // Else one that holds them in two rows of tiles, where both fill one round of CTAs: the
   // tile order puts a column's two tiles side by side, so the second CTA reads its B tile
   // from L2 as the first brings it in. (H200, 2026-12-01, bf16: 65, 80, 96, 112, 128 x
@@ -296,7 +301,7 @@ int chooseDecode(const std::vector<LaunchPlan>& twins, Usable& usable,
   // 128-row tiles; in two rounds slower: 96 x 8192 x 8192 44.4 us against 39.8.)
   if (config.smCount <= 0) return -1;
   for (size_t i = 0; i < twins.size(); ++i) {
-    if (!decode(i) || rowsOf(twins[i]) > 2 * twins[i].tileM) continue;
+    if (!decode(i) || rowsOf(twins[i], args) > 2 * twins[i].tileM) continue;
     const LaunchPlan& p = twins[i];
     if (unitCount(p, args) <= int64_t(config.smCount) * p.ctasPerSm / p.cluster) return int(i);
   }
@@ -319,9 +324,9 @@ int chooseWide(const std::vector<LaunchPlan>& twins, Usable& usable, const std::
   for (size_t i = 0; i < twins.size(); ++i) {
     const LaunchPlan& p = twins[i];
     if (!p.swapAB || p.decode() || p.gridDims.empty()) continue;
-    // C's rows (every twin's first grid dim): the cheap test before the twin's TMA rules,
-    // which a launch of any other shape then never pays for these twins.
-    const int64_t rows = args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)];
+    // C's rows: the cheap test before the twin's TMA rules, which a launch of any other shape
+    // then never pays for these twins.
+    const int64_t rows = rowsOf(p, args);
     const int64_t padded = (rows + 127) / 128 * 128;
     if (rows <= 128 || rows > 512 || 8 * (padded - rows) < padded) return -1;
     if (!usable(i) || unitCount(p, args) > int64_t(config.smCount) * p.ctasPerSm) continue;
@@ -405,8 +410,7 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
   for (size_t i = 0; i < twins.size(); ++i) {
     if (twins[i].swapAB || !usable(i)) continue; // (swapped twins: their own rules above)
     const LaunchPlan& p = twins[i];
-    // C's rows (every twin's first grid dim).
-    const int64_t rows = p.gridDims.empty() ? 0 : args[size_t(p.gridDims[0].arg)].dims[size_t(p.gridDims[0].dim)];
+    const int64_t rows = rowsOf(p, args);
     if (!p.gridDims.empty()) {
       // Beside lone twins, stacked pairs only with two rows of tiles: with one, every pair's
       // second CTA has no rows and the pair is a lone tile holding two SMs.
