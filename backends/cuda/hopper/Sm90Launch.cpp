@@ -448,9 +448,10 @@ int choose(const std::vector<LaunchPlan>& twins, const std::vector<TensorView>& 
     // a third more SMs to work than the 128 x 128 tiles' N / 128 (fours or alone), each
     // taking in as many bytes a k-step (64 rows of A and 192 columns of B against 128 and
     // 128). The cost model counts rounds times a tile's compute, which this memory-bound
-    // class does not follow: H200, 2026-12-05, 128 x 12288 x 4096 in 29.4 us against 31.0
-    // (cuBLASLt 27.7-28.0); H100, 2026-12-07, 37.5-37.7 against the fours' 37.3-37.7 (DRAM-bound
-    // there; 96 rows 0.5 us slower, docs/benchmarks/2026-12-07-hopper-gemm-n192-pairs/).
+    // class does not follow. Same-call A/B against the fours, 2026-12-07
+    // (docs/benchmarks/2026-12-07-hopper-gemm-n192-pairs/): H200, 128 x 12288 x 4096 in
+    // 29.3-29.8 us against 30.4-30.5 (cuBLASLt 27.8-28.1), 96 rows 1-2% faster, 128 x 11264 a
+    // tie; H100 (DRAM-bound there) within 1.3% of the fours.
     const bool narrowPairsWider = best >= 0 && stacked(p) && p.tileM == 64 && p.tileN == 192 && rows > 64 &&
                                   rows <= 128 && s.cost == 1.0 && s.splits == 0 && bestSplit.cost == 1.0 &&
                                   bestSplit.splits == 0 && s.ctas > bestSplit.ctas;
