@@ -45,6 +45,7 @@ run() { # name, log, command...
 # compute-sanitizer; not in the default set), tunedbench (kiln bench --tuned: the price of
 # tuning per shape; not in the default set), mlptuned (kiln-mlp --tuned; not in the default set),
 # floor (kiln-bench-hbm: the weight read alone beside cuBLASLt; not in the default set),
+# timeline (ncu PM-sampling timelines of the twin and of cuBLASLt's kernel; not in the default set),
 # host (kiln-bench-host: create, memory hit and launch costs on the host; not in the default set),
 # warm (a cache made by `kiln warm` here, loaded there read-only: disk hits; not in the default set),
 # decide (verdicts at 1.10x: kiln bench, kiln-mlp, example-decide; not in the default set).
@@ -162,6 +163,29 @@ if want profile; then
       $NCU --import "$RES/$r-$s.ncu-rep" --page details --section SpeedOfLight --section LaunchStats 2>&1 |
         grep -E "^  [a-z_]|Duration|SM Frequency|Compute \(SM\)|Memory Throughput|Registers|Grid Size|Cluster Size" > "$RES/sol-$r-$s.txt"
       result[profile-$r-$s]="$(grep -m1 Duration "$RES/sol-$r-$s.txt" | awk '{print $NF, $(NF-1)}')"
+    done
+    pack
+  done
+fi
+if want timeline; then
+  # Where in a kernel DRAM goes idle: ncu's PM sampling alone (TIMELINE_INTERVAL, default
+  # 1000) over TIMELINE_LAUNCHES launches (default 4, after 3 skipped) of kiln's twin and of
+  # cuBLASLt's kernel, bf16 TIMELINE_KERNEL (default gemm) at each TIMELINE_SHAPES; per launch
+  # the DRAM, tensor-pipe, L2 and active-cluster series (scripts/pm-timeline.py) in
+  # timeline-<kiln|cublas>-<kernel>-<shape>.txt. A dip in one launch of either kernel is the
+  # GPU's (both show them); one in every launch of one kernel is that kernel's.
+  tk=${TIMELINE_KERNEL:-gemm}
+  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  PM="--clock-control none --section PmSampling --pm-sampling-interval ${TIMELINE_INTERVAL:-1000} --launch-skip 3 --launch-count ${TIMELINE_LAUNCHES:-4}"
+  for s0 in ${TIMELINE_SHAPES:-128x12288x4096}; do
+    s=$tk-$s0
+    for r in kiln cublas; do
+      if [ $r = kiln ]; then names="regex:sm90"; routes=kiln; else names="regex:^(sm90_xmma|nvjet|cutlass)"; routes=framework; fi
+      KILN_CACHE_DIR=off timeout 200 $NCU -f $PM --kernel-name "$names" -o "$RES/pm-$r-$s" $K/kiln bench $tk --backend=cuda \
+        --dtype bf16 --routes $routes --shape $s0 --reps 8 --warmup 2 --no-progress > "$RES/pm-$r-$s.log" 2>&1
+      $NCU --import "$RES/pm-$r-$s.ncu-rep" --page raw --csv --print-metric-instances values > "$RES/pm-$r-$s.csv" 2>&1
+      python3 scripts/pm-timeline.py "$RES/pm-$r-$s.csv" > "$RES/timeline-$r-$s.txt" 2>&1
+      result[timeline-$r-$s]="$(grep -c '^== launch' "$RES/timeline-$r-$s.txt") launches"
     done
     pack
   done
@@ -357,6 +381,7 @@ if want cases; then
     awk -F'\t' '$2 != 0' "$f" | cut -c1-160
   done
 fi
+want timeline && for f in "$RES"/timeline-*.txt; do echo "== $(basename "$f" .txt)"; cat "$f"; done
 want floor && cat "$RES/hbm-floor.csv"
 want host && cat "$RES/host.csv" "$RES/alloc.log"
 want warm && grep -H -E "^compile:|reference_ok" "$RES"/warm-*.log
