@@ -94,6 +94,11 @@ run_cases() {
   done
 }
 export KILN_CACHE_DIR=/tmp/kiln-cache # never the machine's home; emptied where it matters
+# ncu, and the kernels it is pointed at: kiln's sm_90a twins, and cuBLASLt's for the same GEMM
+# (profile and timeline).
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+KILN_KERNELS="regex:sm90"
+CUBLAS_KERNELS="regex:^(sm90_xmma|nvjet|cutlass)"
 
 if want bench; then
   SHAPES="--shape 4096x4096x4096 --shape 4097x4096x4096 --shape 1000x1000x1000 --shape 16x4096x4096 --shape 128x12288x4096"
@@ -148,12 +153,11 @@ if want profile; then
   # PROFILE_ENV: variables for kiln's run (e.g. KILN_HOPPER_CLUSTER=2); PROFILE_NCU: more ncu
   # arguments for both (e.g. --clock-control none: at the boost clock, not ncu's base clock).
   pk=${PROFILE_KERNEL:-gemm_bias_relu}
-  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   for s0 in ${PROFILE_SHAPES:-1000x1000x1000 4096x4096x4096}; do
     s=$pk-$s0
-    env KILN_CACHE_DIR=off ${PROFILE_ENV:-} timeout 200 $NCU -f ${PROFILE_NCU:-} --kernel-name regex:sm90 --launch-count 1 --set full -o "$RES/kiln-$s" \
+    env KILN_CACHE_DIR=off ${PROFILE_ENV:-} timeout 200 $NCU -f ${PROFILE_NCU:-} --kernel-name "$KILN_KERNELS" --launch-count 1 --set full -o "$RES/kiln-$s" \
       $K/kiln run $pk --backend=cuda --shape $s0 --dtype bf16 > "$RES/ncu-kiln-$s.log" 2>&1
-    KILN_CACHE_DIR=off timeout 200 $NCU -f ${PROFILE_NCU:-} --kernel-name regex:"^(sm90_xmma|nvjet|cutlass)" --launch-skip 2 --launch-count 1 \
+    KILN_CACHE_DIR=off timeout 200 $NCU -f ${PROFILE_NCU:-} --kernel-name "$CUBLAS_KERNELS" --launch-skip 2 --launch-count 1 \
       --set full -o "$RES/cublas-$s" $K/kiln bench $pk --backend=cuda --dtype bf16 --routes framework \
       --shape $s0 --reps 3 --warmup 1 --no-progress > "$RES/ncu-cublas-$s.log" 2>&1
     for r in kiln cublas; do
@@ -175,12 +179,11 @@ if want timeline; then
   # timeline-<kiln|cublas>-<kernel>-<shape>.txt. A dip in one launch of either kernel is the
   # GPU's (both show them); one in every launch of one kernel is that kernel's.
   tk=${TIMELINE_KERNEL:-gemm}
-  NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   PM="--clock-control none --section PmSampling --pm-sampling-interval ${TIMELINE_INTERVAL:-1000} --launch-skip 3 --launch-count ${TIMELINE_LAUNCHES:-4}"
   for s0 in ${TIMELINE_SHAPES:-128x12288x4096}; do
     s=$tk-$s0
     for r in kiln cublas; do
-      if [ $r = kiln ]; then names="regex:sm90"; routes=kiln; else names="regex:^(sm90_xmma|nvjet|cutlass)"; routes=framework; fi
+      if [ $r = kiln ]; then names=$KILN_KERNELS routes=kiln; else names=$CUBLAS_KERNELS routes=framework; fi
       KILN_CACHE_DIR=off timeout 200 $NCU -f $PM --kernel-name "$names" -o "$RES/pm-$r-$s" $K/kiln bench $tk --backend=cuda \
         --dtype bf16 --routes $routes --shape $s0 --reps 8 --warmup 2 --no-progress > "$RES/pm-$r-$s.log" 2>&1
       $NCU --import "$RES/pm-$r-$s.ncu-rep" --page raw --csv --print-metric-instances values > "$RES/pm-$r-$s.csv" 2>&1

@@ -3,11 +3,12 @@
 
 Input: the CSV of `ncu --import REPORT --page raw --csv --print-metric-instances values`
 for a report collected with `--section PmSampling`. Each PM-sampling metric is a series of
-per-interval values; this prints, for every launch, the window where DRAM reads are above
-0.5% of peak (and two samples either side): DRAM read and write throughput, the tensor pipe,
-L2 traffic from the SMs and the clusters active, in percent of peak (clusters: a count).
+per-interval values; this prints, for every launch, the window where the first series is
+above 0.5 (and two samples either side). By default: DRAM read and write throughput, the
+tensor pipe, L2 traffic from the SMs and the clusters active, in percent of peak (clusters: a
+count); the window is where DRAM reads pass 0.5% of peak.
 
-usage: pm-timeline.py RAW.csv [METRIC-SUBSTRING ...]
+usage: pm-timeline.py RAW.csv [METRIC-SUBSTRING ...]  (the first names the window's series)
 """
 import csv
 import sys
@@ -39,13 +40,13 @@ def main(argv):
     wanted = [(s, s) for s in argv[2:]] or DEFAULT
     columns = []
     for label, part in wanted:
-        match = [i for i, name in enumerate(header) if name.endswith(part) or part in name]
-        if match:
-            columns.append((label, match[0]))
+        match = next((i for i, name in enumerate(header) if part in name), None)
+        if match is not None:
+            columns.append((label, match))
+        elif not columns:  # the window's series
+            sys.exit(f"{argv[1]}: no '{part}' series: was the report collected with --section PmSampling?")
         else:
             print(f"(no metric matches '{part}')")
-    if not columns or not any(label == wanted[0][0] for label, _ in columns):
-        sys.exit(f"{argv[1]}: no '{wanted[0][1]}' series: was the report collected with --section PmSampling?")
     shown = 0
     for row in rows[2:]:  # rows[1] holds the units
         cells = dict(zip(header, row))
